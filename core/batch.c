@@ -1,0 +1,534 @@
+/*
+** batch.c - record batches v2, legacy messages v0/v1, records, headers and
+** the v2 encoder.  Byte layouts: ../shared/spec/format.md sections 2 to 5.
+*/
+#include "batch.h"
+
+#include <string.h>
+#include <zlib.h>
+
+#include "codec.h"
+#include "crc32c.h"
+
+const char *kl_ts_type_name(int t) {
+  switch (t) {
+    case KL_TS_CREATE: return "CreateTime";
+    case KL_TS_APPEND: return "LogAppendTime";
+    default: return "NoTimestampType";
+  }
+}
+
+/* ---- varints ---- */
+
+/* Kafka rejects a fifth byte with the continuation bit; bits above 32 in
+** the fifth byte it drops silently, we reject them (stricter, never wrong
+** for data Kafka wrote, since Kafka never writes them). */
+size_t kl_varint_get32(const uint8_t *p, const uint8_t *end, int32_t *v) {
+  uint32_t u = 0;
+  for (size_t i = 0; i < 5; i++) {
+    if (p + i >= end) return 0;
+    uint8_t c = p[i];
+    if (i == 4 && (c & 0xf0)) return 0;
+    u |= (uint32_t)(c & 0x7f) << (7 * i);
+    if (!(c & 0x80)) {
+      *v = (int32_t)((u >> 1) ^ (~(u & 1) + 1));
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+size_t kl_varint_get64(const uint8_t *p, const uint8_t *end, int64_t *v) {
+  uint64_t u = 0;
+  for (size_t i = 0; i < 10; i++) {
+    if (p + i >= end) return 0;
+    uint8_t c = p[i];
+    if (i == 9 && (c & 0xfe)) return 0;
+    u |= (uint64_t)(c & 0x7f) << (7 * i);
+    if (!(c & 0x80)) {
+      *v = (int64_t)((u >> 1) ^ (~(u & 1) + 1));
+      return i + 1;
+    }
+  }
+  return 0;
+}
+
+static size_t put_uvarint(uint8_t *p, uint64_t u) {
+  size_t i = 0;
+  while (u >= 0x80) {
+    p[i++] = (uint8_t)(u | 0x80);
+    u >>= 7;
+  }
+  p[i++] = (uint8_t)u;
+  return i;
+}
+
+size_t kl_varint_put32(uint8_t *p, int32_t v) {
+  return put_uvarint(p, (uint32_t)(((uint32_t)v << 1) ^ (uint32_t)(v >> 31)));
+}
+
+size_t kl_varint_put64(uint8_t *p, int64_t v) {
+  return put_uvarint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+/* ---- headers of entries ---- */
+
+static kl_rc parse_v2(const uint8_t *p, int32_t len, kl_batch *b, kl_err *err) {
+  if (len + KL_LOG_OVERHEAD < KL_V2_HEADER) {
+    return kl_err_set(err, KL_CORRUPT, "batch length %d is below the 49-byte v2 minimum", len);
+  }
+  b->leader_epoch = kl_get_i32(p + 12);
+  b->crc = kl_get_u32(p + 17);
+  b->attributes = kl_get_i16(p + 21);
+  b->last_offset_delta = kl_get_i32(p + 23);
+  b->base_timestamp = kl_get_i64(p + 27);
+  b->max_timestamp = kl_get_i64(p + 35);
+  b->producer_id = kl_get_i64(p + 43);
+  b->producer_epoch = kl_get_i16(p + 51);
+  b->base_sequence = kl_get_i32(p + 53);
+  b->record_count = kl_get_i32(p + 57);
+  /* Kafka uses only the low byte of the attributes. */
+  int attr = b->attributes & 0xff;
+  b->codec = (int8_t)(attr & 7);
+  b->ts_type = (attr & 0x08) ? KL_TS_APPEND : KL_TS_CREATE;
+  b->is_transactional = (attr & 0x10) != 0;
+  b->is_control = (attr & 0x20) != 0;
+  b->first_known = 1;
+  if (b->codec > KL_CODEC_ZSTD) {
+    return kl_err_set(err, KL_CORRUPT, "invalid compression codec id %d", b->codec);
+  }
+  if (b->record_count < 0) {
+    return kl_err_set(err, KL_CORRUPT, "negative record count %d", b->record_count);
+  }
+  if (b->last_offset_delta < 0) {
+    return kl_err_set(err, KL_CORRUPT, "negative last offset delta %d", b->last_offset_delta);
+  }
+  if (b->base_offset > INT64_MAX - b->last_offset_delta) {
+    return kl_err_set(err, KL_CORRUPT, "last offset overflows");
+  }
+  b->last_offset = b->base_offset + b->last_offset_delta;
+  return KL_OK;
+}
+
+static kl_rc parse_legacy(const uint8_t *p, int32_t len, kl_batch *b, kl_err *err) {
+  int v1 = b->magic == 1;
+  int32_t overhead = v1 ? 22 : 14;
+  if (len < overhead) {
+    return kl_err_set(err, KL_CORRUPT, "message size %d is below the v%d minimum of %d",
+                      len, b->magic, overhead);
+  }
+  int attr = p[17];
+  b->attributes = (int16_t)(int8_t)p[17];
+  b->crc = kl_get_u32(p + 12);
+  b->codec = (int8_t)(attr & 7);
+  b->leader_epoch = -1;
+  b->producer_id = -1;
+  b->producer_epoch = -1;
+  b->base_sequence = -1;
+  b->last_offset_delta = 0;
+  if (b->codec > KL_CODEC_LZ4) {
+    return kl_err_set(err, KL_CORRUPT, "invalid codec id %d for message format v%d",
+                      b->codec, b->magic);
+  }
+  if (v1) {
+    b->ts_type = (attr & 0x08) ? KL_TS_APPEND : KL_TS_CREATE;
+    b->base_timestamp = b->max_timestamp = kl_get_i64(p + 18);
+  } else {
+    b->ts_type = KL_TS_NONE;
+    b->base_timestamp = b->max_timestamp = -1;
+  }
+  b->last_offset = b->base_offset;
+  b->record_count = b->codec ? -1 : 1;
+  b->first_known = b->codec == KL_CODEC_NONE;
+  return KL_OK;
+}
+
+kl_rc kl_batch_parse(const uint8_t *p, size_t avail, kl_batch *b, kl_err *err) {
+  int64_t pos = b->position;
+  memset(b, 0, sizeof *b);
+  b->position = pos;
+  if (avail < KL_ENTRY_PREFIX + 1) return KL_DONE; /* Kafka: p >= end - 17 */
+  int32_t len = kl_get_i32(p + 8);
+  b->base_offset = kl_get_i64(p);
+  b->magic = (int8_t)p[16];
+  if (len < KL_LEGACY_MIN_SIZE) {
+    return kl_err_set(err, KL_CORRUPT, "entry size %d is below the minimum of 14", len);
+  }
+  if ((uint64_t)len + KL_LOG_OVERHEAD > avail) return KL_DONE;
+  if (b->magic < 0 || b->magic > 2) {
+    return kl_err_set(err, KL_CORRUPT, "unknown magic %d", b->magic);
+  }
+  b->size = len + KL_LOG_OVERHEAD;
+  b->bytes = p;
+  if (b->base_offset < 0) {
+    return kl_err_set(err, KL_CORRUPT, "negative offset %lld", (long long)b->base_offset);
+  }
+  return b->magic == 2 ? parse_v2(p, len, b, err) : parse_legacy(p, len, b, err);
+}
+
+kl_rc kl_batch_verify(const kl_batch *b, kl_err *err) {
+  uint32_t got;
+  if (b->magic == 2) {
+    got = kl_crc32c(0, b->bytes + 21, (size_t)b->size - 21);
+  } else {
+    got = (uint32_t)crc32(0L, b->bytes + 16, (uInt)(b->size - 16));
+  }
+  if (got != b->crc) {
+    return kl_err_set(err, KL_CORRUPT, "CRC mismatch (stored %08x, computed %08x)",
+                      b->crc, got);
+  }
+  return KL_OK;
+}
+
+/* ---- records ---- */
+
+/* The fields of a legacy message body starting at its magic byte. */
+typedef struct legacy_msg {
+  int8_t magic;
+  int attr;
+  int64_t timestamp;
+  const uint8_t *key;
+  int32_t key_len;
+  const uint8_t *value;
+  int32_t value_len;
+} legacy_msg;
+
+/* Parse the message whose bytes [16, 12 + size) of an entry are at m, n
+** bytes long (n = size - 4: magic to end). */
+static kl_rc parse_legacy_body(const uint8_t *m, size_t n, legacy_msg *out, kl_err *err) {
+  const uint8_t *end = m + n;
+  if (n < 2) return kl_err_set(err, KL_CORRUPT, "legacy message too short");
+  out->magic = (int8_t)m[0];
+  out->attr = m[1];
+  const uint8_t *q = m + 2;
+  if (out->magic == 1) {
+    if (end - q < 8) return kl_err_set(err, KL_CORRUPT, "legacy message too short");
+    out->timestamp = kl_get_i64(q);
+    q += 8;
+  } else if (out->magic == 0) {
+    out->timestamp = -1;
+  } else {
+    return kl_err_set(err, KL_CORRUPT, "legacy message with magic %d", out->magic);
+  }
+  for (int f = 0; f < 2; f++) {
+    if (end - q < 4) return kl_err_set(err, KL_CORRUPT, "legacy message truncated");
+    int32_t l = kl_get_i32(q);
+    q += 4;
+    if (l >= 0 && end - q < l) return kl_err_set(err, KL_CORRUPT, "legacy %s length %d past the message", f ? "value" : "key", l);
+    if (f == 0) {
+      out->key = l >= 0 ? q : NULL;
+      out->key_len = l < 0 ? -1 : l;
+    } else {
+      out->value = l >= 0 ? q : NULL;
+      out->value_len = l < 0 ? -1 : l;
+    }
+    if (l > 0) q += l;
+  }
+  if (q != end) return kl_err_set(err, KL_CORRUPT, "legacy message has %d trailing bytes", (int)(end - q));
+  return KL_OK;
+}
+
+/* Decompress a legacy wrapper and learn the absolute offset of its first
+** inner message.  Inner entries are validated here once, so that
+** kl_records_next can walk them without rechecking bounds. */
+static kl_rc open_legacy_wrapper(kl_records *it, const kl_env *env, kl_buf *scratch,
+                                 kl_stats *stats, kl_err *err) {
+  legacy_msg w;
+  kl_rc rc = parse_legacy_body(it->b.bytes + 16, (size_t)it->b.size - 16, &w, err);
+  if (rc) return rc;
+  if (!w.value) return kl_err_set(err, KL_CORRUPT, "compressed wrapper message has a null value");
+  rc = kl_codec_decompress(env, it->b.codec, it->b.magic, w.value, (size_t)w.value_len,
+                           scratch, KL_MAX_BATCH_BYTES, err);
+  if (rc) return rc;
+  if (stats) stats->bytes_decompressed += scratch->len;
+  const uint8_t *p = scratch->p, *end = scratch->p + scratch->len;
+  int32_t count = 0;
+  int64_t first = 0, last = 0;
+  while (p < end) {
+    if (end - p < KL_ENTRY_PREFIX + 1) return kl_err_set(err, KL_CORRUPT, "truncated inner message");
+    int32_t len = kl_get_i32(p + 8);
+    if (len < KL_LEGACY_MIN_SIZE || end - p - KL_LOG_OVERHEAD < len) {
+      return kl_err_set(err, KL_CORRUPT, "inner message size %d invalid", len);
+    }
+    legacy_msg m;
+    rc = parse_legacy_body(p + 16, (size_t)len - 4, &m, err);
+    if (rc) return rc;
+    if (m.attr & 7) return kl_err_set(err, KL_CORRUPT, "nested compression in a wrapper message");
+    int64_t off = kl_get_i64(p);
+    if (count == 0) first = off;
+    else if (off <= last) return kl_err_set(err, KL_CORRUPT, "inner offsets not increasing");
+    last = off;
+    count++;
+    p += KL_LOG_OVERHEAD + len;
+  }
+  if (count == 0) return kl_err_set(err, KL_CORRUPT, "compressed wrapper message holds no messages");
+  int64_t wrapper = it->b.last_offset;
+  if (it->b.magic == 1) {
+    /* v1: inner offsets are relative; a wrapper offset of 0 is a quirk of
+    ** some old clients and means "base 0". */
+    if (wrapper == 0) {
+      it->legacy_base = 0;
+    } else {
+      if (wrapper < last) return kl_err_set(err, KL_CORRUPT, "wrapper offset %lld below inner relative offset %lld", (long long)wrapper, (long long)last);
+      it->legacy_base = wrapper - last;
+    }
+  } else {
+    it->legacy_base = 0; /* v0: inner offsets are absolute */
+  }
+  it->b.base_offset = it->legacy_base + first;
+  it->b.first_known = 1;
+  it->b.record_count = count;
+  it->p = scratch->p;
+  it->end = end;
+  it->remaining = count;
+  it->legacy_inner = 1;
+  return KL_OK;
+}
+
+kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b, kl_buf *scratch,
+                      kl_stats *stats, kl_err *err) {
+  memset(it, 0, sizeof *it);
+  it->b = *b;
+  if (stats) stats->batches_decoded++;
+  if (b->magic < 2) {
+    if (b->codec != KL_CODEC_NONE) return open_legacy_wrapper(it, env, scratch, stats, err);
+    it->p = b->bytes; /* the entry itself is the one record */
+    it->end = b->bytes + b->size;
+    it->remaining = 1;
+    return KL_OK;
+  }
+  const uint8_t *rec = b->bytes + KL_V2_HEADER;
+  size_t n = (size_t)b->size - KL_V2_HEADER;
+  it->remaining = b->record_count;
+  if (b->record_count == 0) {
+    it->p = it->end = rec; /* an empty (compacted) batch: nothing to decode */
+    return KL_OK;
+  }
+  if (b->codec != KL_CODEC_NONE) {
+    kl_rc rc = kl_codec_decompress(env, b->codec, 2, rec, n, scratch, KL_MAX_BATCH_BYTES, err);
+    if (rc) return rc;
+    if (stats) stats->bytes_decompressed += scratch->len;
+    rec = scratch->p;
+    n = scratch->len;
+  }
+  it->p = rec;
+  it->end = rec + n;
+  return KL_OK;
+}
+
+static kl_rc next_legacy(kl_records *it, kl_record *r, kl_err *err) {
+  const uint8_t *p = it->p;
+  int32_t len = kl_get_i32(p + 8);
+  legacy_msg m;
+  kl_rc rc = parse_legacy_body(p + 16, (size_t)len - 4, &m, err);
+  if (rc) return rc;
+  r->offset = it->legacy_inner ? it->legacy_base + kl_get_i64(p) : kl_get_i64(p);
+  /* LogAppendTime on the wrapper overrides every inner timestamp. */
+  r->timestamp = (it->legacy_inner && it->b.ts_type == KL_TS_APPEND) ? it->b.max_timestamp
+                                                                    : m.timestamp;
+  r->key = m.key;
+  r->key_len = m.key_len;
+  r->value = m.value;
+  r->value_len = m.value_len;
+  r->headers = NULL;
+  r->headers_len = 0;
+  r->header_count = 0;
+  r->sequence = -1;
+  it->p = p + KL_LOG_OVERHEAD + len;
+  it->remaining--;
+  return KL_OK;
+}
+
+kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
+  if (it->remaining == 0) {
+    if (it->p != it->end) {
+      return kl_err_set(err, KL_CORRUPT, "%d bytes left after the last record", (int)(it->end - it->p));
+    }
+    return KL_DONE;
+  }
+  if (it->b.magic < 2) return next_legacy(it, r, err);
+
+  const uint8_t *p = it->p, *end = it->end;
+  int32_t len, d32;
+  int64_t d64;
+  size_t k;
+  if (!(k = kl_varint_get32(p, end, &len)) || len < 0 || end - p - (ptrdiff_t)k < len) {
+    return kl_err_set(err, KL_CORRUPT, "record %d: bad length", it->b.record_count - it->remaining);
+  }
+  p += k;
+  const uint8_t *rend = p + len;
+  if (rend - p < 1) goto bad;
+  p++; /* record attributes: unused */
+  if (!(k = kl_varint_get64(p, rend, &d64))) goto bad;
+  p += k;
+  r->timestamp = it->b.ts_type == KL_TS_APPEND ? it->b.max_timestamp : it->b.base_timestamp + d64;
+  if (!(k = kl_varint_get32(p, rend, &d32))) goto bad;
+  p += k;
+  r->offset = it->b.base_offset + d32;
+  r->sequence = -1;
+  if (it->b.base_sequence >= 0) {
+    /* Sequences wrap within [0, 2^31 - 1]. */
+    r->sequence = (int32_t)(((int64_t)it->b.base_sequence + d32) & 0x7fffffff);
+  }
+  for (int f = 0; f < 2; f++) {
+    int32_t l;
+    if (!(k = kl_varint_get32(p, rend, &l))) goto bad;
+    p += k;
+    if (l >= 0 && rend - p < l) goto bad;
+    if (f == 0) {
+      r->key = l >= 0 ? p : NULL;
+      r->key_len = l < 0 ? -1 : l;
+    } else {
+      r->value = l >= 0 ? p : NULL;
+      r->value_len = l < 0 ? -1 : l;
+    }
+    if (l > 0) p += l;
+  }
+  int32_t hc;
+  if (!(k = kl_varint_get32(p, rend, &hc)) || hc < 0) goto bad;
+  p += k;
+  if (hc > rend - p) goto bad;
+  r->headers = p;
+  r->header_count = hc;
+  for (int32_t i = 0; i < hc; i++) {
+    int32_t l;
+    for (int f = 0; f < 2; f++) {
+      if (!(k = kl_varint_get32(p, rend, &l))) goto bad;
+      p += k;
+      if (f == 0 && l < 0) goto bad;
+      if (l >= 0) {
+        if (rend - p < l) goto bad;
+        p += l;
+      }
+    }
+  }
+  r->headers_len = (size_t)(p - r->headers);
+  if (p != rend) goto bad;
+  it->p = rend;
+  it->remaining--;
+  return KL_OK;
+bad:
+  return kl_err_set(err, KL_CORRUPT, "record %d is malformed", it->b.record_count - it->remaining);
+}
+
+kl_rc kl_header_next(const uint8_t **pp, const uint8_t *end, kl_header *h) {
+  const uint8_t *p = *pp;
+  if (p >= end) return KL_DONE;
+  size_t k = kl_varint_get32(p, end, &h->name_len);
+  if (!k || h->name_len < 0 || end - p - (ptrdiff_t)k < h->name_len) return KL_CORRUPT;
+  p += k;
+  h->name = p;
+  p += h->name_len;
+  k = kl_varint_get32(p, end, &h->value_len);
+  if (!k) return KL_CORRUPT;
+  p += k;
+  if (h->value_len < 0) {
+    h->value = NULL;
+    h->value_len = -1;
+  } else {
+    if (end - p < h->value_len) return KL_CORRUPT;
+    h->value = p;
+    p += h->value_len;
+  }
+  *pp = p;
+  return KL_OK;
+}
+
+kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch) {
+  if (r->key_len < 4 || kl_get_i16(r->key) < 0) return KL_CORRUPT;
+  *type = kl_get_i16(r->key + 2);
+  *coordinator_epoch = -1;
+  if ((*type == 0 || *type == 1) && r->value_len >= 6 && kl_get_i16(r->value) >= 0) {
+    *coordinator_epoch = kl_get_i32(r->value + 2);
+  }
+  return KL_OK;
+}
+
+/* ---- encoding ---- */
+
+static kl_rc encode_record(const kl_env *env, kl_buf *out, const kl_rec_in *r, int64_t base_ts,
+                           int32_t delta) {
+  uint8_t tmp[32];
+  /* Body size first: the record length prefix covers the body. */
+  size_t body = 1;
+  body += kl_varint_put64(tmp, r->timestamp - base_ts);
+  body += kl_varint_put32(tmp, delta);
+  body += kl_varint_put32(tmp, r->key ? r->key_len : -1) + (r->key ? (size_t)r->key_len : 0);
+  body += kl_varint_put32(tmp, r->value ? r->value_len : -1) + (r->value ? (size_t)r->value_len : 0);
+  body += kl_varint_put32(tmp, r->header_count);
+  for (int32_t i = 0; i < r->header_count; i++) {
+    const kl_header *h = &r->headers[i];
+    body += kl_varint_put32(tmp, h->name_len) + (size_t)h->name_len;
+    body += kl_varint_put32(tmp, h->value ? h->value_len : -1) + (h->value ? (size_t)h->value_len : 0);
+  }
+  if (body > INT32_MAX) return KL_RANGE;
+  kl_rc rc = kl_buf_reserve(env, out, out->len + body + 5);
+  if (rc) return rc;
+  uint8_t *p = out->p + out->len;
+  p += kl_varint_put32(p, (int32_t)body);
+  *p++ = 0;
+  p += kl_varint_put64(p, r->timestamp - base_ts);
+  p += kl_varint_put32(p, delta);
+  p += kl_varint_put32(p, r->key ? r->key_len : -1);
+  if (r->key && r->key_len) { memcpy(p, r->key, (size_t)r->key_len); p += r->key_len; }
+  p += kl_varint_put32(p, r->value ? r->value_len : -1);
+  if (r->value && r->value_len) { memcpy(p, r->value, (size_t)r->value_len); p += r->value_len; }
+  p += kl_varint_put32(p, r->header_count);
+  for (int32_t i = 0; i < r->header_count; i++) {
+    const kl_header *h = &r->headers[i];
+    p += kl_varint_put32(p, h->name_len);
+    if (h->name_len) { memcpy(p, h->name, (size_t)h->name_len); p += h->name_len; }
+    p += kl_varint_put32(p, h->value ? h->value_len : -1);
+    if (h->value && h->value_len) { memcpy(p, h->value, (size_t)h->value_len); p += h->value_len; }
+  }
+  out->len = (size_t)(p - out->p);
+  return KL_OK;
+}
+
+kl_rc kl_batch_encode(const kl_env *env, const kl_batch_spec *spec, const kl_rec_in *recs, int n,
+                      kl_buf *out, kl_err *err) {
+  if (n <= 0) return kl_err_set(err, KL_MISUSE, "a batch needs at least one record");
+  int64_t base_ts = recs[0].timestamp, max_ts = recs[0].timestamp;
+  for (int i = 1; i < n; i++) {
+    if (recs[i].timestamp > max_ts) max_ts = recs[i].timestamp;
+  }
+  if (spec->log_append_time) max_ts = spec->append_time;
+  kl_buf body = {0};
+  kl_rc rc = KL_OK;
+  for (int i = 0; i < n && rc == KL_OK; i++) rc = encode_record(env, &body, &recs[i], base_ts, i);
+  kl_buf packed = {0};
+  const kl_buf *payload = &body;
+  if (rc == KL_OK && spec->codec != KL_CODEC_NONE) {
+    rc = kl_codec_compress(env, spec->codec, 2, body.p, body.len, &packed, err);
+    payload = &packed;
+  }
+  size_t start = out->len;
+  if (rc == KL_OK) rc = kl_buf_reserve(env, out, start + KL_V2_HEADER + payload->len);
+  if (rc == KL_OK) {
+    uint8_t *h = out->p + start;
+    int16_t attr = (int16_t)(spec->codec & 7);
+    if (spec->log_append_time) attr |= 0x08;
+    if (spec->transactional) attr |= 0x10;
+    if (spec->control) attr |= 0x20;
+    kl_put_u64(h, (uint64_t)spec->base_offset);
+    kl_put_u32(h + 8, (uint32_t)(KL_V2_HEADER - KL_LOG_OVERHEAD + payload->len));
+    kl_put_u32(h + 12, (uint32_t)spec->leader_epoch);
+    h[16] = 2;
+    kl_put_u16(h + 21, (uint16_t)attr);
+    kl_put_u32(h + 23, (uint32_t)(n - 1));
+    kl_put_u64(h + 27, (uint64_t)base_ts);
+    kl_put_u64(h + 35, (uint64_t)max_ts);
+    kl_put_u64(h + 43, (uint64_t)spec->producer_id);
+    kl_put_u16(h + 51, (uint16_t)spec->producer_epoch);
+    kl_put_u32(h + 53, (uint32_t)spec->base_sequence);
+    kl_put_u32(h + 57, (uint32_t)n);
+    if (payload->len) memcpy(h + KL_V2_HEADER, payload->p, payload->len);
+    kl_put_u32(h + 17, kl_crc32c(0, h + 21, KL_V2_HEADER - 21 + payload->len));
+    out->len = start + KL_V2_HEADER + payload->len;
+  } else if (rc == KL_NOMEM) {
+    kl_err_set(err, KL_NOMEM, "out of memory encoding a batch");
+  }
+  kl_buf_free(env, &body);
+  kl_buf_free(env, &packed);
+  return rc;
+}

@@ -1,0 +1,70 @@
+/*
+** codec.h - the compression codecs Kafka uses, each through its Debian
+** library: gzip (zlib), snappy (libsnappy, plus snappy-java's "xerial"
+** framing, which no library parses), lz4 (liblz4 blocks inside Kafka's LZ4
+** frame subset, parsed here because liblz4's frame decoder rejects the
+** deliberately wrong header checksum of magic-0 data; header checksums use
+** libxxhash), zstd (libzstd streaming, several frames allowed).
+**
+** Decompression output goes to a caller-owned kl_buf that is reused across
+** calls; its len is set to the decompressed size.  Output is bounded by
+** `limit` bytes: a stream that would expand beyond it is reported as
+** KL_CORRUPT, so a hostile length never causes a huge allocation.
+*/
+#ifndef KL_CODEC_H
+#define KL_CODEC_H
+
+#include "klog.h"
+
+/* Codec ids as stored in the low three attribute bits. */
+enum {
+  KL_CODEC_NONE = 0,
+  KL_CODEC_GZIP = 1,
+  KL_CODEC_SNAPPY = 2,
+  KL_CODEC_LZ4 = 3,
+  KL_CODEC_ZSTD = 4
+};
+
+/* "none", "gzip", "snappy", "lz4", "zstd", or NULL for an invalid id. */
+const char *kl_codec_name(int codec);
+
+/*
+** Decompress n bytes at src with the given codec into out (out->len is set;
+** previous content is discarded).  `magic` is the message format of the
+** batch: for lz4 and magic 0 the frame header checksum is not verified
+** (Kafka 0.8/0.9 computed it over the wrong bytes).  Snappy accepts the
+** xerial framed stream (chunks of raw blocks, concatenated streams too) and
+** falls back to one raw block when the xerial magic is absent.  gzip accepts
+** concatenated members.  Errors: KL_CORRUPT (with a message in err, naming
+** the codec and what was wrong, but no file: the caller prefixes that),
+** KL_NOMEM, KL_UNSUPPORTED (invalid codec id).
+**
+** Details a caller may rely on:
+**   - out is never grown past `limit` (a buffer already larger from an
+**     earlier call is kept, not shrunk); on error out->len is 0 and out
+**     keeps its memory, released as always by kl_buf_free.
+**   - An empty input is KL_CORRUPT for every codec but none (every real
+**     stream has a header); KL_CODEC_NONE copies src.
+**   - Bytes after a complete stream follow Kafka's Java readers: ignored
+**     for gzip (when they do not start another member) and lz4 (after the
+**     end mark), decoded as more stream for snappy and zstd.
+**   - Safe on any input: lengths are checked before use, so hostile or
+**     truncated data yields KL_CORRUPT, never an overread.
+*/
+kl_rc kl_codec_decompress(const kl_env *env, int codec, int magic,
+                          const uint8_t *src, size_t n, kl_buf *out,
+                          size_t limit, kl_err *err);
+
+/*
+** Compress n bytes at src into out (out->len is set) in the form Kafka's
+** Java client writes and reads: gzip single member, snappy xerial framing,
+** lz4 frame with independent 64 KiB blocks and FLG 0x60 BD 0x40 (for magic
+** 0 with the legacy header checksum), zstd one frame.  Used by the batch
+** encoder (tests, benchmarks, INSERT).  KL_CODEC_NONE copies.  Errors:
+** KL_NOMEM, KL_UNSUPPORTED (invalid codec id).
+*/
+kl_rc kl_codec_compress(const kl_env *env, int codec, int magic,
+                        const uint8_t *src, size_t n, kl_buf *out,
+                        kl_err *err);
+
+#endif

@@ -1,0 +1,92 @@
+/*
+** index.h - the sparse .index (8-byte entries) and .timeindex (12-byte
+** entries) files of a segment, memory-mapped read-only, and Kafka's
+** two-zone ("warm section") binary search over them.
+**
+** Entry count.  Kafka trusts file length / entry size, which is wrong for a
+** live broker's preallocated index (trailing zero slots) and for stale
+** entries left behind by a truncation.  We find the real count in O(log n)
+** at open: the zero slots form a suffix, so a binary search finds where it
+** starts; entries are trimmed further while they point past the .log (their
+** positions / offsets are monotonic, so this is a binary search too).
+** Garbage that is not caught here is caught where an entry is used (see
+** segment.c): the batch an entry points to must exist and start at or
+** before the target.
+**
+** Why two zones: lookups mostly ask for the tail (followers, consumers that
+** are caught up).  A plain binary search over the whole file touches pages
+** all over it, and which pages changes as the index grows, so tail lookups
+** fault cold pages.  Searching only the last 8192 bytes of entries (1024
+** offset entries, 682 time entries, at most three 4 KiB pages that every tail
+** lookup and every append keeps hot) first, and the cold rest only when the
+** target is older, keeps the working set tiny.  Results equal a plain
+** binary search; only the probe order differs.
+*/
+#ifndef KL_INDEX_H
+#define KL_INDEX_H
+
+#include "klog.h"
+
+enum { KL_INDEX_OFFSET = 8, KL_INDEX_TIME = 12 };  /* kind = entry size */
+#define KL_WARM_BYTES 8192
+
+/* Called for every slot a search reads (benchmarks count pages). */
+typedef void (*kl_probe_fn)(void *ud, int64_t slot);
+
+typedef struct kl_index {
+  int kind;                 /* KL_INDEX_OFFSET or KL_INDEX_TIME */
+  int64_t base;             /* segment base offset */
+  const uint8_t *map;       /* read-only mapping of the file, or NULL */
+  size_t map_len;           /* bytes mapped */
+  int64_t file_len;         /* file size, -1 when the file is absent */
+  int64_t n;                /* live entries */
+  int64_t zero_slots;       /* trailing all-zero (preallocated) slots */
+  int64_t stale;            /* entries dropped for pointing past the log */
+  int unusable;             /* length not a multiple of the entry size */
+  kl_probe_fn probe;        /* optional probe hook */
+  void *probe_ud;
+} kl_index;
+
+/*
+** Map the index at path for a segment with the given base offset whose .log
+** holds log_size bytes.  A missing file gives an empty index (Kafka >= 2.3
+** creates index files lazily), not an error.  A file whose length is not a
+** multiple of the entry size is marked unusable (n = 0; Kafka would rebuild
+** it).  KL_IO if the file exists but cannot be read or mapped.
+*/
+kl_rc kl_index_open(kl_index *ix, int kind, const char *path, int64_t base,
+                    int64_t log_size, kl_err *err);
+void kl_index_close(kl_index *ix);
+
+/* Count the live entries of raw index bytes (see the header comment);
+** exposed for tests and the fuzzers. */
+int64_t kl_index_count(int kind, const uint8_t *p, size_t len, int64_t base,
+                       int64_t log_size, int64_t *zero_slots);
+
+/* Entry accessors (0 <= i < n).  Offset index: absolute offset and file
+** position.  Time index: timestamp and absolute offset. */
+int64_t kl_index_offset_at(const kl_index *ix, int64_t i);
+int64_t kl_index_position_at(const kl_index *ix, int64_t i);
+int64_t kl_index_timestamp_at(const kl_index *ix, int64_t i);
+int64_t kl_index_time_offset_at(const kl_index *ix, int64_t i);
+
+/* The search key of slot i: the offset (offset index) or the timestamp
+** (time index). */
+int64_t kl_index_key(const kl_index *ix, int64_t i);
+
+/*
+** Largest slot whose key is <= target, or -1 when none (empty index, or
+** target below the first key).  Two-zone search as in behaviour.md 5.3.
+** Counts every slot read in stats->index_probes (stats may be NULL).
+*/
+int64_t kl_index_floor(const kl_index *ix, int64_t target, kl_stats *stats);
+
+/* Smallest slot whose key is >= target, or -1 when none. */
+int64_t kl_index_ceiling(const kl_index *ix, int64_t target, kl_stats *stats);
+
+/* The same floor search as a classic whole-range binary search (Kafka
+** before 2.1): same answers, different probes.  For the two-zone study. */
+int64_t kl_index_floor_classic(const kl_index *ix, int64_t target,
+                               kl_stats *stats);
+
+#endif

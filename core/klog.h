@@ -1,0 +1,145 @@
+/*
+** klog.h - the kafkalog storage engine: shared vocabulary.
+**
+** Every core module includes this header.  It defines the result codes
+** (kl_rc), the injectable allocator (kl_env), the error record that carries
+** a human-readable message naming the file and byte position of a problem
+** (kl_err), a growable byte buffer (kl_buf) and the work counters (kl_stats)
+** that tests read to prove that a lookup did only the work it should.
+**
+** The core is pure C11 plus POSIX; it never includes sqlite3 headers.  The
+** mapping from kl_rc to SQLite result codes lives in vtab/ only.
+**
+** Module map (one on-disk structure or concept per .c/.h pair):
+**   crc32c.h    CRC-32C (Castagnoli) for v2 batches
+**   codec.h     gzip / snappy / lz4 / zstd decompression and compression
+**   batch.h     record batch v2 and legacy v0/v1 messages: parse, verify,
+**               iterate records, encode
+**   index.h     memory-mapped .index / .timeindex, two-zone floor search
+**   skiplist.h  base offset -> segment, floor lookup
+**   segment.h   one <base>.log with its indexes; offset and time lookups
+**   log.h       a partition directory: segments, lookups, cursors
+*/
+#ifndef KL_KLOG_H
+#define KL_KLOG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Result codes.  KL_DONE means "no more items" and is not an error. */
+typedef enum kl_rc {
+  KL_OK = 0,
+  KL_DONE,        /* iteration finished normally */
+  KL_NOTFOUND,    /* a lookup found nothing (not an error) */
+  KL_NOMEM,       /* the allocator failed */
+  KL_IO,          /* a system call failed: open, stat, mmap, read */
+  KL_CORRUPT,     /* bytes on disk violate the format */
+  KL_RANGE,       /* an argument lies outside what the structure holds */
+  KL_READONLY,    /* a write was attempted on a read-only object */
+  KL_BUSY,        /* the directory is locked by someone else */
+  KL_MISUSE,      /* the caller broke an API contract */
+  KL_UNSUPPORTED  /* valid data this build cannot handle (e.g. codec) */
+} kl_rc;
+
+/* Name of a result code, e.g. "KL_CORRUPT".  Never NULL. */
+const char *kl_rc_name(kl_rc rc);
+
+/*
+** The allocator hook.  xRealloc behaves like realloc(p, n) except that
+** n==0 frees p and returns NULL.  ud is passed through untouched.  A NULL
+** kl_env pointer, or one whose xRealloc is NULL, means the C library.
+** Tests install a hook that fails the Nth allocation.
+*/
+typedef struct kl_env {
+  void *(*xRealloc)(void *ud, void *p, size_t n);
+  void *ud;
+} kl_env;
+
+void *kl_malloc(const kl_env *env, size_t n);            /* NULL on failure */
+void *kl_realloc(const kl_env *env, void *p, size_t n);  /* NULL on failure, p intact */
+void kl_free(const kl_env *env, void *p);
+char *kl_strdup(const kl_env *env, const char *s);
+
+/*
+** The error record.  A failing core call fills it (if the caller passed
+** one) with the code and a message such as
+**   "00000000000000004096.log: position 81920: CRC mismatch (...)".
+** The first error wins: kl_err_set does nothing if rc is already set, so the
+** deepest, most precise message survives as the error travels up.
+*/
+typedef struct kl_err {
+  kl_rc rc;        /* KL_OK until an error is recorded */
+  char msg[512];   /* NUL-terminated human-readable message */
+} kl_err;
+
+/* Record an error (printf-style message) and return rc. */
+kl_rc kl_err_set(kl_err *err, kl_rc rc, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+void kl_err_clear(kl_err *err);
+
+/*
+** A growable byte buffer owned by whoever holds it; kl_buf_free releases the
+** memory.  Decompression output lands here and is reused across batches so
+** that a scan allocates only when a batch is larger than any seen before.
+*/
+typedef struct kl_buf {
+  uint8_t *p;   /* data, or NULL */
+  size_t len;   /* bytes in use */
+  size_t cap;   /* bytes allocated */
+} kl_buf;
+
+/* Make room for at least n bytes in total (len is unchanged). */
+kl_rc kl_buf_reserve(const kl_env *env, kl_buf *b, size_t n);
+kl_rc kl_buf_append(const kl_env *env, kl_buf *b, const void *p, size_t n);
+void kl_buf_free(const kl_env *env, kl_buf *b);
+
+/*
+** Work counters.  Each counter only grows; a reader adds to the kl_stats it
+** was given.  They let tests assert that pushdown happened (an offset lookup
+** on a huge log decodes a couple of batches) without measuring time.
+*/
+typedef struct kl_stats {
+  uint64_t segments_opened;     /* segments whose .log was mapped */
+  uint64_t index_probes;        /* index entries read by searches */
+  uint64_t index_fallbacks;     /* searches that had to scan a .log from 0 */
+  uint64_t batch_headers;       /* batch/message headers parsed */
+  uint64_t batches_decoded;     /* batches whose records were iterated */
+  uint64_t batches_skipped;     /* batches skipped on header data alone */
+  uint64_t records_decoded;     /* records produced by batch iteration */
+  uint64_t bytes_decompressed;  /* output bytes of decompression */
+  uint64_t crc_checks;          /* CRCs verified */
+} kl_stats;
+
+/* Largest allocation a length field on disk may cause: decompressed batches
+** beyond this are refused as corrupt rather than trusted. */
+#define KL_MAX_BATCH_BYTES ((size_t)256 << 20)
+
+/* Big-endian readers; p must hold the bytes (callers check bounds first). */
+static inline int16_t kl_get_i16(const uint8_t *p) {
+  return (int16_t)(uint16_t)(((uint16_t)p[0] << 8) | p[1]);
+}
+static inline uint32_t kl_get_u32(const uint8_t *p) {
+  return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) |
+         ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+static inline int32_t kl_get_i32(const uint8_t *p) {
+  return (int32_t)kl_get_u32(p);
+}
+static inline int64_t kl_get_i64(const uint8_t *p) {
+  return (int64_t)(((uint64_t)kl_get_u32(p) << 32) | kl_get_u32(p + 4));
+}
+static inline void kl_put_u16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)(v >> 8); p[1] = (uint8_t)v;
+}
+static inline void kl_put_u32(uint8_t *p, uint32_t v) {
+  p[0] = (uint8_t)(v >> 24); p[1] = (uint8_t)(v >> 16);
+  p[2] = (uint8_t)(v >> 8);  p[3] = (uint8_t)v;
+}
+static inline void kl_put_u64(uint8_t *p, uint64_t v) {
+  kl_put_u32(p, (uint32_t)(v >> 32)); kl_put_u32(p + 4, (uint32_t)v);
+}
+
+#endif /* KL_KLOG_H */

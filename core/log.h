@@ -1,0 +1,88 @@
+/*
+** log.h - a partition directory: its segments in a skip list keyed by base
+** offset, Kafka's lookups by offset and by timestamp, and record cursors.
+**
+** Opening lists the directory (only "<20 digits>.log" files count; .deleted,
+** .cleaned, .swap, snapshots, checkpoints and foreign files are ignored) and
+** touches no segment: each segment is mapped on first use, so opening a log
+** of any size costs one readdir.
+*/
+#ifndef KL_LOG_H
+#define KL_LOG_H
+
+#include "batch.h"
+#include "klog.h"
+#include "segment.h"
+
+typedef struct kl_log kl_log;
+
+/* Open the partition directory dir.  KL_IO names the path when it is
+** missing or unreadable; an existing directory without segments is an
+** empty log.  *out is owned by the caller (kl_log_close). */
+kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err);
+void kl_log_close(kl_log *log);
+
+const char *kl_log_dir(const kl_log *log);
+const kl_env *kl_log_env(const kl_log *log);
+/* Counters of all work done through this log (never reset by the log). */
+kl_stats *kl_log_stats(kl_log *log);
+
+/* Segments in base-offset order; NULL past either end. */
+size_t kl_log_segment_count(const kl_log *log);
+kl_segment *kl_log_first(const kl_log *log);
+kl_segment *kl_log_last(const kl_log *log);
+kl_segment *kl_log_next(const kl_log *log, const kl_segment *s);
+kl_segment *kl_log_prev(const kl_log *log, const kl_segment *s);
+/* Segment with the greatest base offset <= offset, or NULL. */
+kl_segment *kl_log_floor(const kl_log *log, int64_t offset);
+
+/* Log start offset (first segment's base) and log end offset (next offset
+** to be written).  Both 0 for an empty log. */
+int64_t kl_log_start_offset(const kl_log *log);
+kl_rc kl_log_end_offset(kl_log *log, int64_t *leo, kl_err *err);
+
+/* Statuses of lookups, as expected.json names them. */
+enum {
+  KL_LOOKUP_OK = 0,
+  KL_LOOKUP_LOG_END,        /* offset == log end offset */
+  KL_LOOKUP_OUT_OF_RANGE,   /* below log start or above log end */
+  KL_LOOKUP_GAP,            /* found in a later segment (offset in a gap) */
+  KL_LOOKUP_NOT_FOUND       /* timestamp lookups: nothing at or after t */
+};
+
+/* Kafka's fetch resolution of an offset (LocalLog.read). */
+typedef struct kl_offset_lookup {
+  int status;
+  int64_t segment_base;     /* floor segment */
+  int64_t index_offset;     /* offset index floor entry, or segment base */
+  int64_t index_position;   /* its position, or 0 */
+  int64_t read_segment_base;/* segment the batch was found in */
+  kl_batch batch;           /* the first batch with last offset >= target */
+} kl_offset_lookup;
+
+kl_rc kl_log_lookup_offset(kl_log *log, int64_t offset, kl_offset_lookup *out,
+                           kl_err *err);
+
+/* Special timestamp targets of ListOffsets. */
+#define KL_TS_LATEST (-1)
+#define KL_TS_EARLIEST (-2)
+#define KL_TS_MAX (-3)
+
+/* Kafka's fetchOffsetByTimestamp: the smallest offset whose record
+** timestamp is >= t (control records included, as Kafka counts them), with
+** the index steps taken.  Segments are dated by their largest record
+** timestamp (never by file mtime: exactness over Kafka's shortcut). */
+typedef struct kl_time_lookup {
+  int status;
+  int64_t segment_base;
+  int64_t ti_timestamp;     /* time index floor entry, or -1 */
+  int64_t ti_offset;        /* its offset, or segment base */
+  int64_t start_position;
+  int64_t offset;           /* result */
+  int64_t timestamp;        /* result record's timestamp */
+} kl_time_lookup;
+
+kl_rc kl_log_lookup_time(kl_log *log, int64_t t, kl_time_lookup *out,
+                         kl_err *err);
+
+#endif

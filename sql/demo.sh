@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The demo: set-up (packages, build), then the example queries of sql/demo.sql
+# in the sqlite3 shell against a Kafka partition shipped in the repository.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+"$here/tests/setup.sh" build
+cd "$here"
+sqlite3 -cmd ".load build/kafkalog" -cmd ".headers on" -cmd ".mode box" :memory: < sql/demo.sql

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# The whole test suite: set-up, then every test twice, once in an optimised
+# build and once under AddressSanitizer + UndefinedBehaviorSanitizer.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+"$here/tests/setup.sh" build
+"$here/tests/setup.sh" build-asan -DKL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
+export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+status=0
+for b in build build-asan; do
+  echo "== $b"
+  (cd "$here/$b" && ctest --output-on-failure -j2) || status=1
+done
+exit $status

@@ -1,0 +1,121 @@
+/*
+** testutil.c - see testutil.h.
+*/
+#include "testutil.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static void *t_fail_realloc(void *ud, void *p, size_t n) {
+  t_failalloc *fa = ud;
+  if (n == 0) {
+    if (p) fa->live--;
+    free(p);
+    return NULL;
+  }
+  fa->calls++;
+  if (fa->fail_at && fa->calls == fa->fail_at) return NULL;
+  void *q = realloc(p, n);
+  if (q && !p) fa->live++;
+  return q;
+}
+
+const kl_env *t_failenv(t_failalloc *fa, long fail_at) {
+  fa->calls = 0;
+  fa->fail_at = fail_at;
+  fa->live = 0;
+  fa->env.xRealloc = t_fail_realloc;
+  fa->env.ud = fa;
+  return &fa->env;
+}
+
+char *t_mkdtemp(const char *tag) {
+  const char *base = getenv("TMPDIR");
+  char buf[4096];
+  snprintf(buf, sizeof buf, "%s/kl-%s-XXXXXX", base && *base ? base : "/tmp", tag);
+  if (!mkdtemp(buf)) return NULL;
+  return strdup(buf);
+}
+
+void t_rmdir(const char *path) {
+  DIR *d = opendir(path);
+  if (d) {
+    struct dirent *e;
+    char buf[4096];
+    while ((e = readdir(d)) != NULL) {
+      if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
+      snprintf(buf, sizeof buf, "%s/%s", path, e->d_name);
+      unlink(buf);
+    }
+    closedir(d);
+  }
+  rmdir(path);
+}
+
+uint8_t *t_read_file(const char *path, size_t *n) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long len = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  uint8_t *p = malloc(len > 0 ? (size_t)len + 1 : 1);
+  if (p && len > 0 && fread(p, 1, (size_t)len, f) != (size_t)len) {
+    free(p);
+    p = NULL;
+  }
+  fclose(f);
+  if (p) {
+    p[len > 0 ? len : 0] = 0;
+    *n = (size_t)(len > 0 ? len : 0);
+  }
+  return p;
+}
+
+int t_write_file(const char *path, const void *p, size_t n) {
+  FILE *f = fopen(path, "wb");
+  if (!f) return -1;
+  size_t w = n ? fwrite(p, 1, n, f) : 0;
+  fclose(f);
+  return w == n ? 0 : -1;
+}
+
+int t_copy_dir(const char *src, const char *dst) {
+  DIR *d = opendir(src);
+  if (!d) return -1;
+  struct dirent *e;
+  char a[4096], b[4096];
+  int rc = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    snprintf(a, sizeof a, "%s/%s", src, e->d_name);
+    snprintf(b, sizeof b, "%s/%s", dst, e->d_name);
+    size_t n;
+    uint8_t *p = t_read_file(a, &n);
+    if (!p || t_write_file(b, p, n)) rc = -1;
+    free(p);
+    struct stat st;
+    if (stat(a, &st) == 0) {
+      struct timespec ts[2] = {st.st_atim, st.st_mtim};
+      utimensat(AT_FDCWD, b, ts, 0);
+    }
+  }
+  closedir(d);
+  return rc;
+}
+
+const char *t_fixture(const char *set) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf, "%s/%s/orders-0", KL_FIXTURES, set);
+  return buf;
+}
+
+const char *t_fixture_expected(const char *set) {
+  static char buf[4096];
+  snprintf(buf, sizeof buf, "%s/%s/expected.json", KL_FIXTURES, set);
+  return buf;
+}

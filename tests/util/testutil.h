@@ -1,0 +1,43 @@
+/*
+** testutil.h - helpers shared by the cmocka tests: an allocator that fails
+** on request, temporary directories, whole-file reads and writes.
+*/
+#ifndef KL_TESTUTIL_H
+#define KL_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "klog.h"
+
+/* An allocator that counts allocations and fails the one numbered
+** fail_at (1-based; 0 = never fail).  Use t_failenv(&fa) as the kl_env. */
+typedef struct t_failalloc {
+  long calls;     /* allocations and reallocations so far */
+  long fail_at;   /* which call fails, 0 = none */
+  long live;      /* blocks currently allocated (leak check) */
+  kl_env env;
+} t_failalloc;
+const kl_env *t_failenv(t_failalloc *fa, long fail_at);
+
+/* Create a fresh empty directory under $TMPDIR (or /tmp); returns a
+** malloc'd path.  t_rmdir removes it and everything inside (one level). */
+char *t_mkdtemp(const char *tag);
+void t_rmdir(const char *path);
+
+/* Read a whole file (malloc'd, *n set) or NULL; write bytes to a file. */
+uint8_t *t_read_file(const char *path, size_t *n);
+int t_write_file(const char *path, const void *p, size_t n);
+
+/* Copy every regular file of src into dst (dst must exist). */
+int t_copy_dir(const char *src, const char *dst);
+
+/* Path of a fixture partition directory, e.g. t_fixture("a-tiny"):
+** KL_FIXTURES "/a-tiny/orders-0" (static buffer). */
+const char *t_fixture(const char *set);
+const char *t_fixture_expected(const char *set);
+
+#endif

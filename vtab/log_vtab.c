@@ -1,0 +1,594 @@
+/*
+** log_vtab.c - the kafka_log virtual table.
+**
+**   SELECT ... FROM kafka_log('<partition dir>') WHERE ...;       -- table-valued
+**   CREATE VIRTUAL TABLE t USING kafka_log('<partition dir>');   -- named
+**
+** One row per data record (control batches are not rows).  The plan bits
+** are documented once, in plan.h; xBestIndex (plan.c) and xFilter (here)
+** both follow that table.
+**
+** Logs are cached per table: a query on the same directory reuses the open
+** log (its mapped segments and computed segment tails) as long as the
+** directory's mtime (segments added or removed) and the size of the last
+** segment (appends) are unchanged.
+*/
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "codec.h"
+#include "cursor.h"
+#include "kafkalog.h"
+#include "log.h"
+#include "plan.h"
+
+SQLITE_EXTENSION_INIT3
+
+static const char kl_schema[] =
+    "CREATE TABLE x(offset INTEGER, timestamp INTEGER, timestamp_type TEXT, key BLOB,"
+    " value BLOB, headers TEXT, partition_leader_epoch INTEGER, producer_id INTEGER,"
+    " producer_epoch INTEGER, sequence INTEGER, is_transactional INTEGER, compression TEXT,"
+    " segment INTEGER, position INTEGER, dir HIDDEN)";
+
+/* An open log shared by the table's cache and its cursors. */
+typedef struct kl_logref {
+  kl_log *log;
+  int refs;
+  char *dir;
+  struct timespec dir_mtime; /* detects segments added or removed */
+} kl_logref;
+
+typedef struct kl_vtab {
+  sqlite3_vtab base;
+  sqlite3 *db;
+  kl_conn *conn;
+  char *dir;                /* fixed directory (named form), else NULL */
+  kl_logref *cache;         /* most recently used log (holds one ref) */
+} kl_vtab;
+
+typedef struct kl_vcursor {
+  sqlite3_vtab_cursor base;
+  kl_logref *ref;           /* the log being read (one ref), or NULL */
+  kl_cursor *cur;
+  kl_bounds bnd;
+  sqlite3_int64 *in;        /* sorted distinct IN values, or NULL */
+  int n_in, i_in;
+  sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
+  sqlite3_int64 skip;       /* rows to skip first (OFFSET) */
+  int eof;
+  kl_stats snap;            /* log counters when the scan began */
+  kl_buf json;              /* headers column scratch */
+} kl_vcursor;
+
+/* ---- shared logs ---- */
+
+static void logref_release(kl_logref *r) {
+  if (r && --r->refs == 0) {
+    kl_log_close(r->log);
+    sqlite3_free(r->dir);
+    sqlite3_free(r);
+  }
+}
+
+/* Is the cached log still what is on disk? */
+static int logref_fresh(kl_logref *r, const struct stat *dst) {
+  if (r->dir_mtime.tv_sec != dst->st_mtim.tv_sec || r->dir_mtime.tv_nsec != dst->st_mtim.tv_nsec) {
+    return 0;
+  }
+  kl_segment *last = kl_log_last(r->log);
+  if (last && last->opened) {
+    struct stat st;
+    if (stat(last->log_path, &st) != 0 || st.st_size != last->size) return 0;
+  }
+  return 1;
+}
+
+static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg) {
+  sqlite3_free(vt->zErrMsg);
+  vt->zErrMsg = sqlite3_mprintf(fmt, msg);
+  return rc;
+}
+
+/* A counted reference to the log of dir, opened or taken from the cache. */
+static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
+  *out = NULL;
+  struct stat st;
+  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return set_error(&vt->base, SQLITE_CANTOPEN,
+                     "kafka_log: cannot open partition directory %s", dir);
+  }
+  if (vt->cache && strcmp(vt->cache->dir, dir) == 0 && logref_fresh(vt->cache, &st)) {
+    vt->cache->refs++;
+    *out = vt->cache;
+    return SQLITE_OK;
+  }
+  kl_logref *r = sqlite3_malloc(sizeof *r);
+  if (!r) return SQLITE_NOMEM;
+  memset(r, 0, sizeof *r);
+  r->dir = sqlite3_mprintf("%s", dir);
+  kl_err err = {0};
+  kl_rc rc = r->dir ? kl_log_open(NULL, dir, &r->log, &err) : KL_NOMEM;
+  if (rc) {
+    sqlite3_free(r->dir);
+    sqlite3_free(r);
+    return set_error(&vt->base, kl_sqlite_rc(rc), "kafka_log: %s", err.msg);
+  }
+  r->dir_mtime = st.st_mtim;
+  r->refs = 2; /* the cache's and the caller's */
+  logref_release(vt->cache);
+  vt->cache = r;
+  *out = r;
+  return SQLITE_OK;
+}
+
+/* ---- connect / disconnect ---- */
+
+/* The directory argument of CREATE VIRTUAL TABLE, unquoted. */
+static char *dequote(const char *s) {
+  size_t n = strlen(s);
+  char q = s[0];
+  if (n >= 2 && (q == '\'' || q == '"') && s[n - 1] == q) {
+    char *d = sqlite3_malloc64(n);
+    if (!d) return NULL;
+    size_t j = 0;
+    for (size_t i = 1; i < n - 1; i++) {
+      d[j++] = s[i];
+      if (s[i] == q && s[i + 1] == q) i++;
+    }
+    d[j] = 0;
+    return d;
+  }
+  return sqlite3_mprintf("%s", s);
+}
+
+static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                      sqlite3_vtab **out, char **errmsg) {
+  int rc = sqlite3_declare_vtab(db, kl_schema);
+  if (rc) return rc;
+  if (argc > 4) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected one argument, the partition directory");
+    return SQLITE_ERROR;
+  }
+  kl_vtab *vt = sqlite3_malloc(sizeof *vt);
+  if (!vt) return SQLITE_NOMEM;
+  memset(vt, 0, sizeof *vt);
+  vt->db = db;
+  vt->conn = aux;
+  if (argc == 4) {
+    vt->dir = dequote(argv[3]);
+    if (!vt->dir) {
+      sqlite3_free(vt);
+      return SQLITE_NOMEM;
+    }
+  }
+  /* Reading files named in SQL must not be reachable from a view or a
+  ** trigger of an untrusted schema. */
+  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  *out = &vt->base;
+  return SQLITE_OK;
+}
+
+static int kl_disconnect(sqlite3_vtab *base) {
+  kl_vtab *vt = (kl_vtab *)base;
+  logref_release(vt->cache);
+  sqlite3_free(vt->dir);
+  sqlite3_free(vt);
+  return SQLITE_OK;
+}
+
+/* ---- planning ---- */
+
+static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
+  kl_vtab *vt = (kl_vtab *)base;
+  kl_plan_info pi = {0};
+  pi.need_dir = vt->dir == NULL;
+  const char *dir = vt->dir;
+  for (int i = 0; !dir && i < info->nConstraint; i++) {
+    sqlite3_value *v = NULL;
+    if (info->aConstraint[i].usable && info->aConstraint[i].iColumn == KL_COL_DIR &&
+        info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ &&
+        sqlite3_vtab_rhs_value(info, i, &v) == SQLITE_OK && v) {
+      dir = (const char *)sqlite3_value_text(v);
+    }
+  }
+  if (dir) {
+    /* Estimates from the real log when its directory is known now. */
+    kl_logref *r;
+    char *saved = base->zErrMsg;
+    base->zErrMsg = NULL;
+    if (acquire_log(vt, dir, &r) == SQLITE_OK) {
+      int64_t leo;
+      kl_err err = {0};
+      if (kl_log_end_offset(r->log, &leo, &err) == KL_OK) {
+        pi.records = (double)(leo - kl_log_start_offset(r->log));
+        pi.segments = (double)kl_log_segment_count(r->log);
+      }
+      logref_release(r);
+    }
+    sqlite3_free(base->zErrMsg); /* a bad directory is reported by xFilter */
+    base->zErrMsg = saved;
+  }
+  return kl_plan_best(info, &pi);
+}
+
+/* ---- cursors ---- */
+
+static int kl_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
+  kl_vcursor *c = sqlite3_malloc(sizeof *c);
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof *c);
+  c->eof = 1;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+/* Add the work of the finished scan to the connection's counters. */
+static void end_scan(kl_vcursor *c) {
+  if (c->ref) {
+    kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+    kl_stats_add_delta(&vt->conn->stats, kl_log_stats(c->ref->log), &c->snap);
+  }
+  kl_cursor_free(c->cur);
+  c->cur = NULL;
+  logref_release(c->ref);
+  c->ref = NULL;
+  sqlite3_free(c->in);
+  c->in = NULL;
+  c->n_in = c->i_in = 0;
+}
+
+static int kl_close(sqlite3_vtab_cursor *cur) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  end_scan(c);
+  kl_buf_free(NULL, &c->json);
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+/*
+** Fold a comparison "column op v" into inclusive integer bounds [*lo, *hi],
+** with SQLite's semantics: numeric text compares as a number, NULL matches
+** nothing, any other text or blob sorts after every number.
+*/
+enum cmp_op { EQ, GT, GE, LT, LE }; /* the order of the plan bits */
+
+static void fold_bound(enum cmp_op op, sqlite3_value *v, int64_t *lo, int64_t *hi) {
+  int t = sqlite3_value_numeric_type(v);
+  if (t == SQLITE_NULL) {
+    *lo = 1, *hi = 0; /* empty */
+    return;
+  }
+  if (t == SQLITE_TEXT || t == SQLITE_BLOB) {
+    if (op == EQ || op == GT || op == GE) *lo = 1, *hi = 0;
+    return; /* "< text" holds for every number */
+  }
+  double r = sqlite3_value_double(v);
+  sqlite3_int64 i = sqlite3_value_int64(v);
+  int exact = t == SQLITE_INTEGER;
+  int64_t nlo = INT64_MIN, nhi = INT64_MAX;
+  if (!exact) {
+    if (isnan(r)) { *lo = 1, *hi = 0; return; }
+    if (r >= 9.2233720368547758e18) {
+      if (op == EQ || op == GT || op == GE) { *lo = 1, *hi = 0; }
+      return;
+    }
+    if (r < -9.2233720368547758e18) {
+      if (op == EQ || op == LT || op == LE) { *lo = 1, *hi = 0; }
+      return;
+    }
+  }
+  switch (op) {
+    case EQ:
+      if (!exact && floor(r) != r) { *lo = 1, *hi = 0; return; }
+      nlo = nhi = exact ? i : (sqlite3_int64)r;
+      break;
+    case GT:
+      if (exact) {
+        if (i == INT64_MAX) { *lo = 1, *hi = 0; return; }
+        nlo = i + 1;
+      } else {
+        nlo = (sqlite3_int64)floor(r) + 1;
+      }
+      break;
+    case GE: nlo = exact ? i : (sqlite3_int64)ceil(r); break;
+    case LT:
+      if (exact) {
+        if (i == INT64_MIN) { *lo = 1, *hi = 0; return; }
+        nhi = i - 1;
+      } else {
+        nhi = (sqlite3_int64)ceil(r) - 1;
+      }
+      break;
+    case LE: nhi = exact ? i : (sqlite3_int64)floor(r); break;
+  }
+  if (nlo > *lo) *lo = nlo;
+  if (nhi < *hi) *hi = nhi;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  sqlite3_int64 x = *(const sqlite3_int64 *)a, y = *(const sqlite3_int64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
+  return set_error(c->base.pVtab, kl_sqlite_rc(rc), "kafka_log: %s",
+                   err->msg[0] ? err->msg : kl_rc_name(rc));
+}
+
+/* Start the core cursor on the next IN value (or the only range). */
+static kl_rc start_range(kl_vcursor *c, kl_err *err) {
+  kl_bounds b = c->bnd;
+  if (c->in) {
+    int k = c->bnd.desc ? c->n_in - 1 - c->i_in : c->i_in;
+    sqlite3_int64 v = c->in[k];
+    if (v > b.off_lo) b.off_lo = v;
+    if (v < b.off_hi) b.off_hi = v;
+    if (v != b.off_lo || v != b.off_hi) b.off_lo = 1, b.off_hi = 0;
+    c->i_in++;
+  }
+  return kl_cursor_start(c->cur, &b, err);
+}
+
+/* Move to the next row that the plan admits. */
+static int step(kl_vcursor *c) {
+  kl_err err = {0};
+  for (;;) {
+    if (c->limit == 0) break;
+    kl_rc rc = kl_cursor_next(c->cur, &err);
+    if (rc == KL_OK) {
+      if (c->skip > 0) {
+        c->skip--;
+        continue;
+      }
+      if (c->limit > 0) c->limit--;
+      return SQLITE_OK;
+    }
+    if (rc != KL_DONE) {
+      c->eof = 1;
+      return report(c, rc, &err);
+    }
+    if (!c->in || c->i_in >= c->n_in) break;
+    if ((rc = start_range(c, &err)) != KL_OK) {
+      c->eof = 1;
+      return report(c, rc, &err);
+    }
+  }
+  c->eof = 1;
+  return SQLITE_OK;
+}
+
+static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
+                     sqlite3_value **argv) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  kl_vtab *vt = (kl_vtab *)cur->pVtab;
+  end_scan(c);
+  c->eof = 1;
+  c->limit = -1;
+  c->skip = 0;
+  c->bnd = kl_bounds_all();
+  c->bnd.desc = (idx & KL_P_DESC) != 0;
+  const char *dir = vt->dir;
+  int a = 0;
+  sqlite3_value *in_list = NULL;
+  for (int b = 0; b < 13; b++) {
+    if (!(idx & (1 << b))) continue;
+    if (a >= argc) return SQLITE_ERROR;
+    sqlite3_value *v = argv[a++];
+    int bit = 1 << b;
+    if (bit == KL_P_DIR) {
+      dir = (const char *)sqlite3_value_text(v);
+    } else if (bit == KL_P_OFF_EQ && (idx & KL_P_IN)) {
+      in_list = v;
+    } else if (bit >= KL_P_OFF_EQ && bit <= KL_P_OFF_LE) {
+      fold_bound((enum cmp_op)(b - 1), v, &c->bnd.off_lo, &c->bnd.off_hi);
+    } else if (bit >= KL_P_TS_EQ && bit <= KL_P_TS_LE) {
+      fold_bound((enum cmp_op)(b - 6), v, &c->bnd.ts_lo, &c->bnd.ts_hi);
+    } else if (bit == KL_P_LIMIT) {
+      c->limit = sqlite3_value_int64(v);
+      if (c->limit < 0) c->limit = -1;
+    } else if (bit == KL_P_OFFSET) {
+      c->skip = sqlite3_value_int64(v);
+      if (c->skip < 0) c->skip = 0;
+    }
+  }
+  (void)idx_str;
+  if (!dir) {
+    return set_error(cur->pVtab, SQLITE_ERROR, "%s",
+                     "kafka_log: a partition directory is required: kafka_log('<dir>')");
+  }
+  int rc = acquire_log(vt, dir, &c->ref);
+  if (rc) return rc;
+  c->snap = *kl_log_stats(c->ref->log);
+  if (kl_cursor_new(c->ref->log, &c->cur) != KL_OK) return SQLITE_NOMEM;
+  if (in_list) {
+    /* All IN values at once, sorted, so rows come out in offset order. */
+    sqlite3_value *v;
+    int n = 0, cap = 0;
+    for (rc = sqlite3_vtab_in_first(in_list, &v); rc == SQLITE_OK && v;
+         rc = sqlite3_vtab_in_next(in_list, &v)) {
+      int64_t lo = INT64_MIN, hi = INT64_MAX;
+      fold_bound(EQ, v, &lo, &hi);
+      if (lo != hi) continue; /* NULL, text, or a fraction: matches nothing */
+      if (n == cap) {
+        cap = cap ? cap * 2 : 16;
+        sqlite3_int64 *p = sqlite3_realloc64(c->in, (sqlite3_uint64)cap * sizeof *p);
+        if (!p) return SQLITE_NOMEM;
+        c->in = p;
+      }
+      c->in[n++] = lo;
+    }
+    if (rc != SQLITE_OK && rc != SQLITE_DONE) return rc;
+    if (n == 0) return SQLITE_OK;
+    qsort(c->in, (size_t)n, sizeof *c->in, cmp_i64);
+    int m = 0;
+    for (int i = 0; i < n; i++) {
+      if (m == 0 || c->in[m - 1] != c->in[i]) c->in[m++] = c->in[i];
+    }
+    c->n_in = m;
+  }
+  c->eof = 0;
+  kl_err err = {0};
+  kl_rc krc = start_range(c, &err);
+  if (krc) {
+    c->eof = 1;
+    return report(c, krc, &err);
+  }
+  return step(c);
+}
+
+static int kl_next(sqlite3_vtab_cursor *cur) { return step((kl_vcursor *)cur); }
+
+static int kl_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
+
+/* ---- the headers column ---- */
+
+static int utf8_valid(const uint8_t *p, size_t n) {
+  size_t i = 0;
+  while (i < n) {
+    uint8_t c = p[i];
+    if (c < 0x80) { i++; continue; }
+    size_t k;
+    uint32_t cp;
+    if ((c & 0xe0) == 0xc0) { k = 1; cp = c & 0x1f; }
+    else if ((c & 0xf0) == 0xe0) { k = 2; cp = c & 0x0f; }
+    else if ((c & 0xf8) == 0xf0) { k = 3; cp = c & 0x07; }
+    else return 0;
+    if (n - i <= k) return 0;
+    for (size_t j = 1; j <= k; j++) {
+      if ((p[i + j] & 0xc0) != 0x80) return 0;
+      cp = (cp << 6) | (p[i + j] & 0x3f);
+    }
+    if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
+        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
+      return 0;
+    }
+    i += k + 1;
+  }
+  return 1;
+}
+
+/* Append bytes as a JSON string when they are UTF-8, else {"hex":"..."},
+** so that every header survives the trip through JSON unchanged. */
+static kl_rc json_bytes(kl_buf *o, const uint8_t *p, int32_t n) {
+  static const char hex[] = "0123456789abcdef";
+  kl_rc rc;
+  if (n < 0) return kl_buf_append(NULL, o, "null", 4);
+  if (!utf8_valid(p, (size_t)n)) {
+    if ((rc = kl_buf_reserve(NULL, o, o->len + 12 + 2 * (size_t)n))) return rc;
+    memcpy(o->p + o->len, "{\"hex\":\"", 8);
+    o->len += 8;
+    for (int32_t i = 0; i < n; i++) {
+      o->p[o->len++] = (uint8_t)hex[p[i] >> 4];
+      o->p[o->len++] = (uint8_t)hex[p[i] & 15];
+    }
+    return kl_buf_append(NULL, o, "\"}", 2);
+  }
+  if ((rc = kl_buf_reserve(NULL, o, o->len + 2 + 6 * (size_t)n))) return rc;
+  o->p[o->len++] = '"';
+  for (int32_t i = 0; i < n; i++) {
+    uint8_t ch = p[i];
+    if (ch == '"' || ch == '\\') {
+      o->p[o->len++] = '\\';
+      o->p[o->len++] = ch;
+    } else if (ch < 0x20) {
+      o->len += (size_t)sprintf((char *)o->p + o->len, "\\u%04x", ch);
+    } else {
+      o->p[o->len++] = ch;
+    }
+  }
+  o->p[o->len++] = '"';
+  return KL_OK;
+}
+
+static kl_rc headers_json(kl_buf *o, const kl_record *r) {
+  o->len = 0;
+  kl_rc rc = kl_buf_append(NULL, o, "[", 1);
+  const uint8_t *p = r->headers, *end = r->headers + r->headers_len;
+  kl_header h;
+  int first = 1;
+  while (rc == KL_OK && r->headers && kl_header_next(&p, end, &h) == KL_OK) {
+    if (!first) rc = kl_buf_append(NULL, o, ",", 1);
+    first = 0;
+    if (rc == KL_OK) rc = kl_buf_append(NULL, o, "[", 1);
+    if (rc == KL_OK) rc = json_bytes(o, h.name, h.name_len);
+    if (rc == KL_OK) rc = kl_buf_append(NULL, o, ",", 1);
+    if (rc == KL_OK) rc = json_bytes(o, h.value, h.value_len);
+    if (rc == KL_OK) rc = kl_buf_append(NULL, o, "]", 1);
+  }
+  if (rc == KL_OK) rc = kl_buf_append(NULL, o, "]", 1);
+  return rc;
+}
+
+static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n) {
+  if (n < 0) sqlite3_result_null(ctx);
+  else sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);
+}
+
+static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  const kl_record *r = kl_cursor_record(c->cur);
+  const kl_batch *b = kl_cursor_batch(c->cur);
+  switch (col) {
+    case KL_COL_OFFSET: sqlite3_result_int64(ctx, r->offset); break;
+    case KL_COL_TIMESTAMP: sqlite3_result_int64(ctx, r->timestamp); break;
+    case KL_COL_TIMESTAMP_TYPE:
+      sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
+      break;
+    case KL_COL_KEY: result_bytes(ctx, r->key, r->key_len); break;
+    case KL_COL_VALUE: result_bytes(ctx, r->value, r->value_len); break;
+    case KL_COL_HEADERS:
+      if (headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
+      sqlite3_result_text(ctx, (const char *)c->json.p, (int)c->json.len, SQLITE_TRANSIENT);
+      break;
+    case KL_COL_LEADER_EPOCH: sqlite3_result_int(ctx, b->leader_epoch); break;
+    case KL_COL_PRODUCER_ID: sqlite3_result_int64(ctx, b->producer_id); break;
+    case KL_COL_PRODUCER_EPOCH: sqlite3_result_int(ctx, b->producer_epoch); break;
+    case KL_COL_SEQUENCE: sqlite3_result_int(ctx, r->sequence); break;
+    case KL_COL_IS_TRANSACTIONAL: sqlite3_result_int(ctx, b->is_transactional); break;
+    case KL_COL_COMPRESSION:
+      sqlite3_result_text(ctx, kl_codec_name(b->codec), -1, SQLITE_STATIC);
+      break;
+    case KL_COL_SEGMENT: sqlite3_result_int64(ctx, kl_cursor_segment(c->cur)->base); break;
+    case KL_COL_POSITION: sqlite3_result_int64(ctx, b->position); break;
+    case KL_COL_DIR: sqlite3_result_text(ctx, c->ref->dir, -1, SQLITE_TRANSIENT); break;
+  }
+  return SQLITE_OK;
+}
+
+static int kl_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+  *rowid = kl_cursor_record(((kl_vcursor *)cur)->cur)->offset;
+  return SQLITE_OK;
+}
+
+static int kl_update(sqlite3_vtab *base, int argc, sqlite3_value **argv, sqlite3_int64 *rowid) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return set_error(base, SQLITE_READONLY, "kafka_log: %s is read-only (writing is not supported yet)",
+                   vt->dir ? vt->dir : "the table-valued form");
+}
+
+static const sqlite3_module kl_module = {
+    .iVersion = 0,
+    .xCreate = kl_connect,
+    .xConnect = kl_connect,
+    .xBestIndex = kl_best_index,
+    .xDisconnect = kl_disconnect,
+    .xDestroy = kl_disconnect,
+    .xOpen = kl_open,
+    .xClose = kl_close,
+    .xFilter = kl_filter,
+    .xNext = kl_next,
+    .xEof = kl_eof,
+    .xColumn = kl_column,
+    .xRowid = kl_rowid,
+    .xUpdate = kl_update,
+};
+
+static void conn_free(void *p) { sqlite3_free(p); }
+
+int kl_log_vtab_register(sqlite3 *db, kl_conn *conn) {
+  return sqlite3_create_module_v2(db, "kafka_log", &kl_module, conn, conn_free);
+}

@@ -1,0 +1,161 @@
+/*
+** plan.c - xBestIndex for kafka_log, following the idxNum table of plan.h.
+*/
+#include "plan.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+SQLITE_EXTENSION_INIT3
+
+/* One usable constraint per argv slot; slots in bit order. */
+typedef struct slot {
+  int bit;
+  int iCons; /* aConstraint index, -1 if unused */
+} slot;
+
+static int bit_for(int col, int op) {
+  if (col == KL_COL_DIR) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_DIR : 0;
+  if (col == KL_COL_OFFSET || col == -1) {
+    switch (op) {
+      case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_OFF_EQ;
+      case SQLITE_INDEX_CONSTRAINT_GT: return KL_P_OFF_GT;
+      case SQLITE_INDEX_CONSTRAINT_GE: return KL_P_OFF_GE;
+      case SQLITE_INDEX_CONSTRAINT_LT: return KL_P_OFF_LT;
+      case SQLITE_INDEX_CONSTRAINT_LE: return KL_P_OFF_LE;
+    }
+    return 0;
+  }
+  if (col == KL_COL_TIMESTAMP) {
+    switch (op) {
+      case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_TS_EQ;
+      case SQLITE_INDEX_CONSTRAINT_GT: return KL_P_TS_GT;
+      case SQLITE_INDEX_CONSTRAINT_GE: return KL_P_TS_GE;
+      case SQLITE_INDEX_CONSTRAINT_LT: return KL_P_TS_LT;
+      case SQLITE_INDEX_CONSTRAINT_LE: return KL_P_TS_LE;
+    }
+    return 0;
+  }
+  if (op == SQLITE_INDEX_CONSTRAINT_LIMIT) return KL_P_LIMIT;
+  if (op == SQLITE_INDEX_CONSTRAINT_OFFSET) return KL_P_OFFSET;
+  return 0;
+}
+
+/* The integer value of a constraint's right-hand side, if known now. */
+static int rhs_int(sqlite3_index_info *info, int i, sqlite3_int64 *v) {
+  sqlite3_value *val = NULL;
+  if (sqlite3_vtab_rhs_value(info, i, &val) != SQLITE_OK || !val) return 0;
+  if (sqlite3_value_numeric_type(val) != SQLITE_INTEGER) return 0;
+  *v = sqlite3_value_int64(val);
+  return 1;
+}
+
+int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
+  int used[16];
+  int idx = 0, n_usable_other = 0;
+  for (int b = 0; b < 16; b++) used[b] = -1;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+    int bit = bit_for(c->iColumn, c->op);
+    if (!c->usable) continue;
+    if (bit == 0 || (bit != KL_P_LIMIT && bit != KL_P_OFFSET &&
+                     used[__builtin_ctz((unsigned)bit)] >= 0)) {
+      /* Not ours, or a second bound of the same kind: SQLite checks it. */
+      if (bit != KL_P_LIMIT && bit != KL_P_OFFSET) n_usable_other++;
+      continue;
+    }
+    int b = __builtin_ctz((unsigned)bit);
+    if (used[b] < 0) used[b] = i;
+  }
+  if (pi->need_dir && used[0] < 0) return SQLITE_CONSTRAINT;
+  if (used[1] >= 0 && sqlite3_vtab_in(info, used[1], -1)) idx |= KL_P_IN;
+
+  /* ORDER BY offset (or rowid), one term, ascending or descending. */
+  int order_ok = info->nOrderBy == 0;
+  if (info->nOrderBy == 1 &&
+      (info->aOrderBy[0].iColumn == KL_COL_OFFSET || info->aOrderBy[0].iColumn == -1)) {
+    idx |= KL_P_ORDERED;
+    if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
+    info->orderByConsumed = 1;
+    order_ok = 1;
+  }
+  /* LIMIT and OFFSET are safe only when every other constraint is handled
+  ** exactly here and the order is ours. */
+  if (n_usable_other > 0 || !order_ok) used[11] = used[12] = -1;
+
+  int argv = 0;
+  for (int b = 0; b < 13; b++) {
+    if (used[b] < 0) continue;
+    idx |= 1 << b;
+    info->aConstraintUsage[used[b]].argvIndex = ++argv;
+    info->aConstraintUsage[used[b]].omit = 1;
+  }
+  if (idx & KL_P_IN) sqlite3_vtab_in(info, used[1], 1);
+
+  /* Costs follow the work: a point lookup reads a few index entries and
+  ** one batch; a range reads its records; a scan reads every byte. */
+  double records = pi->records > 0 ? pi->records : 1e6;
+  double seg = pi->segments > 0 ? pi->segments : 1;
+  double lookup = 10 + log2(seg + 1) + log2(records / seg + 2);
+  double rows = records;
+  sqlite3_int64 lo = 0, hi = 0;
+  int have_lo = 0, have_hi = 0;
+  if (idx & KL_P_OFF_EQ) {
+    rows = 1;
+    if (idx & KL_P_IN) rows = 8;
+    else info->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
+  } else {
+    if (idx & (KL_P_OFF_GT | KL_P_OFF_GE)) {
+      int i = used[(idx & KL_P_OFF_GT) ? 2 : 3];
+      have_lo = rhs_int(info, i, &lo);
+      rows /= 4;
+    }
+    if (idx & (KL_P_OFF_LT | KL_P_OFF_LE)) {
+      int i = used[(idx & KL_P_OFF_LT) ? 4 : 5];
+      have_hi = rhs_int(info, i, &hi);
+      rows /= 4;
+    }
+    if (have_lo && have_hi) rows = hi >= lo ? (double)(hi - lo + 1) : 1;
+    if (rows > records) rows = records;
+  }
+  if (idx & KL_P_TS_EQ) rows = rows / 100 + 1;
+  else if (idx & (KL_P_TS_GT | KL_P_TS_GE)) rows = rows / 4 + 1;
+  if (idx & (KL_P_TS_LT | KL_P_TS_LE)) rows = rows / 2 + 1;
+  if (idx & KL_P_LIMIT) {
+    sqlite3_int64 lim;
+    if (rhs_int(info, used[11], &lim) && lim >= 0 && (double)lim < rows) rows = (double)lim;
+  }
+  if (rows < 1) rows = 1;
+  info->estimatedRows = (sqlite3_int64)rows;
+  info->estimatedCost = lookup + rows;
+  info->idxNum = idx;
+  char buf[256];
+  kl_plan_describe(idx, buf, sizeof buf);
+  info->idxStr = sqlite3_mprintf("%s", buf);
+  info->needToFreeIdxStr = 1;
+  return info->idxStr ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+void kl_plan_describe(int idx, char *buf, size_t n) {
+  static const char *const names[] = {
+      "dir=?",        "offset=?",     "offset>?",     "offset>=?",     "offset<?",
+      "offset<=?",    "timestamp=?",  "timestamp>?",  "timestamp>=?",  "timestamp<?",
+      "timestamp<=?", "LIMIT ?",      "OFFSET ?"};
+  size_t len = 0;
+  buf[0] = 0;
+#define ADD(s) do { int k_ = snprintf(buf + len, n - len, "%s%s", len ? " " : "", s); \
+    if (k_ > 0 && (size_t)k_ < n - len) len += (size_t)k_; } while (0)
+  int any = 0;
+  for (int b = 1; b < 11; b++) {
+    if (!(idx & (1 << b))) continue;
+    if (b == 1 && (idx & KL_P_IN)) ADD("offset IN (...)");
+    else ADD(names[b]);
+    any = 1;
+  }
+  if (!any) ADD("full scan");
+  if (idx & KL_P_ORDERED) ADD((idx & KL_P_DESC) ? "ORDER BY offset DESC" : "ORDER BY offset");
+  if (idx & KL_P_LIMIT) ADD(names[11]);
+  if (idx & KL_P_OFFSET) ADD(names[12]);
+#undef ADD
+}

@@ -1,0 +1,97 @@
+/*
+** plan.h - the one idxNum table of the kafka_log module.
+**
+** xBestIndex sets these bits and passes one argv value per set bit, in the
+** order of the bits below (lowest first); xFilter reads argv in the same
+** order.  Bits without an argv value are marked "(no argv)".
+**
+**   bit     argv  meaning
+**   0x0001  yes   dir = ?            the partition directory (table-valued form)
+**   0x0002  yes   offset = ?         or offset IN (...) when KL_P_IN is set
+**   0x0004  yes   offset > ?
+**   0x0008  yes   offset >= ?
+**   0x0010  yes   offset < ?
+**   0x0020  yes   offset <= ?
+**   0x0040  yes   timestamp = ?
+**   0x0080  yes   timestamp > ?
+**   0x0100  yes   timestamp >= ?
+**   0x0200  yes   timestamp < ?
+**   0x0400  yes   timestamp <= ?
+**   0x0800  yes   LIMIT ?
+**   0x1000  yes   OFFSET ?
+**   0x2000  no    rows come highest offset first (ORDER BY offset DESC)
+**   0x4000  no    the offset = value is an IN list, read all at once
+**   0x8000  no    ORDER BY offset is consumed (ascending unless 0x2000)
+**
+** Offset bounds go through the segment skip list and the offset index;
+** timestamp lower bounds (=, >, >=) through each segment's largest
+** timestamp and the time index; timestamp upper bounds are applied while
+** scanning (timestamps need not grow with offsets, so they cannot stop a
+** scan).  All of them are exact, so SQLite is told to omit its own check,
+** which in turn lets it hand over LIMIT and OFFSET.
+*/
+#ifndef KL_PLAN_H
+#define KL_PLAN_H
+
+#include <stddef.h>
+
+#include "sqlite3ext.h"
+
+enum {
+  KL_P_DIR = 0x0001,
+  KL_P_OFF_EQ = 0x0002,
+  KL_P_OFF_GT = 0x0004,
+  KL_P_OFF_GE = 0x0008,
+  KL_P_OFF_LT = 0x0010,
+  KL_P_OFF_LE = 0x0020,
+  KL_P_TS_EQ = 0x0040,
+  KL_P_TS_GT = 0x0080,
+  KL_P_TS_GE = 0x0100,
+  KL_P_TS_LT = 0x0200,
+  KL_P_TS_LE = 0x0400,
+  KL_P_LIMIT = 0x0800,
+  KL_P_OFFSET = 0x1000,
+  KL_P_ARGV_BITS = 0x1fff, /* bits that carry an argv value */
+  KL_P_DESC = 0x2000,
+  KL_P_IN = 0x4000,
+  KL_P_ORDERED = 0x8000
+};
+
+/* Columns of the kafka_log table, in declaration order. */
+enum {
+  KL_COL_OFFSET = 0,
+  KL_COL_TIMESTAMP,
+  KL_COL_TIMESTAMP_TYPE,
+  KL_COL_KEY,
+  KL_COL_VALUE,
+  KL_COL_HEADERS,
+  KL_COL_LEADER_EPOCH,
+  KL_COL_PRODUCER_ID,
+  KL_COL_PRODUCER_EPOCH,
+  KL_COL_SEQUENCE,
+  KL_COL_IS_TRANSACTIONAL,
+  KL_COL_COMPRESSION,
+  KL_COL_SEGMENT,
+  KL_COL_POSITION,
+  KL_COL_DIR /* hidden: the table-valued function argument */
+};
+
+/* What xBestIndex knows about the data to estimate costs with; zeros when
+** the directory is not known at planning time. */
+typedef struct kl_plan_info {
+  int need_dir;             /* table-valued form: dir must be constrained */
+  double records;           /* estimated records in the log */
+  double bytes;             /* bytes of the log */
+  double segments;          /* segment count */
+} kl_plan_info;
+
+/* Fill in idxNum, idxStr, argv indexes, omit flags, orderByConsumed, costs
+** and estimated rows.  Returns SQLITE_CONSTRAINT when the directory is not
+** available (so SQLite picks a plan where it is), else SQLITE_OK. */
+int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi);
+
+/* Readable description of an idxNum, e.g. "offset IN (...) ORDER BY offset
+** DESC LIMIT"; written into buf (NUL-terminated). */
+void kl_plan_describe(int idx_num, char *buf, size_t n);
+
+#endif
