@@ -1,0 +1,36 @@
+/*
+** kwriter.h - writes a partition directory the way Kafka's LogSegment.append
+** does (behaviour.md sections 2 and 3): one v2 batch per append, an offset
+** index entry (last offset, position) and a time index entry whenever more
+** than index_interval bytes were appended since the previous entry, a roll
+** when the next batch would pass segment_bytes, and the final time index
+** entry written on roll and on close.  Tests and benchmarks use it to make
+** logs of any size; the fixtures (written by Kafka itself) check that it and
+** the reader agree with Kafka.
+*/
+#ifndef KL_KWRITER_H
+#define KL_KWRITER_H
+
+#include "batch.h"
+#include "klog.h"
+
+typedef struct kw_writer kw_writer;
+
+typedef struct kw_options {
+  int64_t segment_bytes;    /* roll threshold (Kafka: segment.bytes) */
+  int64_t index_interval;   /* index.interval.bytes */
+  int64_t base_offset;      /* first offset of the log */
+  int codec;                /* KL_CODEC_* for every batch */
+} kw_options;
+
+/* Start writing into the existing empty directory dir. */
+kw_writer *kw_open(const char *dir, const kw_options *opt);
+/* Append one batch of n records at the next offset (spec may be NULL for a
+** plain batch; its base_offset is ignored).  Returns 0 on success. */
+int kw_append(kw_writer *w, const kl_batch_spec *spec, const kl_rec_in *recs, int n);
+/* Next offset to be written. */
+int64_t kw_next_offset(const kw_writer *w);
+/* Finish the active segment (final time index entry) and free. */
+int kw_close(kw_writer *w);
+
+#endif
