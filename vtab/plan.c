@@ -16,6 +16,8 @@ typedef struct slot {
 } slot;
 
 static int bit_for(int col, int op) {
+  if (op == SQLITE_INDEX_CONSTRAINT_LIMIT) return KL_P_LIMIT;
+  if (op == SQLITE_INDEX_CONSTRAINT_OFFSET) return KL_P_OFFSET;
   if (col == KL_COL_DIR) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_DIR : 0;
   if (col == KL_COL_OFFSET || col == -1) {
     switch (op) {
@@ -37,8 +39,6 @@ static int bit_for(int col, int op) {
     }
     return 0;
   }
-  if (op == SQLITE_INDEX_CONSTRAINT_LIMIT) return KL_P_LIMIT;
-  if (op == SQLITE_INDEX_CONSTRAINT_OFFSET) return KL_P_OFFSET;
   return 0;
 }
 
