@@ -331,7 +331,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->seg = NULL;
   if (has_ts_lo(c)) {
     kl_time_lookup tl;
-    kl_rc rc = kl_log_lookup_time(c->log, b->ts_lo, &tl, err);
+    kl_rc rc = kl_log_seek_time(c->log, b->ts_lo, &tl, err);
     if (rc) return rc;
     if (tl.status != KL_LOOKUP_OK) {
       c->done = 1;

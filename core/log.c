@@ -237,6 +237,14 @@ kl_rc kl_log_lookup_time(kl_log *log, int64_t t, kl_time_lookup *out, kl_err *er
     out->segment_base = best->base;
     return first_record_at_or_after(log, best, pos, best->max_timestamp, 1, out, err);
   }
+  return kl_log_seek_time(log, t, out, err);
+}
+
+kl_rc kl_log_seek_time(kl_log *log, int64_t t, kl_time_lookup *out, kl_err *err) {
+  memset(out, 0, sizeof *out);
+  out->status = KL_LOOKUP_NOT_FOUND;
+  out->ti_timestamp = -1;
+  kl_rc rc;
   for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
     if ((rc = kl_segment_tail(s, &log->stats, err)) != KL_OK) return rc;
     if (s->max_timestamp < t) continue;

@@ -85,4 +85,8 @@ typedef struct kl_time_lookup {
 kl_rc kl_log_lookup_time(kl_log *log, int64_t t, kl_time_lookup *out,
                          kl_err *err);
 
+/* The same search for any t, with no special targets: negative values are
+** timestamps too (v0 records carry -1).  Cursors seek with this. */
+kl_rc kl_log_seek_time(kl_log *log, int64_t t, kl_time_lookup *out, kl_err *err);
+
 #endif
