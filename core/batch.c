@@ -103,7 +103,7 @@ static kl_rc parse_v2(const uint8_t *p, int32_t len, kl_batch *b, kl_err *err) {
   if (b->last_offset_delta < 0) {
     return kl_err_set(err, KL_CORRUPT, "negative last offset delta %d", b->last_offset_delta);
   }
-  if (b->base_offset > INT64_MAX - b->last_offset_delta) {
+  if (b->base_offset > INT64_MAX - 1 - b->last_offset_delta) { /* next offset must fit */
     return kl_err_set(err, KL_CORRUPT, "last offset overflows");
   }
   b->last_offset = b->base_offset + b->last_offset_delta;
@@ -154,14 +154,20 @@ kl_rc kl_batch_parse(const uint8_t *p, size_t avail, kl_batch *b, kl_err *err) {
   if (len < KL_LEGACY_MIN_SIZE) {
     return kl_err_set(err, KL_CORRUPT, "entry size %d is below the minimum of 14", len);
   }
-  if ((uint64_t)len + KL_LOG_OVERHEAD > avail) return KL_DONE;
+  /* The magic byte is checked before the length: an entry that does not
+  ** fit is a crash tail (Kafka's scan stops silently) only if it looks like
+  ** one; text or other foreign bytes are corruption. */
   if (b->magic < 0 || b->magic > 2) {
     return kl_err_set(err, KL_CORRUPT, "unknown magic %d", b->magic);
   }
+  if ((uint64_t)len + KL_LOG_OVERHEAD > avail) return KL_DONE;
   b->size = len + KL_LOG_OVERHEAD;
   b->bytes = p;
   if (b->base_offset < 0) {
     return kl_err_set(err, KL_CORRUPT, "negative offset %lld", (long long)b->base_offset);
+  }
+  if (b->base_offset == INT64_MAX) { /* no next offset: found by fuzz_sql */
+    return kl_err_set(err, KL_CORRUPT, "offset %lld leaves no next offset", (long long)b->base_offset);
   }
   return b->magic == 2 ? parse_v2(p, len, b, err) : parse_legacy(p, len, b, err);
 }
@@ -270,12 +276,12 @@ static kl_rc open_legacy_wrapper(kl_records *it, const kl_env *env, kl_buf *scra
       it->legacy_base = 0;
     } else {
       if (wrapper < last) return kl_err_set(err, KL_CORRUPT, "wrapper offset %lld below inner relative offset %lld", (long long)wrapper, (long long)last);
-      it->legacy_base = wrapper - last;
+      it->legacy_base = (int64_t)((uint64_t)wrapper - (uint64_t)last);
     }
   } else {
     it->legacy_base = 0; /* v0: inner offsets are absolute */
   }
-  it->b.base_offset = it->legacy_base + first;
+  it->b.base_offset = (int64_t)((uint64_t)it->legacy_base + (uint64_t)first);
   it->b.first_known = 1;
   it->b.record_count = count;
   it->p = scratch->p;
@@ -322,7 +328,8 @@ static kl_rc next_legacy(kl_records *it, kl_record *r, kl_err *err) {
   legacy_msg m;
   kl_rc rc = parse_legacy_body(p + 16, (size_t)len - 4, &m, err);
   if (rc) return rc;
-  r->offset = it->legacy_inner ? it->legacy_base + kl_get_i64(p) : kl_get_i64(p);
+  r->offset = it->legacy_inner ? (int64_t)((uint64_t)it->legacy_base + (uint64_t)kl_get_i64(p))
+                                : kl_get_i64(p);
   /* LogAppendTime on the wrapper overrides every inner timestamp. */
   r->timestamp = (it->legacy_inner && it->b.ts_type == KL_TS_APPEND) ? it->b.max_timestamp
                                                                     : m.timestamp;
@@ -361,10 +368,17 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   p++; /* record attributes: unused */
   if (!(k = kl_varint_get64(p, rend, &d64))) goto bad;
   p += k;
-  r->timestamp = it->b.ts_type == KL_TS_APPEND ? it->b.max_timestamp : it->b.base_timestamp + d64;
+  /* Wrapping arithmetic, as Kafka's Java longs: a crafted file (its CRC
+  ** recomputed) must not reach undefined behaviour. */
+  r->timestamp = it->b.ts_type == KL_TS_APPEND
+                     ? it->b.max_timestamp
+                     : (int64_t)((uint64_t)it->b.base_timestamp + (uint64_t)d64);
   if (!(k = kl_varint_get32(p, rend, &d32))) goto bad;
+  /* Offsets must stay inside the batch, or offset pushdown (which trusts
+  ** the header's last offset) and a full scan would disagree. */
+  if (d32 < 0 || d32 > it->b.last_offset_delta) goto bad;
   p += k;
-  r->offset = it->b.base_offset + d32;
+  r->offset = (int64_t)((uint64_t)it->b.base_offset + (uint64_t)(int64_t)d32);
   r->sequence = -1;
   if (it->b.base_sequence >= 0) {
     /* Sequences wrap within [0, 2^31 - 1]. */

@@ -20,6 +20,10 @@ struct kl_cursor {
   kl_record rec;            /* current record (forward) */
   kl_buf scratch;           /* decompressed payloads */
   int64_t pos;              /* forward: next batch position */
+  int skip_corrupt;         /* KL_ON_CORRUPT_SKIP */
+  uint64_t corrupt_skipped; /* damaged batches skipped */
+  int have_prev;            /* forward: prev_last is set (same segment) */
+  int64_t prev_last;        /* forward: last offset of the previous batch */
 
   /* Backward iteration only. */
   int64_t *wpos;            /* batch positions of the current window */
@@ -56,6 +60,18 @@ void kl_cursor_free(kl_cursor *c) {
   kl_free(c->env, c->wpos);
   kl_free(c->env, c->recs);
   kl_free(c->env, c);
+}
+
+void kl_cursor_on_corrupt(kl_cursor *c, int mode) { c->skip_corrupt = mode == KL_ON_CORRUPT_SKIP; }
+uint64_t kl_cursor_corrupt_skipped(const kl_cursor *c) { return c->corrupt_skipped; }
+
+/* Skip mode: forget a corruption error and count the skip.  Returns
+** whether the caller may go on (else rc stands). */
+static int skip_damage(kl_cursor *c, kl_rc rc, kl_err *err) {
+  if (rc != KL_CORRUPT || !c->skip_corrupt) return 0;
+  kl_err_clear(err);
+  c->corrupt_skipped++;
+  return 1;
 }
 
 const kl_record *kl_cursor_record(const kl_cursor *c) { return c->bnd.desc ? c->cur : &c->rec; }
@@ -110,19 +126,22 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     if (s->base > c->hi) break;
     int wanted;
     kl_rc rc = segment_wanted(c, s, &wanted, err);
+    if (rc && skip_damage(c, rc, err)) rc = KL_OK, wanted = 1; /* no time pruning */
     if (rc) return rc;
     if (!wanted) continue;
     int64_t pos, slot;
     rc = kl_segment_seek_offset(s, c->lo, &pos, &slot, c->stats, err);
     if (rc == KL_OK && has_ts_lo(c)) {
       /* Both seeks give a position before which nothing qualifies. */
-      int64_t tpos;
+      int64_t tpos = 0;
       rc = kl_segment_seek_time(s, c->bnd.ts_lo, &tpos, &slot, c->stats, err);
+      if (rc && skip_damage(c, rc, err)) rc = KL_OK, tpos = 0;
       if (tpos > pos) pos = tpos;
     }
     if (rc) return rc;
     c->seg = s;
     c->pos = pos;
+    c->have_prev = 0;
     return KL_OK;
   }
   c->done = 1;
@@ -143,7 +162,16 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
       c->in_batch = 0;
       if (rc != KL_DONE) return batch_error(c, rc, err);
     }
+    c->batch.size = 0;
     rc = kl_segment_batch_at(c->seg, c->pos, &c->batch, c->stats, err);
+    if (rc && skip_damage(c, rc, err)) {
+      /* A sane length lets the scan resynchronise; else the segment ends. */
+      if (c->batch.size > 0) {
+        c->pos += c->batch.size;
+        continue;
+      }
+      rc = KL_DONE;
+    }
     if (rc == KL_DONE) {
       rc = enter_forward(c, kl_log_next(c->log, c->seg), err);
       if (rc) return rc;
@@ -152,15 +180,50 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
     }
     if (rc) return rc;
     c->pos += c->batch.size;
+    /* Offsets increase from batch to batch (a legacy wrapper's header only
+    ** knows its last offset).  The base offset is not covered by the CRC. */
+    int64_t first = c->batch.first_known ? c->batch.base_offset : c->batch.last_offset;
+    int64_t prev_last = c->prev_last;
+    int had_prev = c->have_prev;
+    int regress = had_prev && first <= prev_last;
+    c->have_prev = 1;
+    c->prev_last = c->batch.last_offset;
+    if (regress) {
+      rc = kl_err_set(err, KL_CORRUPT,
+                      "%s: position %lld: batch offsets %lld..%lld do not follow the previous "
+                      "batch's last offset %lld", c->seg->log_path, (long long)c->batch.position,
+                      (long long)first, (long long)c->batch.last_offset, (long long)prev_last);
+      if (skip_damage(c, rc, err)) continue;
+      return rc;
+    }
     if (c->batch.first_known && c->batch.base_offset > c->hi) break;
     if (skip_batch(c, &c->batch)) {
       c->stats->batches_skipped++;
       continue;
     }
+    /* A damaged batch's header does not move prev_last (its last offset
+    ** delta may be the damage). */
     rc = kl_segment_verify(c->seg, &c->batch, c->stats, err);
+    if (rc && skip_damage(c, rc, err)) {
+      c->prev_last = prev_last;
+      c->have_prev = had_prev;
+      continue;
+    }
     if (rc) return rc;
     rc = kl_records_open(&c->it, c->env, &c->batch, &c->scratch, c->stats, err);
+    if (rc && skip_damage(c, rc, err)) continue;
     if (rc) return batch_error(c, rc, err);
+    if (c->skip_corrupt) {
+      /* Salvage produces a batch whole or not at all: decode it once first. */
+      kl_records probe = c->it;
+      kl_record r;
+      kl_err e = {0};
+      while ((rc = kl_records_next(&probe, &r, &e)) == KL_OK) {}
+      if (rc != KL_DONE) {
+        c->corrupt_skipped++;
+        continue;
+      }
+    }
     c->in_batch = 1;
   }
   c->done = 1;
@@ -180,8 +243,18 @@ static kl_rc collect_window(kl_cursor *c, int64_t start, int64_t end, int *misfi
   *misfit = 0;
   while (end < 0 || pos < end) {
     kl_err e = {0};
+    b.size = 0;
     kl_rc rc = kl_segment_batch_at(c->seg, pos, &b, c->stats, &e);
     if (rc == KL_DONE) break;
+    if (rc == KL_CORRUPT && c->skip_corrupt) {
+      /* Salvage: resynchronise on a sane length, else the data ends here. */
+      if (b.size <= 0) {
+        end = pos;
+        break;
+      }
+      pos += b.size;
+      continue;
+    }
     if (rc) {
       if (start > 0) {
         *misfit = 1;
@@ -220,7 +293,12 @@ static kl_rc prev_window(kl_cursor *c, int first, kl_err *err) {
       c->win_slot = slot;
       end = -1;
     } else if (c->win_start == 0) {
-      /* Segment exhausted: go to the previous one. */
+      /* Segment exhausted: go to the previous one, unless this one starts
+      ** at or below the lower bound (nothing earlier can qualify). */
+      if (c->seg->base <= c->lo) {
+        c->done = 1;
+        return KL_OK;
+      }
       kl_segment *s = kl_log_prev(c->log, c->seg);
       for (; s; s = kl_log_prev(c->log, s)) {
         int wanted;
@@ -268,9 +346,11 @@ static kl_rc load_batch_records(kl_cursor *c, int64_t pos, int *used, kl_err *er
     return KL_OK;
   }
   rc = kl_segment_verify(c->seg, &c->batch, c->stats, err);
+  if (rc && skip_damage(c, rc, err)) return KL_OK;
   if (rc) return rc;
   kl_records it;
   rc = kl_records_open(&it, c->env, &c->batch, &c->scratch, c->stats, err);
+  if (rc && skip_damage(c, rc, err)) return KL_OK;
   if (rc) return batch_error(c, rc, err);
   c->rn = 0;
   kl_record r;
@@ -285,7 +365,11 @@ static kl_rc load_batch_records(kl_cursor *c, int64_t pos, int *used, kl_err *er
     }
     c->recs[c->rn++] = r;
   }
-  if (rc != KL_DONE) return batch_error(c, rc, err);
+  if (rc != KL_DONE) {
+    c->rn = 0;
+    if (skip_damage(c, rc, err)) return KL_OK;
+    return batch_error(c, rc, err);
+  }
   c->ridx = c->rn;
   *used = 1;
   return KL_OK;
@@ -332,7 +416,16 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   if (has_ts_lo(c)) {
     kl_time_lookup tl;
     kl_rc rc = kl_log_seek_time(c->log, b->ts_lo, &tl, err);
-    if (rc) return rc;
+    if (rc == KL_CORRUPT) {
+      /* The seek is only a shortcut (records are filtered by timestamp
+      ** anyway): without it the scan meets the damage itself, and reports
+      ** it with its file and position, or skips it. */
+      kl_err_clear(err);
+      tl.status = KL_LOOKUP_OK;
+      tl.offset = c->lo;
+    } else if (rc) {
+      return rc;
+    }
     if (tl.status != KL_LOOKUP_OK) {
       c->done = 1;
       return KL_OK;

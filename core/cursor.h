@@ -35,6 +35,22 @@ kl_bounds kl_bounds_all(void);
 kl_rc kl_cursor_new(kl_log *log, kl_cursor **out);
 void kl_cursor_free(kl_cursor *c);
 
+/*
+** What a cursor does with a damaged batch.  KL_ON_CORRUPT_ERROR (the
+** default): the scan fails with KL_CORRUPT naming file and position.
+** KL_ON_CORRUPT_SKIP (salvage): a batch whose CRC does not match, whose
+** records do not decode (checked before any of its records is produced),
+** whose header has an invalid field but a sane length, or whose offsets do
+** not follow the previous batch's (forward scans) is skipped whole; a
+** header that gives no usable length (below the minimum, unknown magic)
+** ends the segment for that scan, which continues with the next segment.
+** Offsets going backwards are detected by forward scans only.
+*/
+enum { KL_ON_CORRUPT_ERROR = 0, KL_ON_CORRUPT_SKIP = 1 };
+void kl_cursor_on_corrupt(kl_cursor *c, int mode);
+/* Damaged batches (or segment remainders) skipped so far (skip mode). */
+uint64_t kl_cursor_corrupt_skipped(const kl_cursor *c);
+
 /* Position before the first record within bounds (may be called again to
 ** restart with other bounds).  Then kl_cursor_next moves to each record. */
 kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err);

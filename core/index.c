@@ -79,6 +79,9 @@ kl_rc kl_index_open(kl_index *ix, int kind, const char *path, int64_t base, int6
       close(fd);
       return kl_err_set(err, KL_IO, "%s: cannot map: %s", path, strerror(e));
     }
+    /* Searches touch a few scattered entries: read-around of megabytes on
+    ** every fault would make a cold first lookup cost as much as the file. */
+    madvise(m, (size_t)st.st_size, MADV_RANDOM);
     ix->map = m;
     ix->map_len = (size_t)st.st_size;
     ix->n = kl_index_count(kind, ix->map, ix->map_len, base, log_size, &ix->zero_slots);
@@ -133,6 +136,7 @@ static int64_t bsearch_range(const kl_index *ix, int64_t target, int64_t lo, int
   }
   /* Invariant: key(lo) < target here (callers start lo at such a slot). */
   if (kind == LLB) return lo;
+  if (kl_index_key(ix, lo) >= target) return lo; /* slot 0 equal to target */
   return lo == ix->n - 1 ? -1 : lo + 1;
 }
 

@@ -115,7 +115,9 @@ typedef struct kl_stats {
 
 /* Largest allocation a length field on disk may cause: decompressed batches
 ** beyond this are refused as corrupt rather than trusted. */
+#ifndef KL_MAX_BATCH_BYTES /* fuzzing builds lower it (CMake KL_FUZZ) */
 #define KL_MAX_BATCH_BYTES ((size_t)256 << 20)
+#endif
 
 /* Big-endian readers; p must hold the bytes (callers check bounds first). */
 static inline int16_t kl_get_i16(const uint8_t *p) {

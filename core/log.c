@@ -162,6 +162,17 @@ kl_rc kl_log_lookup_offset(kl_log *log, int64_t offset, kl_offset_lookup *out, k
   /* A gap at the end of a segment: the answer is in a later one. */
   for (; s; s = kl_log_next(log, s)) {
     rc = kl_segment_find_offset(s, offset, &out->batch, &log->stats, err);
+    if (rc == KL_OK && !out->batch.first_known) {
+      /* A legacy compressed wrapper knows its first offset only inside. */
+      kl_records it;
+      rc = kl_segment_verify(s, &out->batch, &log->stats, err);
+      if (rc == KL_OK) {
+        rc = kl_records_open(&it, log->env, &out->batch, &log->scratch, &log->stats, err);
+      }
+      if (rc) return rc;
+      out->batch.base_offset = it.b.base_offset;
+      out->batch.first_known = 1;
+    }
     if (rc == KL_OK) {
       out->read_segment_base = s->base;
       out->status = s->base == out->segment_base ? KL_LOOKUP_OK : KL_LOOKUP_GAP;

@@ -61,7 +61,6 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
       close(fd);
       return kl_err_set(err, KL_IO, "%s: cannot map: %s", s->log_path, strerror(e));
     }
-    madvise(m, (size_t)st.st_size, MADV_WILLNEED);
     s->map = m;
   }
   close(fd);
@@ -112,12 +111,17 @@ kl_rc kl_segment_batch_at(kl_segment *s, int64_t pos, kl_batch *b, kl_stats *sta
 }
 
 kl_rc kl_segment_verify(kl_segment *s, const kl_batch *b, kl_stats *stats, kl_err *err) {
+  /* A lookup checks the batch an index entry points to, then reads it:
+  ** remember the last batch verified so its CRC is computed once. */
+  if (s->verified_pos == b->position + 1 && s->verified_size == b->size) return KL_OK;
   kl_err e = {0};
   if (stats) stats->crc_checks++;
   if (kl_batch_verify(b, &e)) {
     return kl_err_set(err, KL_CORRUPT, "%s: position %lld: %s", s->log_path,
                       (long long)b->position, e.msg);
   }
+  s->verified_pos = b->position + 1;
+  s->verified_size = b->size;
   return KL_OK;
 }
 
@@ -180,15 +184,52 @@ kl_rc kl_segment_find_offset(kl_segment *s, int64_t target, kl_batch *b, kl_stat
   return rc;
 }
 
+/*
+** Does time index slot i describe the log?  Its entry (T, O) says the
+** running maximum timestamp first reached T in the batch holding O, so that
+** batch's max timestamp must be T (true for every Kafka version: O is the
+** batch's last offset since 3.8, the exact record before), and entries must
+** grow.  A garbage entry that passed the count at open fails here, and the
+** segment is then read without its time index.
+*/
+static int time_entry_holds(kl_segment *s, int64_t i, kl_stats *stats) {
+  int64_t t = kl_index_timestamp_at(&s->tidx, i);
+  int64_t o = kl_index_time_offset_at(&s->tidx, i);
+  if (i > 0 && (kl_index_timestamp_at(&s->tidx, i - 1) >= t ||
+                kl_index_time_offset_at(&s->tidx, i - 1) > o)) {
+    return 0;
+  }
+  kl_batch b;
+  kl_err e = {0};
+  if (kl_segment_find_offset(s, o, &b, stats, &e) != KL_OK) return 0;
+  if (b.first_known && b.base_offset > o) return 0;
+  return b.max_timestamp == t;
+}
+
+/* Scan batch headers from pos to the end of the data. */
+static kl_rc scan_headers(kl_segment *s, int64_t pos, int64_t *next, int64_t *max_ts,
+                          int64_t *max_off, int64_t *end, kl_stats *stats, kl_err *err) {
+  kl_batch b;
+  kl_rc rc;
+  while ((rc = kl_segment_batch_at(s, pos, &b, stats, err)) == KL_OK) {
+    if (b.max_timestamp > *max_ts) {
+      *max_ts = b.max_timestamp;
+      *max_off = b.last_offset;
+    }
+    *next = b.last_offset + 1;
+    pos += b.size;
+  }
+  *end = pos;
+  return rc == KL_DONE ? KL_OK : rc;
+}
+
 kl_rc kl_segment_tail(kl_segment *s, kl_stats *stats, kl_err *err) {
   if (s->tail_known) return KL_OK;
   kl_rc rc = kl_segment_open(s, stats, err);
   if (rc) return rc;
-  /* Scan batch headers from the last offset index entry: the time index
-  ** entry written with it covers everything before that chunk.  Without a
-  ** time index entry, nothing before is covered: scan the whole segment. */
+  /* The next offset: scan batch headers from the last offset index entry. */
   int64_t pos = 0;
-  if (s->oidx.n > 0 && s->tidx.n > 0) {
+  if (s->oidx.n > 0) {
     int64_t last = s->oidx.n - 1;
     if (entry_holds(s, last, kl_index_offset_at(&s->oidx, last), stats)) {
       pos = kl_index_position_at(&s->oidx, last);
@@ -197,19 +238,8 @@ kl_rc kl_segment_tail(kl_segment *s, kl_stats *stats, kl_err *err) {
     }
   }
   int64_t next = s->base, max_ts = -1, max_off = s->base;
-  kl_batch b;
-  for (;;) {
-    rc = kl_segment_batch_at(s, pos, &b, stats, err);
-    if (rc == KL_DONE) break;
-    if (rc) return rc;
-    if (b.max_timestamp > max_ts) {
-      max_ts = b.max_timestamp;
-      max_off = b.last_offset;
-    }
-    next = b.last_offset + 1;
-    pos += b.size;
-  }
-  s->end = pos;
+  rc = scan_headers(s, pos, &next, &max_ts, &max_off, &s->end, stats, err);
+  if (rc) return rc;
   /* Time index entries at or past the next offset are stale (a truncation
   ** left them); offsets in the time index never decrease. */
   int64_t lo = 0, hi = s->tidx.n;
@@ -220,12 +250,27 @@ kl_rc kl_segment_tail(kl_segment *s, kl_stats *stats, kl_err *err) {
   }
   s->tidx.stale += s->tidx.n - lo;
   s->tidx.n = lo;
+  if (s->tidx.n > 0 && !time_entry_holds(s, s->tidx.n - 1, stats)) {
+    s->tidx.n = 0;
+    s->tidx.unusable = 1;
+    if (stats) stats->index_fallbacks++;
+  }
+  /* The largest timestamp: the time index entry written with the last
+  ** offset index entry covers everything before that chunk, the scan the
+  ** rest (a live segment lacks the final entry written on roll).  Without
+  ** a time index nothing is covered: scan the whole segment. */
   if (s->tidx.n > 0) {
     int64_t t = kl_index_timestamp_at(&s->tidx, s->tidx.n - 1);
     if (t >= max_ts) { /* on a tie the indexed (earlier) offset reached it first */
       max_ts = t;
       max_off = kl_index_time_offset_at(&s->tidx, s->tidx.n - 1);
     }
+  } else if (pos > 0) {
+    int64_t n2 = s->base, end2;
+    max_ts = -1;
+    max_off = s->base;
+    rc = scan_headers(s, 0, &n2, &max_ts, &max_off, &end2, stats, err);
+    if (rc) return rc;
   }
   s->next_offset = next;
   s->max_timestamp = max_ts;
@@ -239,6 +284,12 @@ kl_rc kl_segment_seek_time(kl_segment *s, int64_t t, int64_t *pos, int64_t *ti_s
   kl_rc rc = kl_segment_tail(s, stats, err);
   if (rc) return rc;
   int64_t i = kl_index_floor(&s->tidx, t, stats);
+  if (i >= 0 && !time_entry_holds(s, i, stats)) {
+    if (stats) stats->index_fallbacks++;
+    *ti_slot = -1;
+    *pos = 0;
+    return KL_OK;
+  }
   int64_t o = i < 0 ? s->base : kl_index_time_offset_at(&s->tidx, i);
   *ti_slot = i;
   int64_t slot;

@@ -38,6 +38,8 @@ typedef struct kl_segment {
   int64_t max_ts_offset;    /* last offset of the first batch reaching it */
   int64_t end;              /* position where batches end (<= size) */
   void *node;               /* the owning log's skip list node */
+  int64_t verified_pos;     /* 1 + position of the last batch whose CRC held */
+  int32_t verified_size;    /* and its size */
 } kl_segment;
 
 /* Initialise (does not touch the disk).  path is copied. */

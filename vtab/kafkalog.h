@@ -21,6 +21,9 @@ int kl_sqlite_rc(kl_rc rc);
 ** module's destructor, also on failure). */
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn);
 
+/* Register the kafka_log_check table-valued function (check_vtab.c). */
+int kl_check_vtab_register(sqlite3 *db);
+
 /* Add the difference of two counter snapshots to total. */
 void kl_stats_add_delta(kl_stats *total, const kl_stats *now, const kl_stats *then);
 

@@ -3,6 +3,7 @@
 **
 **   SELECT ... FROM kafka_log('<partition dir>') WHERE ...;       -- table-valued
 **   CREATE VIRTUAL TABLE t USING kafka_log('<partition dir>');   -- named
+**   CREATE VIRTUAL TABLE t USING kafka_log('<dir>', on_corrupt='skip');
 **
 ** One row per data record (control batches are not rows).  The plan bits
 ** are documented once, in plan.h; xBestIndex (plan.c) and xFilter (here)
@@ -19,6 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "cursor.h"
@@ -40,6 +43,8 @@ typedef struct kl_logref {
   int refs;
   char *dir;
   struct timespec dir_mtime; /* detects segments added or removed */
+  int dirfd;                /* the directory, for fstat */
+  int lastfd;               /* the last segment's .log, for fstat, or -1 */
 } kl_logref;
 
 typedef struct kl_vtab {
@@ -47,6 +52,7 @@ typedef struct kl_vtab {
   sqlite3 *db;
   kl_conn *conn;
   char *dir;                /* fixed directory (named form), else NULL */
+  int on_corrupt;           /* KL_ON_CORRUPT_*: on_corrupt='error'|'skip' */
   kl_logref *cache;         /* most recently used log (holds one ref) */
 } kl_vtab;
 
@@ -68,21 +74,26 @@ typedef struct kl_vcursor {
 
 static void logref_release(kl_logref *r) {
   if (r && --r->refs == 0) {
+    if (r->dirfd >= 0) close(r->dirfd);
+    if (r->lastfd >= 0) close(r->lastfd);
     kl_log_close(r->log);
     sqlite3_free(r->dir);
     sqlite3_free(r);
   }
 }
 
-/* Is the cached log still what is on disk? */
-static int logref_fresh(kl_logref *r, const struct stat *dst) {
-  if (r->dir_mtime.tv_sec != dst->st_mtim.tv_sec || r->dir_mtime.tv_nsec != dst->st_mtim.tv_nsec) {
+/* Is the cached log still what is on disk?  Checked with fstat on open
+** descriptors: a prepared statement run in a loop must not pay two path
+** lookups per run (they were a quarter of a point lookup's time). */
+static int logref_fresh(kl_logref *r) {
+  struct stat st;
+  if (fstat(r->dirfd, &st) != 0 || r->dir_mtime.tv_sec != st.st_mtim.tv_sec ||
+      r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
     return 0;
   }
   kl_segment *last = kl_log_last(r->log);
-  if (last && last->opened) {
-    struct stat st;
-    if (stat(last->log_path, &st) != 0 || st.st_size != last->size) return 0;
+  if (last && last->opened && (r->lastfd < 0 || fstat(r->lastfd, &st) != 0 || st.st_size != last->size)) {
+    return 0;
   }
   return 1;
 }
@@ -96,28 +107,38 @@ static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg)
 /* A counted reference to the log of dir, opened or taken from the cache. */
 static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
   *out = NULL;
-  struct stat st;
-  if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return set_error(&vt->base, SQLITE_CANTOPEN,
-                     "kafka_log: cannot open partition directory %s", dir);
-  }
-  if (vt->cache && strcmp(vt->cache->dir, dir) == 0 && logref_fresh(vt->cache, &st)) {
+  if (vt->cache && strcmp(vt->cache->dir, dir) == 0 && logref_fresh(vt->cache)) {
     vt->cache->refs++;
     *out = vt->cache;
     return SQLITE_OK;
   }
+  struct stat st;
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dirfd < 0 || fstat(dirfd, &st) != 0) {
+    if (dirfd >= 0) close(dirfd);
+    return set_error(&vt->base, SQLITE_CANTOPEN,
+                     "kafka_log: cannot open partition directory %s", dir);
+  }
   kl_logref *r = sqlite3_malloc(sizeof *r);
-  if (!r) return SQLITE_NOMEM;
+  if (!r) {
+    close(dirfd);
+    return SQLITE_NOMEM;
+  }
   memset(r, 0, sizeof *r);
+  r->dirfd = dirfd;
+  r->lastfd = -1;
   r->dir = sqlite3_mprintf("%s", dir);
   kl_err err = {0};
   kl_rc rc = r->dir ? kl_log_open(NULL, dir, &r->log, &err) : KL_NOMEM;
   if (rc) {
+    close(dirfd);
     sqlite3_free(r->dir);
     sqlite3_free(r);
     return set_error(&vt->base, kl_sqlite_rc(rc), "kafka_log: %s", err.msg);
   }
   r->dir_mtime = st.st_mtim;
+  kl_segment *last = kl_log_last(r->log);
+  if (last) r->lastfd = open(last->log_path, O_RDONLY | O_CLOEXEC);
   r->refs = 2; /* the cache's and the caller's */
   logref_release(vt->cache);
   vt->cache = r;
@@ -145,12 +166,41 @@ static char *dequote(const char *s) {
   return sqlite3_mprintf("%s", s);
 }
 
+/*
+** Table options after the directory, each "name=value" (value optionally
+** quoted):  on_corrupt='error' (default: a damaged batch fails the query
+** with SQLITE_CORRUPT) or on_corrupt='skip' (salvage: damaged batches are
+** skipped, see core/cursor.h).  Only the named form takes options; the
+** table-valued form always uses the default.
+*/
+static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
+  const char *eq = strchr(arg, '=');
+  size_t kn = eq ? (size_t)(eq - arg) : 0;
+  while (kn > 0 && (arg[kn - 1] == ' ' || arg[kn - 1] == '\t')) kn--;
+  if (eq && kn == 10 && strncmp(arg, "on_corrupt", 10) == 0) {
+    const char *v = eq + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    char *d = dequote(v);
+    if (!d) return SQLITE_NOMEM;
+    int rc = SQLITE_OK;
+    if (sqlite3_stricmp(d, "skip") == 0) vt->on_corrupt = KL_ON_CORRUPT_SKIP;
+    else if (sqlite3_stricmp(d, "error") == 0) vt->on_corrupt = KL_ON_CORRUPT_ERROR;
+    else rc = SQLITE_ERROR;
+    sqlite3_free(d);
+    if (rc == SQLITE_OK) return rc;
+  }
+  *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
+                            "on_corrupt='skip')", arg);
+  return SQLITE_ERROR;
+}
+
 static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 4) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected one argument, the partition directory");
+  if (argc > 5) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected the partition directory and at most one "
+                              "option, on_corrupt='error'|'skip'");
     return SQLITE_ERROR;
   }
   kl_vtab *vt = sqlite3_malloc(sizeof *vt);
@@ -158,11 +208,18 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   memset(vt, 0, sizeof *vt);
   vt->db = db;
   vt->conn = aux;
-  if (argc == 4) {
+  if (argc >= 4) {
     vt->dir = dequote(argv[3]);
     if (!vt->dir) {
       sqlite3_free(vt);
       return SQLITE_NOMEM;
+    }
+  }
+  for (int i = 4; i < argc; i++) {
+    if ((rc = parse_option(vt, argv[i], errmsg)) != SQLITE_OK) {
+      sqlite3_free(vt->dir);
+      sqlite3_free(vt);
+      return rc;
     }
   }
   /* Reading files named in SQL must not be reachable from a view or a
@@ -404,6 +461,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   if (rc) return rc;
   c->snap = *kl_log_stats(c->ref->log);
   if (kl_cursor_new(c->ref->log, &c->cur) != KL_OK) return SQLITE_NOMEM;
+  kl_cursor_on_corrupt(c->cur, vt->on_corrupt);
   if (in_list) {
     /* All IN values at once, sorted, so rows come out in offset order. */
     sqlite3_value *v;
@@ -507,7 +565,7 @@ static kl_rc json_bytes(kl_buf *o, const uint8_t *p, int32_t n) {
 static kl_rc headers_json(kl_buf *o, const kl_record *r) {
   o->len = 0;
   kl_rc rc = kl_buf_append(NULL, o, "[", 1);
-  const uint8_t *p = r->headers, *end = r->headers + r->headers_len;
+  const uint8_t *p = r->headers, *end = r->headers ? r->headers + r->headers_len : NULL;
   kl_header h;
   int first = 1;
   while (rc == KL_OK && r->headers && kl_header_next(&p, end, &h) == KL_OK) {

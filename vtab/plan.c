@@ -116,7 +116,7 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
       have_hi = rhs_int(info, i, &hi);
       rows /= 4;
     }
-    if (have_lo && have_hi) rows = hi >= lo ? (double)(hi - lo + 1) : 1;
+    if (have_lo && have_hi) rows = hi >= lo ? (double)hi - (double)lo + 1 : 1;
     if (rows > records) rows = records;
   }
   if (idx & KL_P_TS_EQ) rows = rows / 100 + 1;

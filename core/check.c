@@ -1,0 +1,551 @@
+/*
+** check.c - read-only integrity check of a partition directory.
+** What is checked and why: check.h; Kafka's rules: behaviour.md 7.
+*/
+#include "check.h"
+
+#include <dirent.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "batch.h"
+#include "index.h"
+#include "log.h"
+#include "segment.h"
+
+const char *kl_severity_name(int sev) {
+  return sev == KL_SEV_ERROR ? "error" : sev == KL_SEV_WARNING ? "warning" : "info";
+}
+
+/* One batch of the segment being checked, for index validation. */
+typedef struct span {
+  int64_t pos;              /* start position */
+  int64_t first;            /* first offset (header level: see first_of) */
+  int64_t last;             /* last offset */
+  int64_t max_ts;           /* header max timestamp */
+} span;
+
+/* Per-file counts of findings by kind, for the KL_CHECK_MAX_PER_KIND cap. */
+#define MAX_KINDS 16
+typedef struct kind_count {
+  const char *kind;
+  int64_t n;
+  int sev;
+  int64_t last_pos;
+} kind_count;
+
+typedef struct checker {
+  const kl_env *env;
+  kl_check_fn fn;
+  void *ud;
+  kl_rc rc;                 /* first non-OK callback result */
+  int64_t segment;          /* current segment base */
+  char file[64];            /* current file name */
+  kind_count counts[MAX_KINDS];
+  int ncounts;
+  span *spans;
+  size_t nspans, cap;
+  kl_buf scratch;
+} checker;
+
+static void emit(checker *ck, const char *kind, int sev, int64_t pos, const char *msg) {
+  if (ck->rc) return;
+  kl_finding f = {ck->segment, ck->file, pos, kind, sev, msg};
+  ck->rc = ck->fn(ck->ud, &f);
+}
+
+/* Report a finding about the current file (printf-style message, which
+** gets the file name and position prepended). */
+#if defined(__GNUC__)
+__attribute__((format(printf, 5, 6)))
+#endif
+static void report(checker *ck, const char *kind, int sev, int64_t pos, const char *fmt, ...) {
+  kind_count *kc = NULL;
+  for (int i = 0; i < ck->ncounts; i++) {
+    if (strcmp(ck->counts[i].kind, kind) == 0) kc = &ck->counts[i];
+  }
+  if (!kc && ck->ncounts < MAX_KINDS) {
+    kc = &ck->counts[ck->ncounts++];
+    kc->kind = kind;
+    kc->n = 0;
+  }
+  if (kc) {
+    kc->sev = sev;
+    kc->last_pos = pos;
+    if (++kc->n > KL_CHECK_MAX_PER_KIND) return;
+  }
+  char body[400], msg[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(body, sizeof body, fmt, ap);
+  va_end(ap);
+  if (pos >= 0) snprintf(msg, sizeof msg, "%s: position %lld: %s", ck->file, (long long)pos, body);
+  else snprintf(msg, sizeof msg, "%s: %s", ck->file, body);
+  emit(ck, kind, sev, pos, msg);
+}
+
+/* Start reporting about another file; close the previous one's counts. */
+static void begin_file(checker *ck, const char *name) {
+  for (int i = 0; i < ck->ncounts; i++) {
+    kind_count *kc = &ck->counts[i];
+    if (kc->n > KL_CHECK_MAX_PER_KIND) {
+      char msg[512];
+      snprintf(msg, sizeof msg, "%s: %lld more findings of kind %s not listed", ck->file,
+               (long long)(kc->n - KL_CHECK_MAX_PER_KIND), kc->kind);
+      emit(ck, kc->kind, kc->sev, -1, msg);
+    }
+  }
+  ck->ncounts = 0;
+  snprintf(ck->file, sizeof ck->file, "%s", name ? name : "");
+}
+
+static int all_zero(const uint8_t *p, int64_t n) {
+  for (int64_t i = 0; i < n; i++) {
+    if (p[i]) return 0;
+  }
+  return 1;
+}
+
+/* The first offset a batch header tells: a legacy compressed wrapper only
+** tells its last one (the scan rule the cursor uses as well). */
+static int64_t first_of(const kl_batch *b) { return b->first_known ? b->base_offset : b->last_offset; }
+
+static kl_rc add_span(checker *ck, const kl_batch *b, int64_t seg_base) {
+  if (ck->nspans == ck->cap) {
+    size_t cap = ck->cap ? ck->cap * 2 : 256;
+    span *p = kl_realloc(ck->env, ck->spans, cap * sizeof *p);
+    if (!p) return KL_NOMEM;
+    ck->spans = p;
+    ck->cap = cap;
+  }
+  span *s = &ck->spans[ck->nspans++];
+  s->pos = b->position;
+  /* A legacy wrapper's first offset is unknown without decompressing: the
+  ** previous batch's last + 1 bounds it from below. */
+  s->first = b->first_known ? b->base_offset
+                            : ck->nspans > 1 ? s[-1].last + 1 : seg_base;
+  s->last = b->last_offset;
+  s->max_ts = b->max_timestamp;
+  return KL_OK;
+}
+
+/* Index of the span starting exactly at pos, or -1. */
+static int64_t span_at(const checker *ck, int64_t pos) {
+  size_t lo = 0, hi = ck->nspans;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ck->spans[mid].pos < pos) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ck->nspans && ck->spans[lo].pos == pos ? (int64_t)lo : -1;
+}
+
+/* Index of the last span starting before pos, or -1. */
+static int64_t span_before(const checker *ck, int64_t pos) {
+  size_t lo = 0, hi = ck->nspans;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ck->spans[mid].pos < pos) lo = mid + 1;
+    else hi = mid;
+  }
+  return (int64_t)lo - 1;
+}
+
+/* Index of the span holding offset off (first <= off <= last), or -1. */
+static int64_t span_holding(const checker *ck, int64_t off) {
+  size_t lo = 0, hi = ck->nspans;  /* first span with last >= off */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (ck->spans[mid].last < off) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < ck->nspans && ck->spans[lo].first <= off) return (int64_t)lo;
+  return -1;
+}
+
+/* Results of walking a segment's batches. */
+typedef struct walk {
+  int64_t end;              /* position where readable batches end */
+  int64_t next_offset;      /* last offset + 1 of the last batch, or base */
+  int64_t max_ts;           /* largest batch max timestamp, -1 if none */
+} walk;
+
+/* Walk every entry from position 0 with Kafka's scan rules, stricter where
+** a reader would fail (see check.h). */
+static kl_rc check_log(checker *ck, kl_segment *s, walk *w) {
+  const uint8_t *m = s->map;
+  int64_t size = s->size, pos = 0, prev_last = 0;
+  int have_prev = 0;
+  w->next_offset = s->base;
+  w->max_ts = -1;
+  ck->nspans = 0;
+  int sev_tail = s->is_last ? KL_SEV_WARNING : KL_SEV_ERROR;
+  while (pos < size && !ck->rc) {
+    const uint8_t *p = m + pos;
+    int64_t avail = size - pos;
+    if (all_zero(p, avail)) {
+      report(ck, "zero_filled_tail", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, pos,
+             "%lld zero bytes after the last batch%s", (long long)avail,
+             s->is_last ? " (preallocated segment)" : " (Kafka trims a segment when it rolls)");
+      break;
+    }
+    if (avail < KL_ENTRY_PREFIX + 1) {
+      report(ck, "truncated_batch", sev_tail, pos,
+             "incomplete entry header: %lld bytes at the end of the file", (long long)avail);
+      break;
+    }
+    int32_t len = kl_get_i32(p + 8);
+    if (len < KL_LEGACY_MIN_SIZE) {
+      if (all_zero(p, KL_LOG_OVERHEAD)) {
+        report(ck, "trailing_bytes", KL_SEV_ERROR, pos,
+               "%lld bytes after the last batch are not a batch (zero offset and length, then "
+               "non-zero bytes)", (long long)avail);
+      } else {
+        report(ck, "bad_batch_length", KL_SEV_ERROR, pos,
+               "entry length %d is below the minimum of 14; the remaining %lld bytes cannot be "
+               "read", len, (long long)avail);
+      }
+      break;
+    }
+    if (p[16] > 2) {
+      report(ck, "bad_magic", KL_SEV_ERROR, pos,
+             "unknown magic %d; the remaining %lld bytes cannot be read", (int8_t)p[16],
+             (long long)avail);
+      break;
+    }
+    if ((int64_t)len + KL_LOG_OVERHEAD > avail) {
+      report(ck, "truncated_batch", sev_tail, pos,
+             "entry of %lld bytes extends past the end of the file (%lld bytes left)",
+             (long long)len + KL_LOG_OVERHEAD, (long long)avail);
+      break;
+    }
+    kl_batch b;
+    kl_err e = {0};
+    b.position = pos;
+    kl_rc rc = kl_batch_parse(p, (size_t)avail, &b, &e);
+    if (rc != KL_OK) {
+      /* The length is sane (checked above): resynchronise after it. */
+      int64_t n = (int64_t)len + KL_LOG_OVERHEAD;
+      report(ck, b.magic == 2 && n < KL_V2_HEADER ? "bad_batch_length" : "bad_header",
+             KL_SEV_ERROR, pos, "%s", e.msg);
+      pos += n;
+      continue;
+    }
+    if (b.magic == 2 && b.base_offset < s->base) {
+      report(ck, "offset_below_base", KL_SEV_ERROR, pos,
+             "batch offset %lld is below the segment base %lld", (long long)b.base_offset,
+             (long long)s->base);
+    }
+    if (have_prev && first_of(&b) <= prev_last) {
+      report(ck, "offset_regression", KL_SEV_ERROR, pos,
+             "batch offsets %lld..%lld do not follow the previous batch's last offset %lld",
+             (long long)first_of(&b), (long long)b.last_offset, (long long)prev_last);
+    }
+    if (b.last_offset - s->base > INT32_MAX && b.last_offset >= s->base) {
+      report(ck, "offset_overflow", KL_SEV_WARNING, pos,
+             "last offset %lld is more than 2^31-1 above the segment base", (long long)b.last_offset);
+    }
+    int crc_ok = (rc = kl_batch_verify(&b, &e)) == KL_OK;
+    if (!crc_ok) {
+      report(ck, "crc_mismatch", KL_SEV_ERROR, pos, "%s", e.msg);
+    } else {
+      kl_records it;
+      kl_record r;
+      rc = kl_records_open(&it, ck->env, &b, &ck->scratch, NULL, &e);
+      while (rc == KL_OK && (rc = kl_records_next(&it, &r, &e)) == KL_OK) {}
+      if (rc == KL_NOMEM) return KL_NOMEM;
+      if (rc != KL_DONE) {
+        report(ck, "bad_records", KL_SEV_ERROR, pos, "%s",
+               e.msg[0] ? e.msg : kl_rc_name(rc));
+      }
+    }
+    if ((rc = add_span(ck, &b, s->base)) != KL_OK) return rc;
+    if (b.max_timestamp > w->max_ts) w->max_ts = b.max_timestamp;
+    if (crc_ok) { /* a damaged header does not move it (as in the cursor) */
+      prev_last = b.last_offset;
+      have_prev = 1;
+    }
+    w->next_offset = b.last_offset + 1;
+    pos += b.size;
+  }
+  if (ck->nspans) {
+    /* Where readable batches end (the walk may have stopped on damage). */
+    const span *l = &ck->spans[ck->nspans - 1];
+    w->end = l->pos + kl_get_i32(m + l->pos + 8) + KL_LOG_OVERHEAD;
+  } else {
+    w->end = 0;
+  }
+  return KL_OK;
+}
+
+/* Number of slots before the all-zero suffix. */
+static int64_t live_slots(const uint8_t *p, int64_t slots, int kind) {
+  int64_t n = slots;
+  while (n > 0 && all_zero(p + (n - 1) * kind, kind)) n--;
+  return n;
+}
+
+static void check_offset_index(checker *ck, kl_segment *s, const walk *w) {
+  const kl_index *ix = &s->oidx;
+  if (ix->file_len < 0) {
+    report(ck, "missing_index", KL_SEV_WARNING, -1,
+           "the offset index is missing (Kafka's LogLoader rebuilds it by recovering the segment)");
+    return;
+  }
+  if (ix->unusable) {
+    report(ck, "index_bad_length", KL_SEV_WARNING, -1,
+           "length %lld is not a multiple of 8", (long long)ix->file_len);
+    return;
+  }
+  int64_t slots = (int64_t)(ix->map_len / 8);
+  int64_t n = live_slots(ix->map, slots, 8);
+  if (n < slots) {
+    report(ck, "preallocated_index_slots", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, n * 8,
+           "%lld zero-filled slots after %lld entries%s", (long long)(slots - n), (long long)n,
+           s->is_last ? " (preallocated by the live segment)" : " (Kafka trims them on roll)");
+  }
+  int64_t prev_off = -1, prev_pos = -1;
+  for (int64_t i = 0; i < n && !ck->rc; i++) {
+    int64_t rel = (int64_t)kl_get_u32(ix->map + i * 8);
+    int64_t off = s->base + rel;
+    int64_t p = (int64_t)kl_get_u32(ix->map + i * 8 + 4);
+    if (i > 0 && (off <= prev_off || p <= prev_pos)) {
+      report(ck, "index_not_monotonic", KL_SEV_WARNING, i * 8,
+             "entry %lld (offset %lld, position %lld) does not follow entry %lld (offset %lld, "
+             "position %lld)", (long long)i, (long long)off, (long long)p, (long long)(i - 1),
+             (long long)prev_off, (long long)prev_pos);
+      prev_off = off > prev_off ? off : prev_off;
+      prev_pos = p > prev_pos ? p : prev_pos;
+      continue;
+    }
+    prev_off = off;
+    prev_pos = p;
+    if (rel > INT32_MAX) {
+      report(ck, "index_entry_mismatch", KL_SEV_WARNING, i * 8,
+             "entry %lld: relative offset %lld does not fit 31 bits", (long long)i, (long long)rel);
+      continue;
+    }
+    if (p >= w->end) {
+      report(ck, "index_points_past_log", KL_SEV_WARNING, i * 8,
+             "entry %lld (offset %lld) points to position %lld, past the end of the batches at "
+             "%lld", (long long)i, (long long)off, (long long)p, (long long)w->end);
+      continue;
+    }
+    int64_t k = span_at(ck, p);
+    if (k < 0) {
+      report(ck, "index_entry_mismatch", KL_SEV_WARNING, i * 8,
+             "entry %lld (offset %lld): no batch starts at position %lld", (long long)i,
+             (long long)off, (long long)p);
+      continue;
+    }
+    /* The entry covers the batches from p up to the next entry (one append
+    ** may hold several batches or legacy messages): its offset lies in
+    ** them, whether it is the first offset (before Kafka 2.0) or the last. */
+    int64_t np = w->end;
+    if (i + 1 < n) {
+      int64_t q = (int64_t)kl_get_u32(ix->map + (i + 1) * 8 + 4);
+      if (q > p && q < np) np = q;
+    }
+    int64_t j = span_before(ck, np);
+    if (off < ck->spans[k].first || (j >= 0 && off > ck->spans[j].last)) {
+      report(ck, "index_entry_mismatch", KL_SEV_WARNING, i * 8,
+             "entry %lld: offset %lld lies outside the batches it covers (offsets %lld..%lld "
+             "from position %lld)", (long long)i, (long long)off, (long long)ck->spans[k].first,
+             (long long)(j >= 0 ? ck->spans[j].last : -1), (long long)p);
+    }
+  }
+}
+
+static void check_time_index(checker *ck, kl_segment *s, const walk *w) {
+  const kl_index *ix = &s->tidx;
+  if (ix->file_len < 0) {
+    report(ck, "missing_index", KL_SEV_INFO, -1,
+           "the time index is missing (Kafka creates it empty)");
+    return;
+  }
+  if (ix->unusable) {
+    report(ck, "index_bad_length", KL_SEV_WARNING, -1,
+           "length %lld is not a multiple of 12", (long long)ix->file_len);
+    return;
+  }
+  int64_t slots = (int64_t)(ix->map_len / 12);
+  int64_t n = live_slots(ix->map, slots, 12);
+  if (n < slots) {
+    report(ck, "preallocated_index_slots", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, n * 12,
+           "%lld zero-filled slots after %lld entries%s", (long long)(slots - n), (long long)n,
+           s->is_last ? " (preallocated by the live segment)" : " (Kafka trims them on roll)");
+  }
+  int64_t prev_ts = 0, prev_off = 0, last_ts = -1;
+  for (int64_t i = 0; i < n && !ck->rc; i++) {
+    int64_t ts = kl_get_i64(ix->map + i * 12);
+    int64_t rel = (int64_t)kl_get_u32(ix->map + i * 12 + 8);
+    int64_t off = s->base + rel;
+    if (i > 0 && (ts <= prev_ts || off < prev_off)) {
+      report(ck, "timeindex_not_monotonic", KL_SEV_WARNING, i * 12,
+             "entry %lld (timestamp %lld, offset %lld) does not follow entry %lld (timestamp "
+             "%lld, offset %lld)", (long long)i, (long long)ts, (long long)off, (long long)(i - 1),
+             (long long)prev_ts, (long long)prev_off);
+      continue;
+    }
+    prev_ts = ts;
+    prev_off = off;
+    last_ts = ts;
+    if (rel > INT32_MAX || off >= w->next_offset) {
+      report(ck, "timeindex_points_past_log", KL_SEV_WARNING, i * 12,
+             "entry %lld (timestamp %lld) names offset %lld, past the segment's next offset %lld",
+             (long long)i, (long long)ts, (long long)off, (long long)w->next_offset);
+      continue;
+    }
+    int64_t k = span_holding(ck, off);
+    if (k < 0) {
+      report(ck, "timeindex_entry_mismatch", KL_SEV_WARNING, i * 12,
+             "entry %lld (timestamp %lld): no batch holds offset %lld", (long long)i,
+             (long long)ts, (long long)off);
+    } else if (ck->spans[k].max_ts != ts) {
+      report(ck, "timeindex_entry_mismatch", KL_SEV_WARNING, i * 12,
+             "entry %lld: timestamp %lld differs from the max timestamp %lld of the batch at "
+             "position %lld holding offset %lld", (long long)i, (long long)ts,
+             (long long)ck->spans[k].max_ts, (long long)ck->spans[k].pos, (long long)off);
+    }
+  }
+  if (w->max_ts >= 0 && last_ts < w->max_ts && !ck->rc) {
+    report(ck, "timeindex_missing_final_entry", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING,
+           n * 12, "the last entry's timestamp %lld is below the segment's max timestamp %lld%s",
+           (long long)last_ts, (long long)w->max_ts,
+           s->is_last ? " (a live segment gets it on roll or close)"
+                      : " (Kafka appends it when the segment rolls)");
+  }
+}
+
+static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
+  size_t n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) return; /* absent: normal, created only for aborted transactions */
+  uint8_t e[34];
+  int64_t i = 0, prev_last = INT64_MIN;
+  while ((n = fread(e, 1, sizeof e, f)) == sizeof e && !ck->rc) {
+    int64_t first = kl_get_i64(e + 10), last = kl_get_i64(e + 18);
+    if (e[0] != 0 || last < s->base || first > last || last <= prev_last) {
+      report(ck, "txnindex_bad_entry", KL_SEV_WARNING, i * 34,
+             "entry %lld (version %d, first offset %lld, last offset %lld) is invalid for a "
+             "segment based at %lld", (long long)i, e[0], (long long)first, (long long)last,
+             (long long)s->base);
+    }
+    prev_last = last;
+    i++;
+  }
+  if (n > 0 && n < sizeof e) {
+    report(ck, "txnindex_bad_length", KL_SEV_WARNING, i * 34,
+           "%zu bytes of a partial entry at the end", n);
+  }
+  fclose(f);
+}
+
+static const char *base_name(const char *path) {
+  const char *s = strrchr(path, '/');
+  return s ? s + 1 : path;
+}
+
+static kl_rc check_segment(checker *ck, kl_segment *s, walk *w) {
+  char path[4096];
+  size_t len = strlen(s->log_path);
+  ck->segment = s->base;
+  begin_file(ck, s->name);
+  kl_err e = {0};
+  kl_rc rc = kl_segment_open(s, NULL, &e);
+  if (rc == KL_NOMEM) return rc;
+  if (rc) {
+    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
+    w->end = 0;
+    w->next_offset = s->base;
+    w->max_ts = -1;
+    return KL_OK;
+  }
+  rc = check_log(ck, s, w);
+  if (rc) return rc;
+  snprintf(path, sizeof path, "%.*s.index", (int)(len - 4), s->log_path);
+  begin_file(ck, base_name(path));
+  check_offset_index(ck, s, w);
+  snprintf(path, sizeof path, "%.*s.timeindex", (int)(len - 4), s->log_path);
+  begin_file(ck, base_name(path));
+  check_time_index(ck, s, w);
+  snprintf(path, sizeof path, "%.*s.txnindex", (int)(len - 4), s->log_path);
+  begin_file(ck, base_name(path));
+  check_txn_index(ck, s, path);
+  begin_file(ck, NULL);
+  return KL_OK;
+}
+
+/* "<20 digits>.<suffix>" for an index suffix: the base offset, else -1. */
+static int64_t index_file_base(const char *name) {
+  const char *dot = strchr(name, '.');
+  if (!dot || dot - name != 20) return -1;
+  if (strcmp(dot, ".index") && strcmp(dot, ".timeindex") && strcmp(dot, ".txnindex")) return -1;
+  int64_t v = 0;
+  for (int i = 0; i < 20; i++) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    if (v > (INT64_MAX - (name[i] - '0')) / 10) return -1;
+    v = v * 10 + (name[i] - '0');
+  }
+  return v;
+}
+
+/* Index files whose .log does not exist (LogLoader deletes them). */
+static void check_orphans(checker *ck, const char *dir, kl_log *log) {
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *de;
+  while ((de = readdir(d)) != NULL && !ck->rc) {
+    int64_t base = index_file_base(de->d_name);
+    if (base < 0) continue;
+    kl_segment *s = kl_log_floor(log, base);
+    if (s && s->base == base) continue;
+    ck->segment = base;
+    begin_file(ck, de->d_name);
+    report(ck, "orphan_index", KL_SEV_WARNING, -1,
+           "index file without a %020lld.log (Kafka deletes it on load)", (long long)base);
+  }
+  closedir(d);
+  begin_file(ck, NULL);
+}
+
+kl_rc kl_check_dir(const kl_env *env, const char *dir, kl_check_fn fn, void *ud, kl_err *err) {
+  kl_log *log = NULL;
+  kl_rc rc = kl_log_open(env, dir, &log, err);
+  if (rc) return rc;
+  checker ck;
+  memset(&ck, 0, sizeof ck);
+  ck.env = env;
+  ck.fn = fn;
+  ck.ud = ud;
+  ck.segment = -1;
+  if (!kl_log_first(log)) {
+    begin_file(&ck, "");
+    emit(&ck, "no_segments", KL_SEV_WARNING, -1,
+         "no <20-digit base offset>.log file: not a Kafka partition directory, or an empty one");
+  }
+  walk prev = {0};
+  kl_segment *prev_seg = NULL;
+  for (kl_segment *s = kl_log_first(log); s && rc == KL_OK && !ck.rc; s = kl_log_next(log, s)) {
+    walk w = {0};
+    rc = check_segment(&ck, s, &w);
+    if (rc == KL_OK && prev_seg && prev.next_offset > s->base && !ck.rc) {
+      ck.segment = prev_seg->base;
+      begin_file(&ck, prev_seg->name);
+      report(&ck, "segment_overlap", KL_SEV_ERROR, -1,
+             "offsets reach %lld, into the next segment %s based at %lld",
+             (long long)(prev.next_offset - 1), s->name, (long long)s->base);
+      begin_file(&ck, NULL);
+    }
+    prev = w;
+    prev_seg = s;
+  }
+  if (rc == KL_OK && !ck.rc) check_orphans(&ck, dir, log);
+  kl_free(env, ck.spans);
+  kl_buf_free(env, &ck.scratch);
+  kl_log_close(log);
+  if (rc == KL_NOMEM) return kl_err_set(err, rc, "out of memory checking %s", dir);
+  if (rc == KL_OK && ck.rc) rc = kl_err_set(err, ck.rc, "check of %s stopped", dir);
+  return rc;
+}

@@ -1,0 +1,775 @@
+/*
+** test_log.c - a partition directory: opening (missing, empty, foreign
+** files), the segment map (LogSegmentsTest), Kafka's lookups by offset
+** (LocalLog.read / translateOffset, gaps) and by timestamp
+** (fetchOffsetByTimestamp, LogSegmentTest.testFindOffsetByTimestamp,
+** MAX_TIMESTAMP), on logs written the way LogSegment.append writes them
+** (kwriter), with missing, garbage and misleading index files, offsets
+** above 2^32 and non-monotonic timestamps, all checked against a brute-force
+** scan of the .log files.
+*/
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "batch.h"
+#include "codec.h"
+#include "kwriter.h"
+#include "log.h"
+
+/* Fixed-seed splitmix64: the randomized tests replay identically. */
+static uint64_t t_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+/* ---- helpers ---- */
+
+static kw_options opts(int64_t seg_bytes, int64_t interval, int64_t base, int codec) {
+  kw_options o;
+  o.segment_bytes = seg_bytes;
+  o.index_interval = interval;
+  o.base_offset = base;
+  o.codec = codec;
+  return o;
+}
+
+/* Append one batch of n records with the given timestamps. */
+static void append(kw_writer *w, const int64_t *ts, int n) {
+  kl_rec_in r[64];
+  char vals[64][32];
+  assert_true(n <= 64);
+  for (int i = 0; i < n; i++) {
+    snprintf(vals[i], sizeof vals[i], "value-%lld", (long long)(kw_next_offset(w) + i));
+    memset(&r[i], 0, sizeof r[i]);
+    r[i].timestamp = ts[i];
+    r[i].key = "k";
+    r[i].key_len = 1;
+    r[i].value = vals[i];
+    r[i].value_len = (int32_t)strlen(vals[i]);
+  }
+  assert_int_equal(kw_append(w, NULL, r, n), 0);
+}
+
+static void path_in(char *buf, size_t n, const char *dir, const char *name) {
+  snprintf(buf, n, "%s/%s", dir, name);
+}
+
+static void touch(const char *dir, const char *name, const void *p, size_t n) {
+  char path[4096];
+  path_in(path, sizeof path, dir, name);
+  assert_int_equal(t_write_file(path, p, n), 0);
+}
+
+static kl_log *open_log(const char *dir) {
+  kl_log *log = NULL;
+  kl_err err = {0};
+  kl_rc rc = kl_log_open(NULL, dir, &log, &err);
+  if (rc != KL_OK) fail_msg("open %s: %s %s", dir, kl_rc_name(rc), err.msg);
+  return log;
+}
+
+/* Every record of a log, from a plain scan of its .log files. */
+typedef struct rec {
+  int64_t offset, ts, batch_base, batch_last, seg_base;
+} rec;
+typedef struct recs {
+  rec *r;
+  size_t n, cap;
+} recs;
+
+static void scan_all(kl_log *log, recs *out) {
+  out->n = 0;
+  kl_buf scratch = {0};
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
+    size_t n;
+    uint8_t *file = t_read_file(s->log_path, &n);
+    assert_non_null(file);
+    size_t pos = 0;
+    for (;;) {
+      kl_batch b;
+      kl_err err = {0};
+      b.position = (int64_t)pos;
+      if (kl_batch_parse(file + pos, n - pos, &b, &err) != KL_OK) break;
+      kl_records it;
+      kl_record r;
+      assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+      while (kl_records_next(&it, &r, &err) == KL_OK) {
+        if (out->n == out->cap) {
+          out->cap = out->cap ? out->cap * 2 : 256;
+          out->r = realloc(out->r, out->cap * sizeof *out->r);
+          assert_non_null(out->r);
+        }
+        rec e = {r.offset, r.timestamp, b.base_offset, b.last_offset, s->base};
+        out->r[out->n++] = e;
+      }
+      pos += (size_t)b.size;
+    }
+    free(file);
+  }
+  kl_buf_free(NULL, &scratch);
+}
+
+/* Brute force: the smallest offset whose timestamp is >= t, or -1. */
+static int64_t ref_time(const recs *a, int64_t t, int64_t *ts) {
+  int64_t best = -1;
+  for (size_t i = 0; i < a->n; i++) {
+    if (a->r[i].ts >= t && (best < 0 || a->r[i].offset < best)) {
+      best = a->r[i].offset;
+      *ts = a->r[i].ts;
+    }
+  }
+  return best;
+}
+
+/* Check kl_log_lookup_offset at every offset from lo to hi (and beyond)
+** against the scan: the batch found is the first whose last offset >=
+** target. */
+static void check_offsets(kl_log *log, const recs *a) {
+  kl_err err = {0};
+  int64_t leo;
+  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  int64_t start = kl_log_start_offset(log);
+  assert_true(a->n > 0);
+  assert_int_equal(leo, a->r[a->n - 1].offset + 1);
+  for (int64_t t = start - 2; t <= leo + 2; t++) {
+    kl_offset_lookup lk;
+    assert_int_equal(kl_log_lookup_offset(log, t, &lk, &err), KL_OK);
+    if (t < start || t > leo) {
+      assert_int_equal(lk.status, KL_LOOKUP_OUT_OF_RANGE);
+      continue;
+    }
+    if (t == leo) {
+      assert_int_equal(lk.status, KL_LOOKUP_LOG_END);
+      continue;
+    }
+    const rec *want = NULL;
+    for (size_t i = 0; i < a->n && !want; i++) {
+      if (a->r[i].batch_last >= t) want = &a->r[i];
+    }
+    assert_non_null(want);
+    if (lk.status != KL_LOOKUP_OK && lk.status != KL_LOOKUP_GAP) {
+      fail_msg("offset %lld: status %d", (long long)t, lk.status);
+    }
+    if (lk.batch.base_offset != want->batch_base) {
+      fail_msg("offset %lld: batch %lld, want %lld", (long long)t, (long long)lk.batch.base_offset,
+               (long long)want->batch_base);
+    }
+    assert_int_equal(lk.batch.last_offset, want->batch_last);
+    assert_int_equal(lk.read_segment_base, want->seg_base);
+    assert_int_equal(lk.segment_base, kl_log_floor(log, t)->base);
+    assert_int_equal(lk.status, want->seg_base == lk.segment_base ? KL_LOOKUP_OK : KL_LOOKUP_GAP);
+  }
+}
+
+/* Check kl_log_lookup_time for every t in [lo, hi] against brute force. */
+static void check_times(kl_log *log, const recs *a, int64_t lo, int64_t hi) {
+  kl_err err = {0};
+  for (int64_t t = lo; t <= hi; t++) {
+    kl_time_lookup tl;
+    kl_rc rc = kl_log_lookup_time(log, t, &tl, &err);
+    if (rc != KL_OK) fail_msg("time %lld: %s %s", (long long)t, kl_rc_name(rc), err.msg);
+    int64_t wts = 0;
+    int64_t want = ref_time(a, t, &wts);
+    if (want < 0) {
+      if (tl.status != KL_LOOKUP_NOT_FOUND) fail_msg("time %lld: found %lld, want none", (long long)t, (long long)tl.offset);
+      continue;
+    }
+    if (tl.status != KL_LOOKUP_OK || tl.offset != want) {
+      fail_msg("time %lld: status %d offset %lld (segment %lld, time index entry (%lld, %lld), "
+               "scan from position %lld), want %lld", (long long)t, tl.status,
+               (long long)tl.offset, (long long)tl.segment_base, (long long)tl.ti_timestamp,
+               (long long)tl.ti_offset, (long long)tl.start_position, (long long)want);
+    }
+    assert_int_equal(tl.timestamp, wts);
+  }
+}
+
+/* Remove every file of dir whose name ends with suffix. */
+static void remove_suffix(const char *dir, const char *suffix) {
+  char cmdpath[4096];
+  kl_log *log = open_log(dir);
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
+    size_t len = strlen(s->log_path);
+    snprintf(cmdpath, sizeof cmdpath, "%.*s%s", (int)(len - 4), s->log_path, suffix);
+    unlink(cmdpath);
+  }
+  kl_log_close(log);
+}
+
+/* Overwrite every file with the suffix with random bytes (same length)
+** from byte `from` on.  plausible: instead of raw bytes, entries whose
+** positions / offsets lie inside the segment, so that only the check of the
+** batch an entry points to can catch them. */
+static void garble_suffix(const char *dir, const char *suffix, uint64_t *seed, int from,
+                          int plausible) {
+  char path[4096];
+  kl_log *log = open_log(dir);
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
+    size_t len = strlen(s->log_path), n, logn;
+    snprintf(path, sizeof path, "%.*s%s", (int)(len - 4), s->log_path, suffix);
+    uint8_t *p = t_read_file(path, &n);
+    if (!p) continue;
+    uint8_t *lg = t_read_file(s->log_path, &logn);
+    assert_non_null(lg);
+    free(lg);
+    if (!plausible) {
+      for (size_t i = (size_t)from; i < n; i++) p[i] = (uint8_t)t_rand(seed);
+    } else if (strcmp(suffix, ".index") == 0) {
+      uint32_t rel = 0, pos = 0;
+      for (size_t i = 0; i + 8 <= n; i += 8) {
+        rel += 1 + (uint32_t)(t_rand(seed) % 5);
+        pos += 1 + (uint32_t)(t_rand(seed) % (logn / (n / 8 + 1) + 1));
+        kl_put_u32(p + i, rel);
+        kl_put_u32(p + i + 4, pos < logn ? pos : (uint32_t)logn - 1);
+      }
+    } else {
+      int64_t ts = 500;
+      uint32_t rel = 0;
+      for (size_t i = 0; i + 12 <= n; i += 12) {
+        ts += 1 + (int64_t)(t_rand(seed) % 300);
+        rel += (uint32_t)(t_rand(seed) % 8);
+        kl_put_u64(p + i, (uint64_t)ts);
+        kl_put_u32(p + i + 8, rel);
+      }
+    }
+    assert_int_equal(t_write_file(path, p, n), 0);
+    free(p);
+  }
+  kl_log_close(log);
+}
+
+/* Entries dropped at open (zero tail aside) over all opened segments. */
+static int64_t stale_entries(kl_log *log) {
+  int64_t n = 0;
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
+    if (s->opened) n += s->oidx.stale + s->tidx.stale;
+  }
+  return n;
+}
+
+/* A log of n_batches batches of per records; timestamps from tsfn. */
+static int64_t ts_linear(int64_t off, uint64_t *seed) {
+  (void)seed;
+  return 1000 + 10 * off;
+}
+static int64_t ts_jitter(int64_t off, uint64_t *seed) {
+  return 1000 + 10 * off + (int64_t)(t_rand(seed) % 200) - 100;
+}
+
+static void write_log(const char *dir, const kw_options *o, int n_batches, int per,
+                      int64_t (*tsfn)(int64_t, uint64_t *), uint64_t seed) {
+  kw_writer *w = kw_open(dir, o);
+  assert_non_null(w);
+  for (int b = 0; b < n_batches; b++) {
+    int64_t ts[64];
+    int n = per > 0 ? per : 1 + (int)(t_rand(&seed) % 7);
+    for (int i = 0; i < n; i++) ts[i] = tsfn(kw_next_offset(w) + i, &seed);
+    append(w, ts, n);
+  }
+  assert_int_equal(kw_close(w), 0);
+}
+
+/* ---------------------------------------------------------------------- */
+
+/* A missing partition directory is KL_IO and the message names it. */
+static void test_open_missing_dir(void **state) {
+  kl_log *log = (kl_log *)1;
+  kl_err err = {0};
+  const char *dir = "/nonexistent-kafkalog-dir/orders-0";
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_IO);
+  assert_null(log);
+  assert_int_equal(err.rc, KL_IO);
+  assert_non_null(strstr(err.msg, dir));
+}
+
+/* An existing directory without segments is an empty log: no segments,
+** log start and end 0, every lookup out of range / not found. */
+static void test_open_empty_dir(void **state) {
+  char *dir = t_mkdtemp("log-empty");
+  kl_log *log = open_log(dir);
+  kl_err err = {0};
+  assert_int_equal(kl_log_segment_count(log), 0);
+  assert_null(kl_log_first(log));
+  assert_null(kl_log_last(log));
+  assert_null(kl_log_floor(log, 0));
+  assert_int_equal(kl_log_start_offset(log), 0);
+  int64_t leo = -1;
+  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  assert_int_equal(leo, 0);
+  kl_offset_lookup lk;
+  assert_int_equal(kl_log_lookup_offset(log, 5, &lk, &err), KL_OK);
+  assert_int_equal(lk.status, KL_LOOKUP_OUT_OF_RANGE);
+  kl_time_lookup tl;
+  assert_int_equal(kl_log_lookup_time(log, 100, &tl, &err), KL_OK);
+  assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
+  assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+  assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
+  assert_int_equal(kl_log_stats(log)->segments_opened, 0);
+  kl_log_close(log);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
+** format.md 1.2 / LogLoaderTest.testOpenDeletesObsoleteFiles: only
+** "<20 digits>.log" is a segment; .deleted, .swap, .cleaned, snapshots,
+** checkpoints, orphan indexes, 19- or 21-digit names, non-digits and
+** base offsets beyond INT64_MAX are ignored.  Opening maps nothing.
+*/
+static void test_open_foreign_files(void **state) {
+  char *dir = t_mkdtemp("log-foreign");
+  kw_options o = opts(1 << 20, 4096, 0, KL_CODEC_NONE);
+  write_log(dir, &o, 3, 2, ts_linear, 1);
+  static const char *foreign[] = {
+      "00000000000000000000.log.deleted", "00000000000000000050.log.swap",
+      "00000000000000000060.log.cleaned", "00000000000000000070.snapshot",
+      "00000000000000000080.index",       "00000000000000000080.timeindex",
+      "leader-epoch-checkpoint",          "partition.metadata",
+      "0000000000000000001.log",          "000000000000000000001.log",
+      "abc.log",                          "0000000000000000000a.log",
+      "99999999999999999999.log",         "00000000000000000090.log.tmp",
+      ".log",                             "00000000000000000100.LOG",
+  };
+  for (size_t i = 0; i < sizeof foreign / sizeof foreign[0]; i++) touch(dir, foreign[i], "junk", 4);
+  kl_log *log = open_log(dir);
+  assert_int_equal(kl_log_segment_count(log), 1);
+  assert_int_equal(kl_log_first(log)->base, 0);
+  assert_true(kl_log_first(log)->is_last);
+  assert_int_equal(kl_log_stats(log)->segments_opened, 0);
+  kl_err err = {0};
+  int64_t leo;
+  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  assert_int_equal(leo, 6);
+  kl_log_close(log);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
+** LogSegmentsTest.testClosestMatchOperations / testSegmentAccess: segments
+** at 1, 3, 5, 7: floor(2) = 1, floor(3) = 3, nothing below 1, the next of
+** floor(4) is 5, prev of 3 is 1; ordering and the active (last) flag.
+*/
+static void test_segment_map(void **state) {
+  char *dir = t_mkdtemp("log-map");
+  static const char *names[] = {"00000000000000000007.log", "00000000000000000001.log",
+                                "00000000000000000005.log", "00000000000000000003.log"};
+  for (int i = 0; i < 4; i++) touch(dir, names[i], "", 0);
+  kl_log *log = open_log(dir);
+  assert_int_equal(kl_log_segment_count(log), 4);
+  assert_null(kl_log_floor(log, 0));
+  assert_int_equal(kl_log_floor(log, 1)->base, 1);
+  assert_int_equal(kl_log_floor(log, 2)->base, 1);
+  assert_int_equal(kl_log_floor(log, 3)->base, 3);
+  assert_int_equal(kl_log_floor(log, INT64_MAX)->base, 7);
+  assert_int_equal(kl_log_next(log, kl_log_floor(log, 4))->base, 5);
+  assert_int_equal(kl_log_next(log, kl_log_floor(log, 5))->base, 7);
+  assert_int_equal(kl_log_prev(log, kl_log_floor(log, 3))->base, 1);
+  assert_null(kl_log_prev(log, kl_log_first(log)));
+  assert_null(kl_log_next(log, kl_log_last(log)));
+  int64_t want = 1;
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s), want += 2) {
+    assert_int_equal(s->base, want);
+    assert_int_equal(s->is_last, want == 7);
+  }
+  assert_int_equal(kl_log_start_offset(log), 1);
+  /* All four are empty: the log ends where the last begins. */
+  kl_err err = {0};
+  int64_t leo;
+  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  assert_int_equal(leo, 7);
+  kl_log_close(log);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
+** LogSegmentTest.testFindOffsetByTimestamp (behaviour.md 6.2): single-record
+** batches at offsets 40..49 with timestamps 400..490: 420 -> 42, 421 -> 43,
+** 430 -> 43, 431 -> 44, 401 -> 41, 399 -> 40, 491 -> not found; EARLIEST
+** -> 40, LATEST -> 50, MAX_TIMESTAMP -> (490, 49); for index intervals from
+** "every batch" to "never", and every codec.
+*/
+static void test_find_offset_by_timestamp(void **state) {
+  static const int64_t intervals[] = {0, 1, 150, 1 << 30};
+  for (int codec = KL_CODEC_NONE; codec <= KL_CODEC_ZSTD; codec++) {
+    for (int iv = 0; iv < 4; iv++) {
+      char *dir = t_mkdtemp("log-kafka-ts");
+      kw_options o = opts(1 << 20, intervals[iv], 40, codec);
+      kw_writer *w = kw_open(dir, &o);
+      for (int i = 0; i < 10; i++) {
+        int64_t ts = 400 + 10 * i;
+        append(w, &ts, 1);
+      }
+      assert_int_equal(kw_close(w), 0);
+      kl_log *log = open_log(dir);
+      kl_err err = {0};
+      static const int64_t cases[][2] = {{420, 42}, {421, 43}, {430, 43}, {431, 44}, {401, 41},
+                                         {399, 40}, {400, 40}, {490, 49}, {0, 40},   {491, -1}};
+      for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        kl_time_lookup tl;
+        assert_int_equal(kl_log_lookup_time(log, cases[c][0], &tl, &err), KL_OK);
+        if (cases[c][1] < 0) {
+          assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
+        } else {
+          assert_int_equal(tl.status, KL_LOOKUP_OK);
+          if (tl.offset != cases[c][1]) {
+            fail_msg("codec %d interval %lld: t=%lld -> %lld, want %lld", codec,
+                     (long long)intervals[iv], (long long)cases[c][0], (long long)tl.offset,
+                     (long long)cases[c][1]);
+          }
+          assert_int_equal(tl.timestamp, 400 + 10 * (cases[c][1] - 40));
+          assert_int_equal(tl.segment_base, 40);
+        }
+      }
+      kl_time_lookup tl;
+      assert_int_equal(kl_log_lookup_time(log, KL_TS_EARLIEST, &tl, &err), KL_OK);
+      assert_int_equal(tl.offset, 40);
+      assert_int_equal(kl_log_lookup_time(log, KL_TS_LATEST, &tl, &err), KL_OK);
+      assert_int_equal(tl.offset, 50);
+      assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+      assert_int_equal(tl.status, KL_LOOKUP_OK);
+      assert_int_equal(tl.offset, 49);
+      assert_int_equal(tl.timestamp, 490);
+      kl_log_close(log);
+      t_rmdir(dir);
+      free(dir);
+    }
+  }
+}
+
+/*
+** LocalLog.read / translateOffset on multi-segment logs with 1..7-record
+** batches: every offset finds the first batch whose last offset >= it, in
+** its floor segment; LEO is "log end"; outside [start, LEO] is out of
+** range.  Also every timestamp against brute force (non-monotonic).
+*/
+static void test_lookups_multi_segment(void **state) {
+  for (int codec = KL_CODEC_NONE; codec <= KL_CODEC_ZSTD; codec += 2) {
+    char *dir = t_mkdtemp("log-multi");
+    kw_options o = opts(1500, 200, 0, codec);
+    write_log(dir, &o, 120, 0, ts_jitter, 7 + (uint64_t)codec);
+    kl_log *log = open_log(dir);
+    assert_true(kl_log_segment_count(log) > 5);
+    recs a = {0};
+    scan_all(log, &a);
+    check_offsets(log, &a);
+    check_times(log, &a, 800, 1000 + 10 * (int64_t)a.n + 120);
+    assert_int_equal(kl_log_stats(log)->index_fallbacks, 0);
+    assert_true(kl_log_stats(log)->index_probes > 0); /* the indexes were used */
+    kl_log_close(log);
+    free(a.r);
+    t_rmdir(dir);
+    free(dir);
+  }
+}
+
+/*
+** Kafka >= 2.3 creates index files lazily (format.md 1.2): with every
+** .index and .timeindex deleted the lookups are still exact, and since a
+** missing index simply means "scan from position 0" no fallback is counted.
+*/
+static void test_lookups_without_index(void **state) {
+  char *dir = t_mkdtemp("log-noidx");
+  kw_options o = opts(2000, 100, 0, KL_CODEC_GZIP);
+  write_log(dir, &o, 150, 0, ts_jitter, 11);
+  remove_suffix(dir, ".index");
+  remove_suffix(dir, ".timeindex");
+  kl_log *log = open_log(dir);
+  recs a = {0};
+  scan_all(log, &a);
+  check_offsets(log, &a);
+  check_times(log, &a, 800, 1000 + 10 * (int64_t)a.n + 120);
+  kl_time_lookup tl;
+  kl_err err = {0};
+  assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+  int64_t maxts = INT64_MIN, maxoff = -1;
+  for (size_t i = 0; i < a.n; i++) {
+    if (a.r[i].ts > maxts) {
+      maxts = a.r[i].ts;
+      maxoff = a.r[i].offset;
+    }
+  }
+  assert_int_equal(tl.timestamp, maxts);
+  assert_int_equal(tl.offset, maxoff);
+  assert_int_equal(kl_log_stats(log)->index_fallbacks, 0);
+  assert_int_equal(kl_log_stats(log)->index_probes, 0);
+  kl_log_close(log);
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
+** LogSegmentTest.testRecoveryFixesCorruptIndex / ...CorruptTimeIndex
+** (without the recovery): garbage over the offset index, then over both
+** indexes, must not change any answer.  Raw random bytes are mostly caught
+** at open (positions past the log: stale); "plausible" garbage (sorted
+** entries inside the segment) only where an entry is used
+** (index_fallbacks > 0).
+*/
+static void test_lookups_garbage_index(void **state) {
+  for (int round = 0; round < 4; round++) {
+    int plausible = round >= 2, both = round & 1;
+    char *dir = t_mkdtemp("log-garbage");
+    kw_options o = opts(3000, 60, 0, KL_CODEC_NONE);
+    write_log(dir, &o, 200, 0, ts_jitter, 13);
+    kl_log *log = open_log(dir);
+    recs a = {0};
+    scan_all(log, &a);
+    kl_log_close(log);
+    uint64_t seed = 77;
+    garble_suffix(dir, ".index", &seed, 5, plausible);
+    if (both) garble_suffix(dir, ".timeindex", &seed, 5, plausible);
+    log = open_log(dir);
+    check_offsets(log, &a);
+    check_times(log, &a, 800, 1000 + 10 * (int64_t)a.n + 120);
+    if (plausible) {
+      if (kl_log_stats(log)->index_fallbacks == 0) fail_msg("round %d: garbage went unnoticed", round);
+    } else {
+      assert_true(kl_log_stats(log)->index_fallbacks + (uint64_t)stale_entries(log) > 0);
+    }
+    kl_log_close(log);
+    free(a.r);
+    t_rmdir(dir);
+    free(dir);
+  }
+}
+
+/*
+** An index entry whose position points into the middle of a batch (or one
+** keyed too high for the batch it points at) is caught, and answers stay
+** exact: the scan restarts from position 0.
+*/
+static void test_lookups_misleading_index(void **state) {
+  char *dir = t_mkdtemp("log-midbatch");
+  kw_options o = opts(1 << 20, 100, 0, KL_CODEC_NONE);
+  write_log(dir, &o, 60, 3, ts_linear, 3);
+  kl_log *log = open_log(dir);
+  recs a = {0};
+  scan_all(log, &a);
+  kl_log_close(log);
+  char path[4096];
+  path_in(path, sizeof path, dir, "00000000000000000000.index");
+  size_t n;
+  uint8_t *ix = t_read_file(path, &n);
+  assert_non_null(ix);
+  assert_true(n >= 24);
+  for (int variant = 0; variant < 3; variant++) {
+    uint8_t *p = malloc(n);
+    memcpy(p, ix, n);
+    size_t slot = n / 8 / 2;
+    if (variant == 0) kl_put_u32(p + slot * 8 + 4, kl_get_u32(p + slot * 8 + 4) + 7);
+    if (variant == 1) kl_put_u32(p + slot * 8, kl_get_u32(p + slot * 8) + 2); /* key too high */
+    if (variant == 2) {
+      /* Every entry shifted into the middle of its batch. */
+      for (size_t i = 0; i < n / 8; i++) kl_put_u32(p + i * 8 + 4, kl_get_u32(p + i * 8 + 4) + 20);
+    }
+    assert_int_equal(t_write_file(path, p, n), 0);
+    log = open_log(dir);
+    check_offsets(log, &a);
+    check_times(log, &a, 990, 1000 + 10 * (int64_t)a.n + 20);
+    if (variant != 1) assert_true(kl_log_stats(log)->index_fallbacks > 0);
+    kl_log_close(log);
+    free(p);
+  }
+  free(ix);
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* Write a .log of hand-placed v2 batches (no index files). */
+static void write_segment(const char *dir, int64_t base, const int64_t *offs, const int64_t *ts,
+                          const int *counts, int nb) {
+  kl_buf out = {0};
+  kl_err err = {0};
+  for (int b = 0; b < nb; b++) {
+    kl_rec_in r[16];
+    assert_true(counts[b] <= 16);
+    for (int i = 0; i < counts[b]; i++) {
+      memset(&r[i], 0, sizeof r[i]);
+      r[i].timestamp = ts[b] + i;
+      r[i].value = "v";
+      r[i].value_len = 1;
+    }
+    kl_batch_spec s;
+    memset(&s, 0, sizeof s);
+    s.base_offset = offs[b];
+    s.producer_id = -1;
+    s.producer_epoch = -1;
+    s.base_sequence = -1;
+    assert_int_equal(kl_batch_encode(NULL, &s, r, counts[b], &out, &err), KL_OK);
+  }
+  char name[64];
+  snprintf(name, sizeof name, "%020lld.log", (long long)base);
+  touch(dir, name, out.p, out.len);
+  kl_buf_free(NULL, &out);
+}
+
+/*
+** LogSegmentTest.testReadFromGap and UnifiedLogTest.testReadAtLogGap: an
+** offset inside a gap resolves to the next batch, in the same segment
+** (status OK) or, when the gap is at the end of a segment, in a later
+** segment (status GAP); LogSegmentTest.testReadBeforeFirstOffset: an offset
+** between a segment base and its first batch finds that batch.
+*/
+static void test_gaps(void **state) {
+  char *dir = t_mkdtemp("log-gap");
+  static const int64_t o1[] = {45, 50, 60}, t1[] = {100, 200, 300};
+  static const int c1[] = {1, 2, 2};
+  write_segment(dir, 40, o1, t1, c1, 3);
+  static const int64_t o2[] = {80, 82}, t2[] = {400, 500};
+  static const int c2[] = {2, 3};
+  write_segment(dir, 70, o2, t2, c2, 2);
+  kl_log *log = open_log(dir);
+  kl_err err = {0};
+  static const struct {
+    int64_t target, batch, seg, read_seg;
+    int status;
+  } cases[] = {
+      {39, 0, 0, 0, KL_LOOKUP_OUT_OF_RANGE},
+      {40, 45, 40, 40, KL_LOOKUP_OK}, {44, 45, 40, 40, KL_LOOKUP_OK}, {45, 45, 40, 40, KL_LOOKUP_OK},
+      {46, 50, 40, 40, KL_LOOKUP_OK}, {51, 50, 40, 40, KL_LOOKUP_OK}, {55, 60, 40, 40, KL_LOOKUP_OK},
+      {61, 60, 40, 40, KL_LOOKUP_OK}, {62, 80, 40, 70, KL_LOOKUP_GAP}, {69, 80, 40, 70, KL_LOOKUP_GAP},
+      {70, 80, 70, 70, KL_LOOKUP_OK}, {81, 80, 70, 70, KL_LOOKUP_OK}, {84, 82, 70, 70, KL_LOOKUP_OK},
+      {85, 0, 70, 0, KL_LOOKUP_LOG_END}, {86, 0, 0, 0, KL_LOOKUP_OUT_OF_RANGE},
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    kl_offset_lookup lk;
+    assert_int_equal(kl_log_lookup_offset(log, cases[c].target, &lk, &err), KL_OK);
+    if (lk.status != cases[c].status) {
+      fail_msg("offset %lld: status %d want %d", (long long)cases[c].target, lk.status, cases[c].status);
+    }
+    if (cases[c].status == KL_LOOKUP_OK || cases[c].status == KL_LOOKUP_GAP) {
+      assert_int_equal(lk.batch.base_offset, cases[c].batch);
+      assert_int_equal(lk.segment_base, cases[c].seg);
+      assert_int_equal(lk.read_segment_base, cases[c].read_seg);
+    }
+  }
+  /* By time: 250 is first reached at offset 60 (ts 300). */
+  kl_time_lookup tl;
+  assert_int_equal(kl_log_lookup_time(log, 250, &tl, &err), KL_OK);
+  assert_int_equal(tl.offset, 60);
+  assert_int_equal(kl_log_lookup_time(log, 302, &tl, &err), KL_OK);
+  assert_int_equal(tl.offset, 80);
+  assert_int_equal(tl.segment_base, 70);
+  kl_log_close(log);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
+** Offsets above 2^32 (segment base 5000000000, relative offsets small):
+** index keys are base + relative, every lookup is exact.
+*/
+static void test_offsets_above_2_32(void **state) {
+  char *dir = t_mkdtemp("log-big");
+  kw_options o = opts(1200, 100, INT64_C(5000000000), KL_CODEC_LZ4);
+  write_log(dir, &o, 80, 0, ts_linear, 5);
+  kl_log *log = open_log(dir);
+  assert_int_equal(kl_log_start_offset(log), INT64_C(5000000000));
+  recs a = {0};
+  scan_all(log, &a);
+  assert_int_equal(a.r[0].offset, INT64_C(5000000000));
+  check_offsets(log, &a);
+  check_times(log, &a, 1000 + 10 * INT64_C(5000000000) - 20,
+              1000 + 10 * INT64_C(5000000000) + 10 * (int64_t)a.n + 20);
+  assert_int_equal(kl_log_stats(log)->index_fallbacks, 0);
+  kl_log_close(log);
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
+** ListOffsets MAX_TIMESTAMP (behaviour.md 6.1, Kafka 3.8+): the first
+** record carrying the largest timestamp; on a tie inside a segment and
+** across segments the earlier offset wins.
+*/
+static void test_max_timestamp_tie(void **state) {
+  char *dir = t_mkdtemp("log-maxts");
+  kw_options o = opts(400, 0, 0, KL_CODEC_NONE);
+  kw_writer *w = kw_open(dir, &o);
+  /* batches: [100,900,200] [300] [900 tie] [50] ... */
+  int64_t b1[3] = {100, 900, 200}, b2[1] = {300}, b3[2] = {50, 900}, b4[1] = {40};
+  append(w, b1, 3);  /* offsets 0..2, 900 at 1 */
+  append(w, b2, 1);  /* 3 */
+  append(w, b3, 2);  /* 4..5, 900 again at 5 */
+  for (int i = 0; i < 6; i++) append(w, b4, 1);
+  append(w, b3, 2);
+  assert_int_equal(kw_close(w), 0);
+  kl_log *log = open_log(dir);
+  assert_true(kl_log_segment_count(log) >= 2);
+  kl_err err = {0};
+  kl_time_lookup tl;
+  assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+  assert_int_equal(tl.status, KL_LOOKUP_OK);
+  assert_int_equal(tl.offset, 1);
+  assert_int_equal(tl.timestamp, 900);
+  assert_int_equal(tl.segment_base, 0);
+  recs a = {0};
+  scan_all(log, &a);
+  check_times(log, &a, 0, 1000);
+  kl_log_close(log);
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
+** behaviour.md 6.2: CreateTime need not increase with offsets; the answer
+** is the smallest offset whose timestamp is >= t, for wildly shuffled
+** timestamps (including -1 "no timestamp" records), many segments and a
+** dense index.
+*/
+static void test_non_monotonic_timestamps(void **state) {
+  char *dir = t_mkdtemp("log-nonmono");
+  kw_options o = opts(900, 40, 10, KL_CODEC_SNAPPY);
+  kw_writer *w = kw_open(dir, &o);
+  uint64_t seed = 31337;
+  for (int b = 0; b < 150; b++) {
+    int64_t ts[8];
+    int n = 1 + (int)(t_rand(&seed) % 4);
+    for (int i = 0; i < n; i++) {
+      uint64_t x = t_rand(&seed) % 20;
+      ts[i] = x == 0 ? -1 : (int64_t)(t_rand(&seed) % 3000);
+    }
+    append(w, ts, n);
+  }
+  assert_int_equal(kw_close(w), 0);
+  kl_log *log = open_log(dir);
+  recs a = {0};
+  scan_all(log, &a);
+  check_times(log, &a, -3 + 3, 3001); /* 0..3001 */
+  check_offsets(log, &a);
+  kl_log_close(log);
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_open_missing_dir),
+      cmocka_unit_test(test_open_empty_dir),
+      cmocka_unit_test(test_open_foreign_files),
+      cmocka_unit_test(test_segment_map),
+      cmocka_unit_test(test_find_offset_by_timestamp),
+      cmocka_unit_test(test_lookups_multi_segment),
+      cmocka_unit_test(test_lookups_without_index),
+      cmocka_unit_test(test_lookups_garbage_index),
+      cmocka_unit_test(test_lookups_misleading_index),
+      cmocka_unit_test(test_gaps),
+      cmocka_unit_test(test_offsets_above_2_32),
+      cmocka_unit_test(test_max_timestamp_tie),
+      cmocka_unit_test(test_non_monotonic_timestamps),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

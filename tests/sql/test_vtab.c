@@ -1,0 +1,387 @@
+/*
+** test_vtab.c - the SQL interface of the kafka_log module: both ways of
+** naming a log, the declared columns, the headers JSON, read-only-ness,
+** error messages, kafka_log_version(), EXPLAIN QUERY PLAN, and what a torn
+** or corrupted .log does to a query.
+*/
+#include "sqltest.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+/* CREATE VIRTUAL TABLE ... USING kafka_log('<dir>') for a fixture set. */
+static void create_vtab(sqlite3 *db, const char *name, const char *dir) {
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE %s USING kafka_log(%Q)", name, dir);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+}
+
+static void test_create_equals_table_valued(void **state) {
+  const char *dir = t_fixture("d-jitter-nulls-headers");
+  sqlite3 *db = st_open();
+  create_vtab(db, "t", dir);
+  int64_t n = st_int(db, "SELECT count(*) FROM t", NULL);
+  assert_int_equal(n, 2000);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir), n);
+  assert_int_equal(st_int(db,
+      "SELECT count(*) FROM (SELECT * FROM t EXCEPT SELECT * FROM kafka_log(?1))", "t", dir), 0);
+  assert_int_equal(st_int(db,
+      "SELECT count(*) FROM (SELECT * FROM kafka_log(?1) EXCEPT SELECT * FROM t)", "t", dir), 0);
+  /* The rowid is the offset. */
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE rowid IS NOT offset", NULL), 0);
+  assert_int_equal(st_int(db, "SELECT offset FROM t WHERE rowid = 1234", NULL), 1234);
+  st_close(db);
+}
+
+static void test_columns(void **state) {
+  static const char *const want[][2] = {
+      {"offset", "INTEGER"}, {"timestamp", "INTEGER"}, {"timestamp_type", "TEXT"},
+      {"key", "BLOB"}, {"value", "BLOB"}, {"headers", "TEXT"},
+      {"partition_leader_epoch", "INTEGER"}, {"producer_id", "INTEGER"},
+      {"producer_epoch", "INTEGER"}, {"sequence", "INTEGER"},
+      {"is_transactional", "INTEGER"}, {"compression", "TEXT"},
+      {"segment", "INTEGER"}, {"position", "INTEGER"}};
+  const int nwant = (int)(sizeof want / sizeof want[0]);
+  sqlite3 *db = st_open();
+  create_vtab(db, "t", t_fixture("a-tiny"));
+
+  /* PRAGMA table_info lists the visible columns with their declared types. */
+  sqlite3_stmt *st = st_prep(db, "SELECT name, upper(type) FROM pragma_table_info('t') ORDER BY cid", NULL);
+  int i = 0;
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    const char *name = (const char *)sqlite3_column_text(st, 0);
+    const char *type = (const char *)sqlite3_column_text(st, 1);
+    print_message("  column %d: %s %s\n", i, name, type);
+    assert_true(i < nwant);
+    assert_string_equal(name, want[i][0]);
+    assert_string_equal(type, want[i][1]);
+    i++;
+  }
+  sqlite3_finalize(st);
+  assert_int_equal(i, nwant);
+
+  /* The table-valued form declares the same columns. */
+  st = st_prep(db, "SELECT * FROM kafka_log(?1)", "t", t_fixture("a-tiny"));
+  assert_int_equal(sqlite3_column_count(st), nwant);
+  for (i = 0; i < nwant; i++) {
+    assert_string_equal(sqlite3_column_name(st, i), want[i][0]);
+    assert_non_null(sqlite3_column_decltype(st, i));
+    assert_true(!sqlite3_stricmp(sqlite3_column_decltype(st, i), want[i][1]));
+  }
+  sqlite3_finalize(st);
+
+  /* Storage classes of a v2 record with key, value and no headers. */
+  char *types = st_text(db,
+      "SELECT typeof(offset)||typeof(timestamp)||typeof(timestamp_type)||typeof(key)"
+      "||typeof(value)||typeof(headers)||typeof(partition_leader_epoch)||typeof(producer_id)"
+      "||typeof(producer_epoch)||typeof(sequence)||typeof(is_transactional)"
+      "||typeof(compression)||typeof(segment)||typeof(position) FROM t WHERE offset = 4", NULL);
+  assert_string_equal(types, "integerintegertextblobblobtextintegerintegerintegerintegerinteger"
+                             "textintegerinteger");
+  free(types);
+  char *row = st_text(db,
+      "SELECT offset||','||timestamp||','||timestamp_type||','||hex(key)||','||headers||','"
+      "||partition_leader_epoch||','||producer_id||','||producer_epoch||','||sequence||','"
+      "||is_transactional||','||compression||','||segment||','||position FROM t WHERE offset = 4",
+      NULL);
+  print_message("  a-tiny offset 4: %s\n", row);
+  assert_string_equal(row, "4,1700000000040,CreateTime,3030303030303034,[],0,-1,-1,-1,0,none,0,202");
+  free(row);
+  st_close(db);
+}
+
+static void test_headers_json(void **state) {
+  const char *dir = t_fixture("d-jitter-nulls-headers");
+  sqlite3 *db = st_open();
+  /* Offset 2: h0 = "hv-2-0", h1 = null (expected.json). */
+  char *h = st_text(db, "SELECT headers FROM kafka_log(?1) WHERE offset = 2", "t", dir);
+  print_message("  offset 2 headers: %s\n", h);
+  assert_non_null(h);
+  assert_int_equal(st_int(db, "SELECT json_valid(?1)", "t", h), 1);
+  char *canon = st_text(db, "SELECT json(?1)", "t", h);
+  assert_string_equal(canon, "[[\"h0\",\"hv-2-0\"],[\"h1\",null]]");
+  free(canon);
+  free(h);
+  /* Offset 3: three headers, the middle one null. */
+  canon = st_text(db, "SELECT json(headers) FROM kafka_log(?1) WHERE offset = 3", "t", dir);
+  assert_string_equal(canon, "[[\"h0\",\"hv-3-0\"],[\"h1\",null],[\"h2\",\"hv-3-2\"]]");
+  free(canon);
+  /* Offset 76: null key, tombstone, no headers -> exactly '[]'. */
+  char *r = st_text(db,
+      "SELECT quote(key)||' '||quote(value)||' '||headers FROM kafka_log(?1) WHERE offset = 76",
+      "t", dir);
+  assert_string_equal(r, "NULL NULL []");
+  free(r);
+  /* Every headers value is a JSON array of 2-element arrays. */
+  assert_int_equal(st_int(db,
+      "SELECT count(*) FROM kafka_log(?1) k, json_each(k.headers) h"
+      " WHERE json_type(h.value) <> 'array' OR json_array_length(h.value) <> 2"
+      "    OR json_type(h.value,'$[0]') NOT IN ('text','object')", "t", dir), 0);
+  assert_true(st_int(db,
+      "SELECT count(*) FROM kafka_log(?1) k, json_each(k.headers) h"
+      " WHERE json_type(h.value,'$[1]') = 'null'", "t", dir) > 0);
+  st_close(db);
+}
+
+/* Constraint values at and past the edges of int64, REALs, text and NULL:
+** kafka_log must answer exactly like a native table with the same rows
+** (and, under UBSan, without arithmetic overflow in planning or seeking). */
+static void test_edge_values(void **state) {
+  static const char *const clauses[] = {
+      "WHERE offset >= 0 AND offset <= 9223372036854775807",
+      "WHERE offset >= -5 AND offset <= 9223372036854775807",
+      "WHERE offset > 9223372036854775807",
+      "WHERE offset >= 9223372036854775807",
+      "WHERE offset < -9223372036854775808",
+      "WHERE offset <= -9223372036854775808",
+      "WHERE offset BETWEEN -9223372036854775808 AND 9223372036854775807",
+      "WHERE offset BETWEEN 9223372036854775807 AND -9223372036854775808",
+      "WHERE offset = 9223372036854775807 OR offset = -9223372036854775808",
+      "WHERE timestamp > 9223372036854775807",
+      "WHERE timestamp >= -9223372036854775808",
+      "WHERE timestamp < -9223372036854775808",
+      "WHERE timestamp BETWEEN -9223372036854775808 AND 9223372036854775807",
+      "WHERE offset = 2.5", "WHERE offset < 2.5", "WHERE offset > 2.5",
+      "WHERE offset <= 2.5", "WHERE offset >= 2.5", "WHERE offset BETWEEN 2.5 AND 6.5",
+      "WHERE offset > 9.2233720368547758e18", "WHERE offset < -9.3e18",
+      "WHERE offset < 9.3e18", "WHERE offset > -9.3e18",
+      "WHERE timestamp >= 1700000000010.5", "WHERE timestamp < 1700000000010.5",
+      "WHERE timestamp > 1e300", "WHERE timestamp < -1e300",
+      "WHERE offset = '3'", "WHERE offset < '3'", "WHERE offset >= '3'",
+      "WHERE offset IN ('3', 4.0, 5.5)", "WHERE offset = x'03'",
+      "WHERE offset > NULL", "WHERE offset IN (NULL, 3)", "WHERE timestamp = NULL",
+      "WHERE offset IN (9223372036854775807, -9223372036854775808, 0, 9)",
+      "WHERE rowid = 4", "WHERE rowid > 9223372036854775807",
+      "WHERE offset > 5 ORDER BY offset LIMIT -1",
+      "WHERE offset > 5 ORDER BY offset LIMIT 0",
+      "ORDER BY offset LIMIT 9223372036854775807 OFFSET 9223372036854775807",
+      "ORDER BY offset LIMIT 2 OFFSET 9223372036854775807",
+      "ORDER BY offset DESC LIMIT 3 OFFSET -2",
+      "ORDER BY offset DESC LIMIT 9223372036854775807 OFFSET 9",
+      "ORDER BY offset LIMIT 3 OFFSET 8",
+      "WHERE offset BETWEEN 0 AND 9223372036854775807 ORDER BY offset DESC LIMIT 2",
+      "WHERE offset >= -9223372036854775808 ORDER BY offset DESC LIMIT 2 OFFSET 1",
+  };
+  const char *dir = t_fixture("a-tiny");
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE TABLE n(offset INTEGER PRIMARY KEY, timestamp INTEGER)");
+  st_run(db, "INSERT INTO n SELECT offset, timestamp FROM kafka_log(?1)", "t", dir);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM n", NULL), 10);
+  int bad = 0;
+  for (size_t i = 0; i < sizeof clauses / sizeof clauses[0]; i++) {
+    int ordered = strstr(clauses[i], "ORDER BY") != NULL;
+    char *qk = sqlite3_mprintf(ordered ? "SELECT offset FROM kafka_log(?1) %s"
+                                       : "SELECT offset FROM kafka_log(?1) %s ORDER BY 1", clauses[i]);
+    char *qn = sqlite3_mprintf(ordered ? "SELECT offset FROM n %s"
+                                       : "SELECT offset FROM n %s ORDER BY 1", clauses[i]);
+    st_buf a = {0}, b = {0};
+    st_render(db, st_prep(db, qk, "t", dir), &a);
+    st_render(db, st_prep(db, qn, NULL), &b);
+    if (strcmp(a.p, b.p)) {
+      bad++;
+      print_message("  %s\n    kafka_log: %s\n    native:    %s\n", clauses[i], a.p, b.p);
+    }
+    st_buf_free(&a);
+    st_buf_free(&b);
+    sqlite3_free(qk);
+    sqlite3_free(qn);
+  }
+  st_close(db);
+  assert_int_equal(bad, 0);
+}
+
+/* Expect sql to fail (at prepare or step); return the message. */
+static char *expect_error(sqlite3 *db, const char *sql, int *rc_out) {
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK) {
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {}
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  }
+  char *msg = strdup(sqlite3_errmsg(db));
+  sqlite3_finalize(st);
+  if (rc == SQLITE_OK) fail_msg("expected an error from: %s", sql);
+  print_message("  %s\n    -> rc %d: %s\n", sql, rc, msg);
+  if (rc_out) *rc_out = rc;
+  return msg;
+}
+
+static void test_read_only(void **state) {
+  sqlite3 *db = st_open();
+  create_vtab(db, "t", t_fixture("a-tiny"));
+  free(expect_error(db, "INSERT INTO t(offset, key, value) VALUES (10, x'00', x'01')", NULL));
+  free(expect_error(db, "UPDATE t SET value = x'00' WHERE offset = 1", NULL));
+  free(expect_error(db, "DELETE FROM t WHERE offset = 1", NULL));
+  free(expect_error(db, "DELETE FROM t", NULL));
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 10);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE value = x'00'", NULL), 0);
+  st_close(db);
+}
+
+static void test_missing_dir(void **state) {
+  static const char missing[] = "/nonexistent/kl-missing-dir/orders-0";
+  sqlite3 *db = st_open();
+  char *sql = sqlite3_mprintf("SELECT * FROM kafka_log(%Q)", missing);
+  char *msg = expect_error(db, sql, NULL);
+  assert_non_null(strstr(msg, missing));
+  free(msg);
+  sqlite3_free(sql);
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE m USING kafka_log(%Q); SELECT * FROM m", missing);
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  print_message("  CREATE VIRTUAL TABLE on a missing dir -> rc %d: %s\n", rc, err ? err : "");
+  assert_int_not_equal(rc, SQLITE_OK);
+  assert_non_null(err);
+  assert_non_null(strstr(err, missing));
+  sqlite3_free(err);
+  sqlite3_free(sql);
+  /* NULL names no directory: an error or no rows, never a crash. */
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT * FROM kafka_log(NULL)", -1, &st, NULL) == SQLITE_OK) {
+    rc = sqlite3_step(st);
+    print_message("  kafka_log(NULL) -> rc %d: %s\n", rc, sqlite3_errmsg(db));
+    assert_int_not_equal(rc, SQLITE_ROW);
+  }
+  sqlite3_finalize(st);
+  st_close(db);
+}
+
+static void test_version(void **state) {
+  sqlite3 *db = st_open();
+  char *v = st_text(db, "SELECT kafka_log_version()", NULL);
+  print_message("  %s\n", v);
+  assert_non_null(v);
+  assert_true(!strncmp(v, "kafkalog " KL_VERSION " (codecs:", strlen("kafkalog " KL_VERSION " (codecs:")));
+  const char *codecs = strstr(v, "(codecs:");
+  for (const char *c = "gzip\0snappy\0lz4\0zstd\0"; *c; c += strlen(c) + 1)
+    assert_non_null(strstr(codecs, c));
+  assert_int_equal(v[strlen(v) - 1], ')');
+  free(v);
+  st_close(db);
+}
+
+/* EXPLAIN QUERY PLAN output, one detail per line. */
+static char *plan(sqlite3 *db, const char *query, const char *dir) {
+  char *sql = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", query);
+  sqlite3_stmt *st = st_prep(db, sql, "t", dir);
+  st_buf b = {0};
+  st_buf_printf(&b, "%s", "");
+  while (sqlite3_step(st) == SQLITE_ROW)
+    st_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 3));
+  sqlite3_finalize(st);
+  sqlite3_free(sql);
+  print_message("  %s\n    %s", query, b.p);
+  return b.p;
+}
+
+static void test_query_plan(void **state) {
+  const char *dir = t_fixture("a-tiny");
+  sqlite3 *db = st_open();
+  char *p = plan(db, "SELECT * FROM kafka_log(?1) WHERE offset = 5", dir);
+  assert_non_null(strstr(p, "offset"));
+  free(p);
+  p = plan(db, "SELECT * FROM kafka_log(?1) WHERE offset BETWEEN 1 AND 9 ORDER BY offset DESC", dir);
+  assert_non_null(strstr(p, "offset"));
+  /* The module delivers descending order itself: no sorter. */
+  assert_null(strstr(p, "B-TREE FOR ORDER BY"));
+  free(p);
+  p = plan(db, "SELECT * FROM kafka_log(?1) WHERE timestamp >= 1", dir);
+  assert_non_null(strstr(p, "timestamp"));
+  free(p);
+  /* Ascending order is native too. */
+  p = plan(db, "SELECT * FROM kafka_log(?1) ORDER BY offset", dir);
+  assert_null(strstr(p, "B-TREE FOR ORDER BY"));
+  free(p);
+  /* And the answers match the plans. */
+  assert_int_equal(st_int(db, "SELECT group_concat(offset) = '9,8,7,6,5,4,3,2,1' FROM"
+                              " (SELECT offset FROM kafka_log(?1) WHERE offset BETWEEN 1 AND 9"
+                              "  ORDER BY offset DESC)", "t", dir), 1);
+  st_close(db);
+}
+
+/* A private copy of a-tiny whose .log is then damaged; returns the dir. */
+static char *damaged_copy(const char *tag, char **log_path) {
+  char *dir = t_mkdtemp(tag);
+  assert_non_null(dir);
+  assert_int_equal(t_copy_dir(t_fixture("a-tiny"), dir), 0);
+  *log_path = sqlite3_mprintf("%s/00000000000000000000.log", dir);
+  return dir;
+}
+
+/* a-tiny's batches: [0..2] at 0, [3..5] at 202, [6..8] at 404, [9] at 606;
+** each 202 bytes but the last (108), 714 bytes in all. */
+static void test_truncated_log(void **state) {
+  char *logp;
+  char *dir = damaged_copy("trunc", &logp);
+  assert_int_equal(truncate(logp, 202 + 101), 0);  /* torn 2nd batch */
+  sqlite3 *db = st_open();
+  st_buf b = {0};
+  st_render(db, st_prep(db, "SELECT offset FROM kafka_log(?1)", "t", dir), &b);
+  assert_string_equal(b.p, "0\n1\n2\n");  /* complete batches only, no error */
+  st_buf_free(&b);
+  assert_int_equal(st_int(db, "SELECT max(offset) FROM kafka_log(?1) WHERE offset >= 1", "t", dir), 2);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE offset = 5", "t", dir), 0);
+  assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) ORDER BY offset DESC LIMIT 1", "t", dir), 2);
+  /* The time index still names offset 9, which is gone now. */
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE timestamp >= 1700000000090",
+                          "t", dir), 0);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+  sqlite3_free(logp);
+}
+
+static void test_corrupt_log(void **state) {
+  char *logp;
+  char *dir = damaged_copy("crc", &logp);
+  size_t n;
+  uint8_t *bytes = t_read_file(logp, &n);
+  assert_non_null(bytes);
+  assert_int_equal(n, 714);
+  bytes[202 + 150] ^= 0x01;  /* inside a record of the 2nd batch: CRC mismatch */
+  assert_int_equal(t_write_file(logp, bytes, n), 0);
+  free(bytes);
+
+  sqlite3 *db = st_open();
+  sqlite3_stmt *st = st_prep(db, "SELECT offset FROM kafka_log(?1)", "t", dir);
+  int rc, rows = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) rows++;
+  const char *msg = sqlite3_errmsg(db);
+  print_message("  after %d rows: rc %d: %s\n", rows, rc, msg);
+  assert_int_equal(rc & 0xff, SQLITE_CORRUPT);
+  assert_non_null(strstr(msg, "00000000000000000000.log"));
+  assert_non_null(strstr(msg, "202"));
+  assert_true(rows <= 3);  /* nothing of the damaged batch or after it */
+  sqlite3_finalize(st);
+
+  /* Pointed queries into the damaged batch fail the same way ... */
+  st = st_prep(db, "SELECT * FROM kafka_log(?1) WHERE offset = 4", "t", dir);
+  rc = sqlite3_step(st);
+  assert_int_equal(rc & 0xff, SQLITE_CORRUPT);
+  assert_non_null(strstr(sqlite3_errmsg(db), "202"));
+  sqlite3_finalize(st);
+  /* ... while records of intact batches stay readable: CRCs are checked
+  ** when a batch's records are decoded, not when its header is skipped. */
+  assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE offset = 1", "t", dir), 1);
+  assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE offset = 7", "t", dir), 7);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+  sqlite3_free(logp);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_create_equals_table_valued),
+      cmocka_unit_test(test_columns),
+      cmocka_unit_test(test_headers_json),
+      cmocka_unit_test(test_edge_values),
+      cmocka_unit_test(test_read_only),
+      cmocka_unit_test(test_missing_dir),
+      cmocka_unit_test(test_version),
+      cmocka_unit_test(test_query_plan),
+      cmocka_unit_test(test_truncated_log),
+      cmocka_unit_test(test_corrupt_log),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
