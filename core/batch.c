@@ -314,6 +314,10 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b, kl_b
     kl_rc rc = kl_codec_decompress(env, b->codec, 2, rec, n, scratch, KL_MAX_BATCH_BYTES, err);
     if (rc) return rc;
     if (stats) stats->bytes_decompressed += scratch->len;
+    if (scratch->len == 0) { /* found by fuzz_batch (scratch->p may be NULL) */
+      return kl_err_set(err, KL_CORRUPT, "compressed records decompress to nothing, not %d records",
+                        b->record_count);
+    }
     rec = scratch->p;
     n = scratch->len;
   }
