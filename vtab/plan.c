@@ -127,6 +127,7 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     if (rhs_int(info, used[11], &lim) && lim >= 0 && (double)lim < rows) rows = (double)lim;
   }
   if (rows < 1) rows = 1;
+  if (rows > 1e18) rows = 1e18; /* offsets near 2^63 (fuzz_sql): keep the cast defined */
   info->estimatedRows = (sqlite3_int64)rows;
   info->estimatedCost = lookup + rows;
   info->idxNum = idx;
