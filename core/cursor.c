@@ -17,7 +17,7 @@ struct kl_cursor {
   kl_batch batch;           /* current batch */
   kl_records it;            /* its records (forward) */
   int in_batch;             /* forward: it is live */
-  kl_record rec;            /* current record (forward) */
+  kl_record rec;            /* current record */
   kl_buf scratch;           /* decompressed payloads */
   int64_t pos;              /* forward: next batch position */
   int skip_corrupt;         /* KL_ON_CORRUPT_SKIP */
@@ -30,10 +30,14 @@ struct kl_cursor {
   size_t wn, wcap;
   int64_t win_slot;         /* offset index slot starting the window, -1: 0 */
   int64_t win_start;        /* window [win_start, win_end) */
-  kl_record *recs;          /* records of the current batch */
+  uint32_t *rpos;           /* where each record of the current batch
+                            ** starts, relative to rbase: 4 bytes a record,
+                            ** so a hostile batch of tiny records costs at
+                            ** most 4/7 of its (capped) decompressed size */
+  const uint8_t *rbase;     /* start of the batch's record bytes */
+  kl_records rproto;        /* the batch's iterator, to decode one record */
   size_t rn, rcap;
-  size_t ridx;              /* records still to produce: recs[0..ridx) */
-  kl_record *cur;           /* current record (backward) */
+  size_t ridx;              /* records still to produce: rpos[0..ridx) */
 };
 
 kl_bounds kl_bounds_all(void) {
@@ -58,7 +62,7 @@ void kl_cursor_free(kl_cursor *c) {
   if (!c) return;
   kl_buf_free(c->env, &c->scratch);
   kl_free(c->env, c->wpos);
-  kl_free(c->env, c->recs);
+  kl_free(c->env, c->rpos);
   kl_free(c->env, c);
 }
 
@@ -74,7 +78,7 @@ static int skip_damage(kl_cursor *c, kl_rc rc, kl_err *err) {
   return 1;
 }
 
-const kl_record *kl_cursor_record(const kl_cursor *c) { return c->bnd.desc ? c->cur : &c->rec; }
+const kl_record *kl_cursor_record(const kl_cursor *c) { return &c->rec; }
 const kl_batch *kl_cursor_batch(const kl_cursor *c) { return &c->batch; }
 const kl_segment *kl_cursor_segment(const kl_cursor *c) { return c->seg; }
 
@@ -353,17 +357,21 @@ static kl_rc load_batch_records(kl_cursor *c, int64_t pos, int *used, kl_err *er
   if (rc && skip_damage(c, rc, err)) return KL_OK;
   if (rc) return batch_error(c, rc, err);
   c->rn = 0;
+  c->rproto = it;
+  c->rbase = it.p;
   kl_record r;
-  while ((rc = kl_records_next(&it, &r, err)) == KL_OK) {
+  for (;;) {
+    uint32_t at = (uint32_t)(it.p - c->rbase);
+    if ((rc = kl_records_next(&it, &r, err)) != KL_OK) break;
     c->stats->records_decoded++;
     if (c->rn == c->rcap) {
       size_t cap = c->rcap ? c->rcap * 2 : 64;
-      kl_record *p = kl_realloc(c->env, c->recs, cap * sizeof *p);
+      uint32_t *p = kl_realloc(c->env, c->rpos, cap * sizeof *p);
       if (!p) return kl_err_set(err, KL_NOMEM, "out of memory");
-      c->recs = p;
+      c->rpos = p;
       c->rcap = cap;
     }
-    c->recs[c->rn++] = r;
+    c->rpos[c->rn++] = at;
   }
   if (rc != KL_DONE) {
     c->rn = 0;
@@ -379,10 +387,15 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
   kl_rc rc;
   for (;;) {
     while (c->ridx > 0) {
-      kl_record *r = &c->recs[--c->ridx];
+      /* Decode the record again from where it starts: it decoded cleanly
+      ** when the batch was loaded, so this cannot fail. */
+      kl_records one = c->rproto;
+      one.p = c->rbase + c->rpos[--c->ridx];
+      one.remaining = 1;
+      kl_record *r = &c->rec;
+      if ((rc = kl_records_next(&one, r, err)) != KL_OK) return batch_error(c, rc, err);
       if (r->offset < c->lo) goto done; /* everything earlier is lower */
       if (record_in(c, r)) {
-        c->cur = r;
         return KL_OK;
       }
     }
