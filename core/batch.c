@@ -53,6 +53,24 @@ size_t kl_varint_get64(const uint8_t *p, const uint8_t *end, int64_t *v) {
   return 0;
 }
 
+/* Most fields of a record (attributes aside: deltas, lengths, counts) fit
+** in one varint byte; decoding them inline is a large part of a scan. */
+static inline size_t vget32(const uint8_t *p, const uint8_t *end, int32_t *v) {
+  if (p < end && !(p[0] & 0x80)) {
+    *v = (int32_t)(p[0] >> 1) ^ -(int32_t)(p[0] & 1);
+    return 1;
+  }
+  return kl_varint_get32(p, end, v);
+}
+
+static inline size_t vget64(const uint8_t *p, const uint8_t *end, int64_t *v) {
+  if (p < end && !(p[0] & 0x80)) {
+    *v = (int64_t)(p[0] >> 1) ^ -(int64_t)(p[0] & 1);
+    return 1;
+  }
+  return kl_varint_get64(p, end, v);
+}
+
 static size_t put_uvarint(uint8_t *p, uint64_t u) {
   size_t i = 0;
   while (u >= 0x80) {
@@ -363,21 +381,21 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   int32_t len, d32;
   int64_t d64;
   size_t k;
-  if (!(k = kl_varint_get32(p, end, &len)) || len < 0 || end - p - (ptrdiff_t)k < len) {
+  if (!(k = vget32(p, end, &len)) || len < 0 || end - p - (ptrdiff_t)k < len) {
     return kl_err_set(err, KL_CORRUPT, "record %d: bad length", it->b.record_count - it->remaining);
   }
   p += k;
   const uint8_t *rend = p + len;
   if (rend - p < 1) goto bad;
   p++; /* record attributes: unused */
-  if (!(k = kl_varint_get64(p, rend, &d64))) goto bad;
+  if (!(k = vget64(p, rend, &d64))) goto bad;
   p += k;
   /* Wrapping arithmetic, as Kafka's Java longs: a crafted file (its CRC
   ** recomputed) must not reach undefined behaviour. */
   r->timestamp = it->b.ts_type == KL_TS_APPEND
                      ? it->b.max_timestamp
                      : (int64_t)((uint64_t)it->b.base_timestamp + (uint64_t)d64);
-  if (!(k = kl_varint_get32(p, rend, &d32))) goto bad;
+  if (!(k = vget32(p, rend, &d32))) goto bad;
   /* Offsets must stay inside the batch, or offset pushdown (which trusts
   ** the header's last offset) and a full scan would disagree. */
   if (d32 < 0 || d32 > it->b.last_offset_delta) goto bad;
@@ -390,7 +408,7 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   }
   for (int f = 0; f < 2; f++) {
     int32_t l;
-    if (!(k = kl_varint_get32(p, rend, &l))) goto bad;
+    if (!(k = vget32(p, rend, &l))) goto bad;
     p += k;
     if (l >= 0 && rend - p < l) goto bad;
     if (f == 0) {
@@ -403,7 +421,7 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
     if (l > 0) p += l;
   }
   int32_t hc;
-  if (!(k = kl_varint_get32(p, rend, &hc)) || hc < 0) goto bad;
+  if (!(k = vget32(p, rend, &hc)) || hc < 0) goto bad;
   p += k;
   if (hc > rend - p) goto bad;
   r->headers = p;
@@ -411,7 +429,7 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   for (int32_t i = 0; i < hc; i++) {
     int32_t l;
     for (int f = 0; f < 2; f++) {
-      if (!(k = kl_varint_get32(p, rend, &l))) goto bad;
+      if (!(k = vget32(p, rend, &l))) goto bad;
       p += k;
       if (f == 0 && l < 0) goto bad;
       if (l >= 0) {
@@ -429,15 +447,35 @@ bad:
   return kl_err_set(err, KL_CORRUPT, "record %d is malformed", it->b.record_count - it->remaining);
 }
 
+kl_rc kl_records_skip(kl_records *it, int64_t target, kl_err *err) {
+  if (it->b.magic < 2) return KL_OK;
+  while (it->remaining > 0) {
+    const uint8_t *p = it->p, *end = it->end;
+    int32_t len, d32;
+    int64_t d64;
+    size_t k = vget32(p, end, &len);
+    if (!k || len < 0 || end - p - (ptrdiff_t)k < len) break; /* kl_records_next reports it */
+    const uint8_t *rend = p + k + len;
+    const uint8_t *q = p + k + 1;
+    size_t k2 = q <= rend ? vget64(q, rend, &d64) : 0;
+    size_t k3 = k2 ? vget32(q + k2, rend, &d32) : 0;
+    if (!k3 || (int64_t)((uint64_t)it->b.base_offset + (uint64_t)(int64_t)d32) >= target) break;
+    it->p = rend;
+    it->remaining--;
+  }
+  (void)err;
+  return KL_OK;
+}
+
 kl_rc kl_header_next(const uint8_t **pp, const uint8_t *end, kl_header *h) {
   const uint8_t *p = *pp;
   if (p >= end) return KL_DONE;
-  size_t k = kl_varint_get32(p, end, &h->name_len);
+  size_t k = vget32(p, end, &h->name_len);
   if (!k || h->name_len < 0 || end - p - (ptrdiff_t)k < h->name_len) return KL_CORRUPT;
   p += k;
   h->name = p;
   p += h->name_len;
-  k = kl_varint_get32(p, end, &h->value_len);
+  k = vget32(p, end, &h->value_len);
   if (!k) return KL_CORRUPT;
   p += k;
   if (h->value_len < 0) {

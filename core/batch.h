@@ -122,6 +122,12 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b,
 ** do not hold exactly record_count well-formed records. */
 kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err);
 
+/* Pass over the records whose offset is below target by their length
+** prefix alone, without decoding keys, values and headers: a point lookup
+** lands at the start of a batch (an index interval holds many records).
+** Records that do not parse are left for kl_records_next to report. */
+kl_rc kl_records_skip(kl_records *it, int64_t target, kl_err *err);
+
 /* Next header from *p (advanced) below end: KL_OK, KL_DONE at end.  The
 ** bytes were validated when the record was decoded. */
 kl_rc kl_header_next(const uint8_t **p, const uint8_t *end, kl_header *h);
