@@ -35,7 +35,7 @@ static const char kl_schema[] =
     "CREATE TABLE x(offset INTEGER, timestamp INTEGER, timestamp_type TEXT, key BLOB,"
     " value BLOB, headers TEXT, partition_leader_epoch INTEGER, producer_id INTEGER,"
     " producer_epoch INTEGER, sequence INTEGER, is_transactional INTEGER, compression TEXT,"
-    " segment INTEGER, position INTEGER, dir HIDDEN)";
+    " segment INTEGER, position INTEGER, dir HIDDEN, on_corrupt HIDDEN)";
 
 /* An open log shared by the table's cache and its cursors. */
 typedef struct kl_logref {
@@ -68,6 +68,7 @@ typedef struct kl_vcursor {
   int eof;
   kl_stats snap;            /* log counters when the scan began */
   kl_buf json;              /* headers column scratch */
+  int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */
 } kl_vcursor;
 
 /* ---- shared logs ---- */
@@ -431,7 +432,8 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   const char *dir = vt->dir;
   int a = 0;
   sqlite3_value *in_list = NULL;
-  for (int b = 0; b < 13; b++) {
+  int on_corrupt = vt->on_corrupt;
+  for (int b = 0; b < KL_P_ARGV_COUNT; b++) {
     if (!(idx & (1 << b))) continue;
     if (a >= argc) return SQLITE_ERROR;
     sqlite3_value *v = argv[a++];
@@ -450,6 +452,11 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     } else if (bit == KL_P_OFFSET) {
       c->skip = sqlite3_value_int64(v);
       if (c->skip < 0) c->skip = 0;
+    } else if (bit == KL_P_ON_CORRUPT) {
+      const char *m = (const char *)sqlite3_value_text(v);
+      if (m && sqlite3_stricmp(m, "skip") == 0) on_corrupt = KL_ON_CORRUPT_SKIP;
+      else if (m && sqlite3_stricmp(m, "error") == 0) on_corrupt = KL_ON_CORRUPT_ERROR;
+      else return set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: on_corrupt must be 'error' or 'skip', not %s", m ? m : "NULL");
     }
   }
   (void)idx_str;
@@ -461,7 +468,8 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   if (rc) return rc;
   c->snap = *kl_log_stats(c->ref->log);
   if (kl_cursor_new(c->ref->log, &c->cur) != KL_OK) return SQLITE_NOMEM;
-  kl_cursor_on_corrupt(c->cur, vt->on_corrupt);
+  kl_cursor_on_corrupt(c->cur, on_corrupt);
+  c->on_corrupt = on_corrupt;
   if (in_list) {
     /* All IN values at once, sorted, so rows come out in offset order. */
     sqlite3_value *v;
@@ -613,6 +621,9 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KL_COL_SEGMENT: sqlite3_result_int64(ctx, kl_cursor_segment(c->cur)->base); break;
     case KL_COL_POSITION: sqlite3_result_int64(ctx, b->position); break;
     case KL_COL_DIR: sqlite3_result_text(ctx, c->ref->dir, -1, SQLITE_TRANSIENT); break;
+    case KL_COL_ON_CORRUPT:
+      sqlite3_result_text(ctx, c->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", -1, SQLITE_STATIC);
+      break;
   }
   return SQLITE_OK;
 }

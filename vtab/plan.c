@@ -19,6 +19,7 @@ static int bit_for(int col, int op) {
   if (op == SQLITE_INDEX_CONSTRAINT_LIMIT) return KL_P_LIMIT;
   if (op == SQLITE_INDEX_CONSTRAINT_OFFSET) return KL_P_OFFSET;
   if (col == KL_COL_DIR) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_DIR : 0;
+  if (col == KL_COL_ON_CORRUPT) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_ON_CORRUPT : 0;
   if (col == KL_COL_OFFSET || col == -1) {
     switch (op) {
       case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_OFF_EQ;
@@ -85,7 +86,7 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   if (n_usable_other > 0 || !order_ok) used[11] = used[12] = -1;
 
   int argv = 0;
-  for (int b = 0; b < 13; b++) {
+  for (int b = 0; b < KL_P_ARGV_COUNT; b++) {
     if (used[b] < 0) continue;
     idx |= 1 << b;
     info->aConstraintUsage[used[b]].argvIndex = ++argv;
@@ -142,7 +143,7 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   static const char *const names[] = {
       "dir=?",        "offset=?",     "offset>?",     "offset>=?",     "offset<?",
       "offset<=?",    "timestamp=?",  "timestamp>?",  "timestamp>=?",  "timestamp<?",
-      "timestamp<=?", "LIMIT ?",      "OFFSET ?"};
+      "timestamp<=?", "LIMIT ?",      "OFFSET ?",     "on_corrupt=?"};
   size_t len = 0;
   buf[0] = 0;
 #define ADD(s) do { int k_ = snprintf(buf + len, n - len, "%s%s", len ? " " : "", s); \
@@ -158,5 +159,6 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   if (idx & KL_P_ORDERED) ADD((idx & KL_P_DESC) ? "ORDER BY offset DESC" : "ORDER BY offset");
   if (idx & KL_P_LIMIT) ADD(names[11]);
   if (idx & KL_P_OFFSET) ADD(names[12]);
+  if (idx & KL_P_ON_CORRUPT) ADD(names[13]);
 #undef ADD
 }

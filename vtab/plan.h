@@ -19,9 +19,10 @@
 **   0x0400  yes   timestamp <= ?
 **   0x0800  yes   LIMIT ?
 **   0x1000  yes   OFFSET ?
-**   0x2000  no    rows come highest offset first (ORDER BY offset DESC)
-**   0x4000  no    the offset = value is an IN list, read all at once
-**   0x8000  no    ORDER BY offset is consumed (ascending unless 0x2000)
+**   0x2000  yes   on_corrupt = ?     'error' or 'skip' (table-valued form)
+**   0x4000  no    rows come highest offset first (ORDER BY offset DESC)
+**   0x8000  no    the offset = value is an IN list, read all at once
+**  0x10000  no    ORDER BY offset is consumed (ascending unless 0x4000)
 **
 ** Offset bounds go through the segment skip list and the offset index;
 ** timestamp lower bounds (=, >, >=) through each segment's largest
@@ -51,10 +52,12 @@ enum {
   KL_P_TS_LE = 0x0400,
   KL_P_LIMIT = 0x0800,
   KL_P_OFFSET = 0x1000,
-  KL_P_ARGV_BITS = 0x1fff, /* bits that carry an argv value */
-  KL_P_DESC = 0x2000,
-  KL_P_IN = 0x4000,
-  KL_P_ORDERED = 0x8000
+  KL_P_ON_CORRUPT = 0x2000,
+  KL_P_ARGV_BITS = 0x3fff, /* bits that carry an argv value */
+  KL_P_ARGV_COUNT = 14,    /* how many: bits 0 to 13 */
+  KL_P_DESC = 0x4000,
+  KL_P_IN = 0x8000,
+  KL_P_ORDERED = 0x10000
 };
 
 /* Columns of the kafka_log table, in declaration order. */
@@ -73,7 +76,8 @@ enum {
   KL_COL_COMPRESSION,
   KL_COL_SEGMENT,
   KL_COL_POSITION,
-  KL_COL_DIR /* hidden: the table-valued function argument */
+  KL_COL_DIR,       /* hidden: the table-valued function's first argument */
+  KL_COL_ON_CORRUPT /* hidden: its optional second argument */
 };
 
 /* What xBestIndex knows about the data to estimate costs with; zeros when

@@ -590,6 +590,51 @@ static void test_options(void **state) {
   st_close(db);
 }
 
+/* The table-valued form takes on_corrupt as its second argument. */
+static void test_tvf_on_corrupt(void **state) {
+  char *dir = t_mkdtemp("tvfskip");
+  assert_non_null(dir);
+  assert_int_equal(t_copy_dir(t_fixture("a-tiny"), dir), 0);
+  char path[4200];
+  snprintf(path, sizeof path, "%s/00000000000000000000.log", dir);
+  size_t n;
+  uint8_t *p = t_read_file(path, &n);
+  assert_non_null(p);
+  p[300] ^= 0x40; /* inside the records of the batch at 202 (offsets 3..5) */
+  assert_int_equal(t_write_file(path, p, n), 0);
+  free(p);
+  sqlite3 *db = st_open();
+  static const struct {
+    const char *sql;
+    int rc;
+    const char *text;
+  } cases[] = {
+      {"SELECT group_concat(offset) FROM (SELECT offset FROM kafka_log(?1, 'skip') ORDER BY offset)",
+       SQLITE_ROW, "0,1,2,6,7,8,9"},
+      {"SELECT group_concat(offset) FROM (SELECT offset FROM kafka_log(?1, 'SKIP') ORDER BY offset DESC)",
+       SQLITE_ROW, "9,8,7,6,2,1,0"},
+      {"SELECT count(*) FROM kafka_log(?1, 'error')", SQLITE_CORRUPT, "position 202"},
+      {"SELECT count(*) FROM kafka_log(?1)", SQLITE_CORRUPT, "position 202"},
+      {"SELECT count(*) FROM kafka_log(?1, 'sometimes')", SQLITE_ERROR, "on_corrupt"},
+      {"SELECT on_corrupt FROM kafka_log(?1, 'skip') LIMIT 1", SQLITE_ROW, "skip"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, cases[i].sql, -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, dir, -1, SQLITE_STATIC);
+    int rc = sqlite3_step(st);
+    if (rc != cases[i].rc) fail_msg("%s: rc %d, want %d (%s)", cases[i].sql, rc, cases[i].rc, sqlite3_errmsg(db));
+    const char *got = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(st, 0) : sqlite3_errmsg(db);
+    if (!got || (rc == SQLITE_ROW ? strcmp(got, cases[i].text) != 0 : !strstr(got, cases[i].text))) {
+      fail_msg("%s: got %s, want %s", cases[i].sql, got ? got : "NULL", cases[i].text);
+    }
+    sqlite3_finalize(st);
+  }
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixtures_check_clean),
@@ -597,6 +642,7 @@ int main(void) {
       cmocka_unit_test(test_tail_and_index_damage),
       cmocka_unit_test(test_foreign_files),
       cmocka_unit_test(test_options),
+      cmocka_unit_test(test_tvf_on_corrupt),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
