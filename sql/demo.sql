@@ -48,5 +48,10 @@ SELECT compression, count(*) AS records, sum(length(value)) AS value_bytes
   FROM kafka_log('tests/fixtures/j-mixed-codecs/orders-0') GROUP BY 1 ORDER BY 1;
 
 .print ''
+.print 'Integrity check: no rows means sound; a copy of a live broker shows its preallocated active segment:'
+SELECT count(*) AS problems FROM kafka_log_check('tests/fixtures/d-jitter-nulls-headers/orders-0');
+SELECT segment, kind, severity, position FROM kafka_log_check('tests/fixtures/e-live-preallocated/orders-0');
+
+.print ''
 .print 'Work done by these queries (counters, not timings):'
 SELECT kafka_log_stats() AS stats;
