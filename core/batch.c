@@ -447,8 +447,8 @@ bad:
   return kl_err_set(err, KL_CORRUPT, "record %d is malformed", it->b.record_count - it->remaining);
 }
 
-kl_rc kl_records_skip(kl_records *it, int64_t target, kl_err *err) {
-  if (it->b.magic < 2) return KL_OK;
+void kl_records_skip(kl_records *it, int64_t target) {
+  if (it->b.magic < 2) return;
   while (it->remaining > 0) {
     const uint8_t *p = it->p, *end = it->end;
     int32_t len, d32;
@@ -463,8 +463,6 @@ kl_rc kl_records_skip(kl_records *it, int64_t target, kl_err *err) {
     it->p = rend;
     it->remaining--;
   }
-  (void)err;
-  return KL_OK;
 }
 
 kl_rc kl_header_next(const uint8_t **pp, const uint8_t *end, kl_header *h) {

@@ -126,7 +126,7 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err);
 ** prefix alone, without decoding keys, values and headers: a point lookup
 ** lands at the start of a batch (an index interval holds many records).
 ** Records that do not parse are left for kl_records_next to report. */
-kl_rc kl_records_skip(kl_records *it, int64_t target, kl_err *err);
+void kl_records_skip(kl_records *it, int64_t target);
 
 /* Next header from *p (advanced) below end: KL_OK, KL_DONE at end.  The
 ** bytes were validated when the record was decoded. */

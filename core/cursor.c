@@ -228,7 +228,7 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
         continue;
       }
     }
-    if (c->batch.base_offset < c->lo) kl_records_skip(&c->it, c->lo, err);
+    if (c->batch.base_offset < c->lo) kl_records_skip(&c->it, c->lo);
     c->in_batch = 1;
   }
   c->done = 1;

@@ -134,9 +134,10 @@ static int64_t bsearch_range(const kl_index *ix, int64_t target, int64_t lo, int
     else if (k < target) lo = mid;
     else return mid;
   }
-  /* Invariant: key(lo) < target here (callers start lo at such a slot). */
+  /* key(lo) < target here, except when the cold zone is the single slot 0
+  ** and its key equals target. */
   if (kind == LLB) return lo;
-  if (kl_index_key(ix, lo) >= target) return lo; /* slot 0 equal to target */
+  if (kl_index_key(ix, lo) >= target) return lo;
   return lo == ix->n - 1 ? -1 : lo + 1;
 }
 

@@ -2,6 +2,7 @@
 ** log_vtab.c - the kafka_log virtual table.
 **
 **   SELECT ... FROM kafka_log('<partition dir>') WHERE ...;       -- table-valued
+**   SELECT ... FROM kafka_log('<partition dir>', 'skip');      -- salvage
 **   CREATE VIRTUAL TABLE t USING kafka_log('<partition dir>');   -- named
 **   CREATE VIRTUAL TABLE t USING kafka_log('<dir>', on_corrupt='skip');
 **
@@ -167,12 +168,19 @@ static char *dequote(const char *s) {
   return sqlite3_mprintf("%s", s);
 }
 
+/* KL_ON_CORRUPT_* for 'error' or 'skip' (any case), -1 for anything else. */
+static int on_corrupt_mode(const char *m) {
+  if (m && sqlite3_stricmp(m, "skip") == 0) return KL_ON_CORRUPT_SKIP;
+  if (m && sqlite3_stricmp(m, "error") == 0) return KL_ON_CORRUPT_ERROR;
+  return -1;
+}
+
 /*
 ** Table options after the directory, each "name=value" (value optionally
 ** quoted):  on_corrupt='error' (default: a damaged batch fails the query
 ** with SQLITE_CORRUPT) or on_corrupt='skip' (salvage: damaged batches are
-** skipped, see core/cursor.h).  Only the named form takes options; the
-** table-valued form always uses the default.
+** skipped, see core/cursor.h).  The table-valued form takes the same choice
+** as its second argument (the hidden column on_corrupt).
 */
 static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
   const char *eq = strchr(arg, '=');
@@ -183,12 +191,12 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
     while (*v == ' ' || *v == '\t') v++;
     char *d = dequote(v);
     if (!d) return SQLITE_NOMEM;
-    int rc = SQLITE_OK;
-    if (sqlite3_stricmp(d, "skip") == 0) vt->on_corrupt = KL_ON_CORRUPT_SKIP;
-    else if (sqlite3_stricmp(d, "error") == 0) vt->on_corrupt = KL_ON_CORRUPT_ERROR;
-    else rc = SQLITE_ERROR;
+    int mode = on_corrupt_mode(d);
     sqlite3_free(d);
-    if (rc == SQLITE_OK) return rc;
+    if (mode >= 0) {
+      vt->on_corrupt = mode;
+      return SQLITE_OK;
+    }
   }
   *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
                             "on_corrupt='skip')", arg);
@@ -454,9 +462,11 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
       if (c->skip < 0) c->skip = 0;
     } else if (bit == KL_P_ON_CORRUPT) {
       const char *m = (const char *)sqlite3_value_text(v);
-      if (m && sqlite3_stricmp(m, "skip") == 0) on_corrupt = KL_ON_CORRUPT_SKIP;
-      else if (m && sqlite3_stricmp(m, "error") == 0) on_corrupt = KL_ON_CORRUPT_ERROR;
-      else return set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: on_corrupt must be 'error' or 'skip', not %s", m ? m : "NULL");
+      on_corrupt = on_corrupt_mode(m);
+      if (on_corrupt < 0) {
+        return set_error(cur->pVtab, SQLITE_ERROR,
+                         "kafka_log: on_corrupt must be 'error' or 'skip', not %s", m ? m : "NULL");
+      }
     }
   }
   (void)idx_str;
