@@ -10,8 +10,10 @@
 #include <string.h>
 
 #include "batch.h"
+#include "file.h"
 #include "index.h"
 #include "log.h"
+#include "scan.h"
 #include "segment.h"
 
 const char *kl_severity_name(int sev) {
@@ -21,7 +23,8 @@ const char *kl_severity_name(int sev) {
 /* One batch of the segment being checked, for index validation. */
 typedef struct span {
   int64_t pos;              /* start position */
-  int64_t first;            /* first offset (header level: see first_of) */
+  int64_t end;              /* position after it */
+  int64_t first;            /* first offset (see add_span) */
   int64_t last;             /* last offset */
   int64_t max_ts;           /* header max timestamp */
 } span;
@@ -46,7 +49,6 @@ typedef struct checker {
   int ncounts;
   span *spans;
   size_t nspans, cap;
-  kl_buf scratch;
 } checker;
 
 static void emit(checker *ck, const char *kind, int sev, int64_t pos, const char *msg) {
@@ -100,17 +102,6 @@ static void begin_file(checker *ck, const char *name) {
   snprintf(ck->file, sizeof ck->file, "%s", name ? name : "");
 }
 
-static int all_zero(const uint8_t *p, int64_t n) {
-  for (int64_t i = 0; i < n; i++) {
-    if (p[i]) return 0;
-  }
-  return 1;
-}
-
-/* The first offset a batch header tells: a legacy compressed wrapper only
-** tells its last one (the scan rule the cursor uses as well). */
-static int64_t first_of(const kl_batch *b) { return b->first_known ? b->base_offset : b->last_offset; }
-
 static kl_rc add_span(checker *ck, const kl_batch *b, int64_t seg_base) {
   if (ck->nspans == ck->cap) {
     size_t cap = ck->cap ? ck->cap * 2 : 256;
@@ -121,6 +112,7 @@ static kl_rc add_span(checker *ck, const kl_batch *b, int64_t seg_base) {
   }
   span *s = &ck->spans[ck->nspans++];
   s->pos = b->position;
+  s->end = b->position + b->size;
   /* A legacy wrapper's first offset is unknown without decompressing: the
   ** previous batch's last + 1 bounds it from below. */
   s->first = b->first_known ? b->base_offset
@@ -171,145 +163,108 @@ typedef struct walk {
   int64_t max_ts;           /* largest batch max timestamp, -1 if none */
 } walk;
 
-/* Walk every entry from position 0 with Kafka's scan rules, stricter where
-** a reader would fail (see check.h). */
-static kl_rc check_log(checker *ck, kl_segment *s, walk *w) {
-  const uint8_t *m = s->map;
-  int64_t size = s->size, pos = 0, prev_last = 0;
-  int have_prev = 0;
+/* Walk every entry from position 0 with the readers' walker (scan.h),
+** reporting each damage it meets, the way a data end that is not damage
+** came about, and record-level damage in the batches it yields. */
+static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   w->next_offset = s->base;
   w->max_ts = -1;
+  w->end = 0;
   ck->nspans = 0;
-  int sev_tail = s->is_last ? KL_SEV_WARNING : KL_SEV_ERROR;
-  while (pos < size && !ck->rc) {
-    const uint8_t *p = m + pos;
-    int64_t avail = size - pos;
-    if (all_zero(p, avail)) {
-      report(ck, "zero_filled_tail", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, pos,
-             "%lld zero bytes after the last batch%s", (long long)avail,
-             s->is_last ? " (preallocated segment)" : " (Kafka trims a segment when it rolls)");
-      break;
-    }
-    if (avail < KL_ENTRY_PREFIX + 1) {
-      report(ck, "truncated_batch", sev_tail, pos,
-             "incomplete entry header: %lld bytes at the end of the file", (long long)avail);
-      break;
-    }
-    int32_t len = kl_get_i32(p + 8);
-    if (len < KL_LEGACY_MIN_SIZE) {
-      if (all_zero(p, KL_LOG_OVERHEAD)) {
-        report(ck, "trailing_bytes", KL_SEV_ERROR, pos,
-               "%lld bytes after the last batch are not a batch (zero offset and length, then "
-               "non-zero bytes)", (long long)avail);
-      } else {
-        report(ck, "bad_batch_length", KL_SEV_ERROR, pos,
-               "entry length %d is below the minimum of 14; the remaining %lld bytes cannot be "
-               "read", len, (long long)avail);
+  kl_scan sc;
+  kl_err e = {0};
+  kl_rc rc = kl_scan_start(&sc, rd, s, 0, INT64_MAX, 0, &e);
+  if (rc) return rc;
+  while (!ck->rc) {
+    kl_batch b;
+    kl_err_clear(&e);
+    rc = kl_scan_next(&sc, &b, &e);
+    if (rc == KL_DONE) {
+      if (sc.end == KL_END_TORN) {
+        report(ck, "truncated_batch", KL_SEV_WARNING, sc.dmg.pos, "%s", sc.dmg.what);
+      } else if (sc.end == KL_END_ZEROS) {
+        report(ck, "zero_filled_tail", KL_SEV_INFO, sc.dmg.pos, "%s", sc.dmg.what);
       }
       break;
     }
-    if (p[16] > 2) {
-      report(ck, "bad_magic", KL_SEV_ERROR, pos,
-             "unknown magic %d; the remaining %lld bytes cannot be read", (int8_t)p[16],
-             (long long)avail);
-      break;
-    }
-    if ((int64_t)len + KL_LOG_OVERHEAD > avail) {
-      report(ck, "truncated_batch", sev_tail, pos,
-             "entry of %lld bytes extends past the end of the file (%lld bytes left)",
-             (long long)len + KL_LOG_OVERHEAD, (long long)avail);
-      break;
-    }
-    kl_batch b;
-    kl_err e = {0};
-    b.position = pos;
-    kl_rc rc = kl_batch_parse(p, (size_t)avail, &b, &e);
-    if (rc != KL_OK) {
-      /* The length is sane (checked above): resynchronise after it. */
-      int64_t n = (int64_t)len + KL_LOG_OVERHEAD;
-      report(ck, b.magic == 2 && n < KL_V2_HEADER ? "bad_batch_length" : "bad_header",
-             KL_SEV_ERROR, pos, "%s", e.msg);
-      pos += n;
+    if (rc == KL_CORRUPT) {
+      const kl_damage *d = &sc.dmg;
+      report(ck, kl_damage_name(d->kind), KL_SEV_ERROR, d->pos, "%s", d->what);
+      /* A header that parsed still tells the index checks where a batch
+      ** was; its offsets do not move the walk's (as in the walker). */
+      if (d->b.size > 0) {
+        if ((rc = add_span(ck, &d->b, s->base)) != KL_OK) break;
+        if (d->b.max_timestamp > w->max_ts) w->max_ts = d->b.max_timestamp;
+        w->next_offset = d->b.last_offset + 1;
+      }
       continue;
     }
-    if (b.magic == 2 && b.base_offset < s->base) {
-      report(ck, "offset_below_base", KL_SEV_ERROR, pos,
-             "batch offset %lld is below the segment base %lld", (long long)b.base_offset,
-             (long long)s->base);
-    }
-    if (have_prev && first_of(&b) <= prev_last) {
-      report(ck, "offset_regression", KL_SEV_ERROR, pos,
-             "batch offsets %lld..%lld do not follow the previous batch's last offset %lld",
-             (long long)first_of(&b), (long long)b.last_offset, (long long)prev_last);
-    }
-    if (b.last_offset - s->base > INT32_MAX && b.last_offset >= s->base) {
-      report(ck, "offset_overflow", KL_SEV_WARNING, pos,
+    if (rc) break;
+    if (b.last_offset - s->base > INT32_MAX) {
+      report(ck, "offset_overflow", KL_SEV_WARNING, b.position,
              "last offset %lld is more than 2^31-1 above the segment base", (long long)b.last_offset);
     }
-    int crc_ok = (rc = kl_batch_verify(&b, &e)) == KL_OK;
-    if (!crc_ok) {
-      report(ck, "crc_mismatch", KL_SEV_ERROR, pos, "%s", e.msg);
-    } else {
-      kl_records it;
-      kl_record r;
-      rc = kl_records_open(&it, ck->env, &b, &ck->scratch, NULL, &e);
-      while (rc == KL_OK && (rc = kl_records_next(&it, &r, &e)) == KL_OK) {}
-      if (rc == KL_NOMEM) return KL_NOMEM;
-      if (rc != KL_DONE) {
-        report(ck, "bad_records", KL_SEV_ERROR, pos, "%s",
-               e.msg[0] ? e.msg : kl_rc_name(rc));
-      }
+    kl_records it;
+    kl_record r;
+    kl_err re = {0};
+    rc = kl_records_open(&it, rd->env, &b, &rd->scratch, NULL, &re);
+    while (rc == KL_OK && (rc = kl_records_next(&it, &r, &re)) == KL_OK) {}
+    if (rc == KL_NOMEM) break;
+    if (rc != KL_DONE) {
+      report(ck, "bad_records", KL_SEV_ERROR, b.position, "%s",
+             re.msg[0] ? re.msg : kl_rc_name(rc));
     }
-    if ((rc = add_span(ck, &b, s->base)) != KL_OK) return rc;
+    if ((rc = add_span(ck, &b, s->base)) != KL_OK) break;
     if (b.max_timestamp > w->max_ts) w->max_ts = b.max_timestamp;
-    if (crc_ok) { /* a damaged header does not move it (as in the cursor) */
-      prev_last = b.last_offset;
-      have_prev = 1;
-    }
     w->next_offset = b.last_offset + 1;
-    pos += b.size;
+    rc = KL_OK;
   }
+  kl_scan_end(&sc);
   if (ck->nspans) {
     /* Where readable batches end (the walk may have stopped on damage). */
     const span *l = &ck->spans[ck->nspans - 1];
-    w->end = l->pos + kl_get_i32(m + l->pos + 8) + KL_LOG_OVERHEAD;
-  } else {
-    w->end = 0;
+    w->end = l->end;
   }
-  return KL_OK;
+  if (rc == KL_DONE || rc == KL_OK) return KL_OK;
+  if (rc == KL_IO) {
+    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
+    return KL_OK;
+  }
+  return rc;
 }
 
-/* Number of slots before the all-zero suffix. */
-static int64_t live_slots(const uint8_t *p, int64_t slots, int kind) {
-  int64_t n = slots;
-  while (n > 0 && all_zero(p + (n - 1) * kind, kind)) n--;
-  return n;
-}
-
-static void check_offset_index(checker *ck, kl_segment *s, const walk *w) {
-  const kl_index *ix = &s->oidx;
+static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
+  kl_index *ix;
+  kl_err e = {0};
+  kl_rc rc = kl_scan_index(rd, s, KL_INDEX_OFFSET, &ix, &e);
+  if (rc == KL_NOMEM) return rc;
+  if (rc) {
+    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
+    return KL_OK;
+  }
   if (ix->file_len < 0) {
     report(ck, "missing_index", KL_SEV_WARNING, -1,
            "the offset index is missing (Kafka's LogLoader rebuilds it by recovering the segment)");
-    return;
+    return KL_OK;
   }
   if (ix->unusable) {
     report(ck, "index_bad_length", KL_SEV_WARNING, -1,
            "length %lld is not a multiple of 8", (long long)ix->file_len);
-    return;
+    return KL_OK;
   }
-  int64_t slots = (int64_t)(ix->map_len / 8);
-  int64_t n = live_slots(ix->map, slots, 8);
-  if (n < slots) {
+  int64_t slots = ix->file_len / 8;
+  int64_t n = slots - ix->zero_slots; /* entries before the zero slots, stale ones too */
+  if (ix->zero_slots > 0) {
     report(ck, "preallocated_index_slots", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, n * 8,
-           "%lld zero-filled slots after %lld entries%s", (long long)(slots - n), (long long)n,
+           "%lld zero-filled slots after %lld entries%s", (long long)ix->zero_slots, (long long)n,
            s->is_last ? " (preallocated by the live segment)" : " (Kafka trims them on roll)");
   }
   int64_t prev_off = -1, prev_pos = -1;
-  for (int64_t i = 0; i < n && !ck->rc; i++) {
-    int64_t rel = (int64_t)kl_get_u32(ix->map + i * 8);
+  for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
+    const uint8_t *slot = kl_index_slot(ix, i);
+    int64_t rel = (int64_t)kl_get_u32(slot);
     int64_t off = s->base + rel;
-    int64_t p = (int64_t)kl_get_u32(ix->map + i * 8 + 4);
+    int64_t p = (int64_t)kl_get_u32(slot + 4);
     if (i > 0 && (off <= prev_off || p <= prev_pos)) {
       report(ck, "index_not_monotonic", KL_SEV_WARNING, i * 8,
              "entry %lld (offset %lld, position %lld) does not follow entry %lld (offset %lld, "
@@ -326,7 +281,7 @@ static void check_offset_index(checker *ck, kl_segment *s, const walk *w) {
              "entry %lld: relative offset %lld does not fit 31 bits", (long long)i, (long long)rel);
       continue;
     }
-    if (p >= w->end) {
+    if (p >= w->end && !(p == 0 && w->end == 0)) {
       report(ck, "index_points_past_log", KL_SEV_WARNING, i * 8,
              "entry %lld (offset %lld) points to position %lld, past the end of the batches at "
              "%lld", (long long)i, (long long)off, (long long)p, (long long)w->end);
@@ -344,7 +299,7 @@ static void check_offset_index(checker *ck, kl_segment *s, const walk *w) {
     ** them, whether it is the first offset (before Kafka 2.0) or the last. */
     int64_t np = w->end;
     if (i + 1 < n) {
-      int64_t q = (int64_t)kl_get_u32(ix->map + (i + 1) * 8 + 4);
+      int64_t q = (int64_t)kl_get_u32(kl_index_slot(ix, i + 1) + 4);
       if (q > p && q < np) np = q;
     }
     int64_t j = span_before(ck, np);
@@ -355,31 +310,41 @@ static void check_offset_index(checker *ck, kl_segment *s, const walk *w) {
              (long long)(j >= 0 ? ck->spans[j].last : -1), (long long)p);
     }
   }
+  if (kl_index_failed(ix)) report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", ix->ioerr.msg);
+  return kl_index_failed(ix) && ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
 }
 
-static void check_time_index(checker *ck, kl_segment *s, const walk *w) {
-  const kl_index *ix = &s->tidx;
+static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
+  kl_index *ix;
+  kl_err e = {0};
+  kl_rc rc = kl_scan_index(rd, s, KL_INDEX_TIME, &ix, &e);
+  if (rc == KL_NOMEM) return rc;
+  if (rc) {
+    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
+    return KL_OK;
+  }
   if (ix->file_len < 0) {
     report(ck, "missing_index", KL_SEV_INFO, -1,
            "the time index is missing (Kafka creates it empty)");
-    return;
+    return KL_OK;
   }
   if (ix->unusable) {
     report(ck, "index_bad_length", KL_SEV_WARNING, -1,
            "length %lld is not a multiple of 12", (long long)ix->file_len);
-    return;
+    return KL_OK;
   }
-  int64_t slots = (int64_t)(ix->map_len / 12);
-  int64_t n = live_slots(ix->map, slots, 12);
-  if (n < slots) {
+  int64_t slots = ix->file_len / 12;
+  int64_t n = slots - ix->zero_slots;
+  if (ix->zero_slots > 0) {
     report(ck, "preallocated_index_slots", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, n * 12,
-           "%lld zero-filled slots after %lld entries%s", (long long)(slots - n), (long long)n,
+           "%lld zero-filled slots after %lld entries%s", (long long)ix->zero_slots, (long long)n,
            s->is_last ? " (preallocated by the live segment)" : " (Kafka trims them on roll)");
   }
   int64_t prev_ts = 0, prev_off = 0, last_ts = -1;
-  for (int64_t i = 0; i < n && !ck->rc; i++) {
-    int64_t ts = kl_get_i64(ix->map + i * 12);
-    int64_t rel = (int64_t)kl_get_u32(ix->map + i * 12 + 8);
+  for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
+    const uint8_t *slot = kl_index_slot(ix, i);
+    int64_t ts = kl_get_i64(slot);
+    int64_t rel = (int64_t)kl_get_u32(slot + 8);
     int64_t off = s->base + rel;
     if (i > 0 && (ts <= prev_ts || off < prev_off)) {
       report(ck, "timeindex_not_monotonic", KL_SEV_WARNING, i * 12,
@@ -409,6 +374,10 @@ static void check_time_index(checker *ck, kl_segment *s, const walk *w) {
              (long long)ck->spans[k].max_ts, (long long)ck->spans[k].pos, (long long)off);
     }
   }
+  if (kl_index_failed(ix)) {
+    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", ix->ioerr.msg);
+    return KL_OK;
+  }
   if (w->max_ts >= 0 && last_ts < w->max_ts && !ck->rc) {
     report(ck, "timeindex_missing_final_entry", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING,
            n * 12, "the last entry's timestamp %lld is below the segment's max timestamp %lld%s",
@@ -416,30 +385,39 @@ static void check_time_index(checker *ck, kl_segment *s, const walk *w) {
            s->is_last ? " (a live segment gets it on roll or close)"
                       : " (Kafka appends it when the segment rolls)");
   }
+  return kl_index_failed(ix) && ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
 }
 
 static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
-  size_t n = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) return; /* absent: normal, created only for aborted transactions */
-  uint8_t e[34];
+  kl_file f;
+  kl_err e = {0};
+  kl_rc rc = kl_file_open(&f, s->env, path, &e);
+  if (rc == KL_NOTFOUND) return; /* absent: normal, created only for aborted transactions */
+  if (rc) {
+    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
+    return;
+  }
+  uint8_t entry[34];
   int64_t i = 0, prev_last = INT64_MIN;
-  while ((n = fread(e, 1, sizeof e, f)) == sizeof e && !ck->rc) {
-    int64_t first = kl_get_i64(e + 10), last = kl_get_i64(e + 18);
-    if (e[0] != 0 || last < s->base || first > last || last <= prev_last) {
+  for (; (i + 1) * 34 <= f.size && !ck->rc; i++) {
+    if (kl_file_read(&f, i * 34, entry, sizeof entry, &e) != KL_OK) {
+      report(ck, "unreadable", KL_SEV_ERROR, i * 34, "%s", e.msg);
+      break;
+    }
+    int64_t first = kl_get_i64(entry + 10), last = kl_get_i64(entry + 18);
+    if (entry[0] != 0 || last < s->base || first > last || last <= prev_last) {
       report(ck, "txnindex_bad_entry", KL_SEV_WARNING, i * 34,
              "entry %lld (version %d, first offset %lld, last offset %lld) is invalid for a "
-             "segment based at %lld", (long long)i, e[0], (long long)first, (long long)last,
+             "segment based at %lld", (long long)i, entry[0], (long long)first, (long long)last,
              (long long)s->base);
     }
     prev_last = last;
-    i++;
   }
-  if (n > 0 && n < sizeof e) {
-    report(ck, "txnindex_bad_length", KL_SEV_WARNING, i * 34,
-           "%zu bytes of a partial entry at the end", n);
+  if (f.size % 34 != 0 && !ck->rc) {
+    report(ck, "txnindex_bad_length", KL_SEV_WARNING, (f.size / 34) * 34,
+           "%lld bytes of a partial entry at the end", (long long)(f.size % 34));
   }
-  fclose(f);
+  kl_file_close(&f);
 }
 
 static const char *base_name(const char *path) {
@@ -447,13 +425,11 @@ static const char *base_name(const char *path) {
   return s ? s + 1 : path;
 }
 
-static kl_rc check_segment(checker *ck, kl_segment *s, walk *w) {
-  char path[4096];
-  size_t len = strlen(s->log_path);
+static kl_rc check_segment(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   ck->segment = s->base;
   begin_file(ck, s->name);
   kl_err e = {0};
-  kl_rc rc = kl_segment_open(s, NULL, &e);
+  kl_rc rc = kl_segment_open(s, rd->stats, &e);
   if (rc == KL_NOMEM) return rc;
   if (rc) {
     report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
@@ -462,19 +438,27 @@ static kl_rc check_segment(checker *ck, kl_segment *s, walk *w) {
     w->max_ts = -1;
     return KL_OK;
   }
-  rc = check_log(ck, s, w);
-  if (rc) return rc;
-  snprintf(path, sizeof path, "%.*s.index", (int)(len - 4), s->log_path);
-  begin_file(ck, base_name(path));
-  check_offset_index(ck, s, w);
-  snprintf(path, sizeof path, "%.*s.timeindex", (int)(len - 4), s->log_path);
-  begin_file(ck, base_name(path));
-  check_time_index(ck, s, w);
-  snprintf(path, sizeof path, "%.*s.txnindex", (int)(len - 4), s->log_path);
-  begin_file(ck, base_name(path));
-  check_txn_index(ck, s, path);
-  begin_file(ck, NULL);
-  return KL_OK;
+  kl_segment_pin(s);
+  rc = check_log(ck, rd, s, w);
+  if (rc == KL_OK) {
+    begin_file(ck, base_name(s->index_path));
+    rc = check_offset_index(ck, rd, s, w);
+  }
+  if (rc == KL_OK) {
+    begin_file(ck, base_name(s->timeindex_path));
+    rc = check_time_index(ck, rd, s, w);
+  }
+  if (rc == KL_OK) {
+    char path[4096];
+    snprintf(path, sizeof path, "%.*s.txnindex", (int)(strlen(s->log_path) - 4), s->log_path);
+    begin_file(ck, base_name(path));
+    check_txn_index(ck, s, path);
+    begin_file(ck, NULL);
+  }
+  kl_segment_unpin(s);
+  /* Done with it: a check of thousands of segments keeps none open. */
+  kl_segment_close(s);
+  return rc;
 }
 
 /* "<20 digits>.<suffix>" for an index suffix: the base offset, else -1. */
@@ -521,29 +505,22 @@ kl_rc kl_check_dir(const kl_env *env, const char *dir, kl_check_fn fn, void *ud,
   ck.ud = ud;
   ck.segment = -1;
   if (!kl_log_first(log)) {
+    char msg[512];
+    const char *hint = kl_log_hint(log);
+    snprintf(msg, sizeof msg, "no <20-digit base offset>.log file: not a Kafka partition "
+             "directory%s%s", hint ? "; " : ", or an empty one", hint ? hint : "");
     begin_file(&ck, "");
-    emit(&ck, "no_segments", KL_SEV_WARNING, -1,
-         "no <20-digit base offset>.log file: not a Kafka partition directory, or an empty one");
+    emit(&ck, "no_segments", KL_SEV_WARNING, -1, msg);
   }
-  walk prev = {0};
-  kl_segment *prev_seg = NULL;
+  kl_reader rd;
+  kl_reader_init(&rd, env, NULL, KL_ON_CORRUPT_ERROR);
   for (kl_segment *s = kl_log_first(log); s && rc == KL_OK && !ck.rc; s = kl_log_next(log, s)) {
     walk w = {0};
-    rc = check_segment(&ck, s, &w);
-    if (rc == KL_OK && prev_seg && prev.next_offset > s->base && !ck.rc) {
-      ck.segment = prev_seg->base;
-      begin_file(&ck, prev_seg->name);
-      report(&ck, "segment_overlap", KL_SEV_ERROR, -1,
-             "offsets reach %lld, into the next segment %s based at %lld",
-             (long long)(prev.next_offset - 1), s->name, (long long)s->base);
-      begin_file(&ck, NULL);
-    }
-    prev = w;
-    prev_seg = s;
+    rc = check_segment(&ck, &rd, s, &w);
   }
   if (rc == KL_OK && !ck.rc) check_orphans(&ck, dir, log);
+  kl_reader_free(&rd);
   kl_free(env, ck.spans);
-  kl_buf_free(env, &ck.scratch);
   kl_log_close(log);
   if (rc == KL_NOMEM) return kl_err_set(err, rc, "out of memory checking %s", dir);
   if (rc == KL_OK && ck.rc) rc = kl_err_set(err, ck.rc, "check of %s stopped", dir);

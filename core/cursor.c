@@ -6,30 +6,43 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Backward: the batches of one stretch of a segment, between two positions
+** a walk may start from (index entries that hold, or position 0). */
+typedef struct stretch {
+  kl_batch *b;              /* batches the walk yielded, in file order
+                            ** (their bytes are read again when used) */
+  size_t n, cap;
+  int64_t start;            /* where the walk started */
+  int64_t slot;             /* its offset index slot, -1 for position 0 */
+  int have_last;            /* last_offset is the walk's last batch's */
+  int64_t last_offset;
+  kl_rc rc;                 /* damage met collecting it (error mode): */
+  kl_err err;               /* reported when the stretch's turn comes */
+  int live;                 /* the stretch is collected */
+} stretch;
+
 struct kl_cursor {
   kl_log *log;
-  const kl_env *env;
-  kl_stats *stats;
+  kl_reader rd;             /* buffers, counters and mode */
   kl_bounds bnd;            /* as given */
   int64_t lo, hi;           /* effective offset bounds (time seek folded in) */
   int done;
-  kl_segment *seg;          /* current segment */
+  kl_segment *seg;          /* current segment (pinned) */
   kl_batch batch;           /* current batch */
-  kl_records it;            /* its records (forward) */
-  int in_batch;             /* forward: it is live */
   kl_record rec;            /* current record */
-  kl_buf scratch;           /* decompressed payloads */
-  int64_t pos;              /* forward: next batch position */
-  int skip_corrupt;         /* KL_ON_CORRUPT_SKIP */
-  uint64_t corrupt_skipped; /* damaged batches skipped */
-  int have_prev;            /* forward: prev_last is set (same segment) */
-  int64_t prev_last;        /* forward: last offset of the previous batch */
+  uint64_t corrupt_skipped;
+
+  /* Forward iteration only. */
+  kl_scan sc;               /* the walk of seg */
+  int scanning;             /* sc is live */
+  kl_records it;            /* records of the current batch */
+  int in_batch;             /* it is live */
 
   /* Backward iteration only. */
-  int64_t *wpos;            /* batch positions of the current window */
-  size_t wn, wcap;
-  int64_t win_slot;         /* offset index slot starting the window, -1: 0 */
-  int64_t win_start;        /* window [win_start, win_end) */
+  stretch cur, ahead;       /* producing cur; ahead is the stretch before */
+  size_t ci;                /* batches of cur still to produce: b[0..ci) */
+  int first_bad;            /* cur.b[0] does not follow ahead's last batch */
+  kl_err first_err;
   uint32_t *rpos;           /* where each record of the current batch
                             ** starts, relative to rbase: 4 bytes a record,
                             ** so a hostile batch of tiny records costs at
@@ -45,57 +58,64 @@ kl_bounds kl_bounds_all(void) {
   return b;
 }
 
-kl_rc kl_cursor_new(kl_log *log, kl_cursor **out) {
+kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **out) {
   const kl_env *env = kl_log_env(log);
   kl_cursor *c = kl_malloc(env, sizeof *c);
   *out = c;
   if (!c) return KL_NOMEM;
   memset(c, 0, sizeof *c);
   c->log = log;
-  c->env = env;
-  c->stats = kl_log_stats(log);
+  kl_reader_init(&c->rd, env, stats, on_corrupt);
   c->done = 1;
+  return KL_OK;
+}
+
+static void leave_segment(kl_cursor *c) {
+  if (c->scanning) kl_scan_end(&c->sc);
+  c->scanning = 0;
+  if (c->seg) kl_segment_unpin(c->seg);
+  c->seg = NULL;
+}
+
+static kl_rc enter_segment(kl_cursor *c, kl_segment *s, kl_err *err) {
+  leave_segment(c);
+  kl_rc rc = kl_segment_open(s, c->rd.stats, err);
+  if (rc) return rc;
+  kl_segment_pin(s);
+  c->seg = s;
   return KL_OK;
 }
 
 void kl_cursor_free(kl_cursor *c) {
   if (!c) return;
-  kl_buf_free(c->env, &c->scratch);
-  kl_free(c->env, c->wpos);
-  kl_free(c->env, c->rpos);
-  kl_free(c->env, c);
+  const kl_env *env = c->rd.env;
+  leave_segment(c);
+  kl_reader_free(&c->rd);
+  kl_free(env, c->cur.b);
+  kl_free(env, c->ahead.b);
+  kl_free(env, c->rpos);
+  kl_free(env, c);
 }
 
-void kl_cursor_on_corrupt(kl_cursor *c, int mode) { c->skip_corrupt = mode == KL_ON_CORRUPT_SKIP; }
+const kl_stats *kl_cursor_stats(const kl_cursor *c) { return c->rd.stats; }
 uint64_t kl_cursor_corrupt_skipped(const kl_cursor *c) { return c->corrupt_skipped; }
+const kl_record *kl_cursor_record(const kl_cursor *c) { return &c->rec; }
+const kl_batch *kl_cursor_batch(const kl_cursor *c) { return &c->batch; }
+const kl_segment *kl_cursor_segment(const kl_cursor *c) { return c->seg; }
 
 /* Skip mode: forget a corruption error and count the skip.  Returns
 ** whether the caller may go on (else rc stands). */
 static int skip_damage(kl_cursor *c, kl_rc rc, kl_err *err) {
-  if (rc != KL_CORRUPT || !c->skip_corrupt) return 0;
+  if (rc != KL_CORRUPT || !c->rd.skip) return 0;
   kl_err_clear(err);
   c->corrupt_skipped++;
   return 1;
 }
 
-const kl_record *kl_cursor_record(const kl_cursor *c) { return &c->rec; }
-const kl_batch *kl_cursor_batch(const kl_cursor *c) { return &c->batch; }
-const kl_segment *kl_cursor_segment(const kl_cursor *c) { return c->seg; }
-
-/* Name the batch in a record-level error (the batch code knows no file). */
-static kl_rc batch_error(kl_cursor *c, kl_rc rc, kl_err *err) {
-  if (rc == KL_CORRUPT && err && err->rc == KL_CORRUPT && c->seg) {
-    char m[sizeof err->msg];
-    snprintf(m, sizeof m, "%s", err->msg);
-    kl_err_clear(err);
-    kl_err_set(err, rc, "%s: position %lld: %s", c->seg->log_path, (long long)c->batch.position, m);
-  }
-  return rc;
-}
-
 static int has_ts_lo(const kl_cursor *c) { return c->bnd.ts_lo != INT64_MIN; }
 
-/* Can the batch be passed over on its header alone? */
+/* Can the batch be passed over on its header alone?  (Its CRC held: the
+** header fields are the writer's.) */
 static int skip_batch(kl_cursor *c, const kl_batch *b) {
   if (b->is_control) return 1;
   if (b->last_offset < c->lo) return 1;
@@ -114,13 +134,30 @@ static int record_in(const kl_cursor *c, const kl_record *r) {
          r->timestamp <= c->bnd.ts_hi;
 }
 
-/* Segments entirely below the lower time bound hold nothing. */
+/* Segments whose largest timestamp is below the lower time bound hold
+** nothing.  A segment whose tail cannot be read for damage is read: the
+** walk then meets the damage where it is. */
 static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *err) {
   *wanted = 1;
   if (!has_ts_lo(c)) return KL_OK;
-  kl_rc rc = kl_segment_tail(s, c->stats, err);
-  if (rc == KL_OK && s->max_timestamp < c->bnd.ts_lo) *wanted = 0;
-  return rc;
+  const kl_tail *t;
+  kl_err e = {0};
+  kl_rc rc = kl_scan_tail(&c->rd, s, &t, &e);
+  if (rc == KL_CORRUPT) return KL_OK;
+  if (rc) return kl_err_set(err, rc, "%s", e.msg);
+  if (t->max_timestamp < c->bnd.ts_lo) *wanted = 0;
+  return KL_OK;
+}
+
+/* Decode the records of a batch that must be produced whole or not at all
+** (skip mode); KL_OK if they all decode. */
+static kl_rc probe_records(const kl_records *it) {
+  kl_records probe = *it;
+  kl_record r;
+  kl_err e = {0};
+  kl_rc rc;
+  while ((rc = kl_records_next(&probe, &r, &e)) == KL_OK) {}
+  return rc == KL_DONE ? KL_OK : rc;
 }
 
 /* ---- forward ---- */
@@ -130,24 +167,24 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     if (s->base > c->hi) break;
     int wanted;
     kl_rc rc = segment_wanted(c, s, &wanted, err);
-    if (rc && skip_damage(c, rc, err)) rc = KL_OK, wanted = 1; /* no time pruning */
     if (rc) return rc;
     if (!wanted) continue;
-    int64_t pos, slot;
-    rc = kl_segment_seek_offset(s, c->lo, &pos, &slot, c->stats, err);
+    kl_seek sk;
+    rc = kl_scan_seek_offset(&c->rd, s, c->lo, &sk, err);
     if (rc == KL_OK && has_ts_lo(c)) {
       /* Both seeks give a position before which nothing qualifies. */
-      int64_t tpos = 0;
-      rc = kl_segment_seek_time(s, c->bnd.ts_lo, &tpos, &slot, c->stats, err);
-      if (rc && skip_damage(c, rc, err)) rc = KL_OK, tpos = 0;
-      if (tpos > pos) pos = tpos;
+      kl_seek tk;
+      rc = kl_scan_seek_time(&c->rd, s, c->bnd.ts_lo, &tk, err);
+      if (rc == KL_OK && tk.verify_from > sk.verify_from) sk = tk;
     }
+    if (rc == KL_OK) rc = enter_segment(c, s, err);
+    if (rc == KL_OK) rc = kl_scan_start(&c->sc, &c->rd, s, sk.start, INT64_MAX, sk.verify_from, err);
     if (rc) return rc;
-    c->seg = s;
-    c->pos = pos;
-    c->have_prev = 0;
+    c->sc.stop_offset = c->hi;
+    c->scanning = 1;
     return KL_OK;
   }
+  leave_segment(c);
   c->done = 1;
   return KL_OK;
 }
@@ -158,205 +195,184 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
     if (c->in_batch) {
       rc = kl_records_next(&c->it, &c->rec, err);
       if (rc == KL_OK) {
-        c->stats->records_decoded++;
+        c->rd.stats->records_decoded++;
         if (c->rec.offset > c->hi) break;
         if (record_in(c, &c->rec)) return KL_OK;
         continue;
       }
       c->in_batch = 0;
-      if (rc != KL_DONE) return batch_error(c, rc, err);
+      if (rc != KL_DONE) return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
     }
-    c->batch.size = 0;
-    rc = kl_segment_batch_at(c->seg, c->pos, &c->batch, c->stats, err);
-    if (rc && skip_damage(c, rc, err)) {
-      /* A sane length lets the scan resynchronise; else the segment ends. */
-      if (c->batch.size > 0) {
-        c->pos += c->batch.size;
-        continue;
-      }
-      rc = KL_DONE;
-    }
+    rc = kl_scan_next(&c->sc, &c->batch, err);
+    if (rc == KL_DONE && c->sc.end == KL_END_STOP) break; /* past hi */
     if (rc == KL_DONE) {
       rc = enter_forward(c, kl_log_next(c->log, c->seg), err);
       if (rc) return rc;
       if (c->done) return KL_DONE;
       continue;
     }
+    if (rc && skip_damage(c, rc, err)) continue;
     if (rc) return rc;
-    c->pos += c->batch.size;
-    /* Offsets increase from batch to batch (a legacy wrapper's header only
-    ** knows its last offset).  The base offset is not covered by the CRC. */
-    int64_t first = c->batch.first_known ? c->batch.base_offset : c->batch.last_offset;
-    int64_t prev_last = c->prev_last;
-    int had_prev = c->have_prev;
-    int regress = had_prev && first <= prev_last;
-    c->have_prev = 1;
-    c->prev_last = c->batch.last_offset;
-    if (regress) {
-      rc = kl_err_set(err, KL_CORRUPT,
-                      "%s: position %lld: batch offsets %lld..%lld do not follow the previous "
-                      "batch's last offset %lld", c->seg->log_path, (long long)c->batch.position,
-                      (long long)first, (long long)c->batch.last_offset, (long long)prev_last);
-      if (skip_damage(c, rc, err)) continue;
-      return rc;
-    }
     if (c->batch.first_known && c->batch.base_offset > c->hi) break;
     if (skip_batch(c, &c->batch)) {
-      c->stats->batches_skipped++;
+      c->rd.stats->batches_skipped++;
       continue;
     }
-    /* A damaged batch's header does not move prev_last (its last offset
-    ** delta may be the damage). */
-    rc = kl_segment_verify(c->seg, &c->batch, c->stats, err);
-    if (rc && skip_damage(c, rc, err)) {
-      c->prev_last = prev_last;
-      c->have_prev = had_prev;
-      continue;
+    rc = kl_scan_records(&c->sc, &c->batch, &c->it, err);
+    if (rc == KL_OK && c->rd.skip && (rc = probe_records(&c->it)) != KL_OK) {
+      /* Salvage produces a batch whole or not at all. */
+      kl_err_set(err, rc, "bad records");
     }
-    if (rc) return rc;
-    rc = kl_records_open(&c->it, c->env, &c->batch, &c->scratch, c->stats, err);
     if (rc && skip_damage(c, rc, err)) continue;
-    if (rc) return batch_error(c, rc, err);
-    if (c->skip_corrupt) {
-      /* Salvage produces a batch whole or not at all: decode it once first. */
-      kl_records probe = c->it;
-      kl_record r;
-      kl_err e = {0};
-      while ((rc = kl_records_next(&probe, &r, &e)) == KL_OK) {}
-      if (rc != KL_DONE) {
-        c->corrupt_skipped++;
-        continue;
-      }
-    }
+    if (rc) return rc;
     if (c->batch.base_offset < c->lo) kl_records_skip(&c->it, c->lo);
     c->in_batch = 1;
   }
+  leave_segment(c);
   c->done = 1;
   return KL_DONE;
 }
 
 /* ---- backward ---- */
 
-/* Collect the positions of the batches in [start, end) of the current
-** segment (end < 0: to the end of the data).  KL_CORRUPT from a window
-** that does not end exactly at end means the index entry was wrong: the
-** caller retries from position 0. */
-static kl_rc collect_window(kl_cursor *c, int64_t start, int64_t end, int *misfit, kl_err *err) {
-  kl_batch b;
-  int64_t pos = start;
-  c->wn = 0;
-  *misfit = 0;
-  while (end < 0 || pos < end) {
-    kl_err e = {0};
-    b.size = 0;
-    kl_rc rc = kl_segment_batch_at(c->seg, pos, &b, c->stats, &e);
-    if (rc == KL_DONE) break;
-    if (rc == KL_CORRUPT && c->skip_corrupt) {
-      /* Salvage: resynchronise on a sane length, else the data ends here. */
-      if (b.size <= 0) {
-        end = pos;
-        break;
-      }
-      pos += b.size;
-      continue;
-    }
-    if (rc) {
-      if (start > 0) {
-        *misfit = 1;
-        return KL_OK;
-      }
-      return kl_err_set(err, rc, "%s", e.msg);
-    }
-    if (end < 0 && b.first_known && b.base_offset > c->hi) break;
-    if (c->wn == c->wcap) {
-      size_t cap = c->wcap ? c->wcap * 2 : 64;
-      int64_t *p = kl_realloc(c->env, c->wpos, cap * sizeof *p);
-      if (!p) return kl_err_set(err, KL_NOMEM, "out of memory");
-      c->wpos = p;
-      c->wcap = cap;
-    }
-    c->wpos[c->wn++] = pos;
-    pos += b.size;
+static kl_rc stretch_add(kl_cursor *c, stretch *st, const kl_batch *b) {
+  if (st->n == st->cap) {
+    size_t cap = st->cap ? st->cap * 2 : 32;
+    kl_batch *p = kl_realloc(c->rd.env, st->b, cap * sizeof *p);
+    if (!p) return KL_NOMEM;
+    st->b = p;
+    st->cap = cap;
   }
-  if (end >= 0 && pos != end) *misfit = 1;
-  c->win_start = start;
+  st->b[st->n] = *b;
+  st->b[st->n].bytes = NULL;
+  st->n++;
   return KL_OK;
 }
 
-/* Load the window that ends where the current one starts, moving to
-** earlier segments as needed.  Sets c->done when nothing is left. */
-static kl_rc prev_window(kl_cursor *c, int first, kl_err *err) {
-  kl_rc rc;
+/* Collect the batches of the current segment from start up to stop
+** (INT64_MAX: the end of its data, or the first batch past hi).  Damage
+** is kept in st (error mode) for when the stretch is produced. */
+static kl_rc collect(kl_cursor *c, stretch *st, int64_t start, int64_t slot, int64_t stop,
+                     kl_err *err) {
+  kl_scan sc;
+  kl_batch b;
+  st->n = 0;
+  st->start = start;
+  st->slot = slot;
+  st->have_last = 0;
+  st->rc = KL_OK;
+  kl_err_clear(&st->err);
+  st->live = 1;
+  kl_rc rc = kl_scan_start(&sc, &c->rd, c->seg, start, stop, start, err);
+  if (rc) return rc;
+  if (stop == INT64_MAX) sc.stop_offset = c->hi;
   for (;;) {
-    int64_t start, end;
-    if (first) {
-      /* The first window of a segment: from the index floor of hi to the
-      ** end of its data. */
-      int64_t slot;
-      rc = kl_segment_seek_offset(c->seg, c->hi, &start, &slot, c->stats, err);
-      if (rc) return rc;
-      c->win_slot = slot;
-      end = -1;
-    } else if (c->win_start == 0) {
-      /* Segment exhausted: go to the previous one, unless this one starts
-      ** at or below the lower bound (nothing earlier can qualify). */
-      if (c->seg->base <= c->lo) {
-        c->done = 1;
-        return KL_OK;
+    rc = kl_scan_next(&sc, &b, &st->err);
+    if (rc == KL_OK) {
+      if ((rc = stretch_add(c, st, &b)) != KL_OK) {
+        kl_scan_end(&sc);
+        return kl_err_set(err, rc, "out of memory");
       }
-      kl_segment *s = kl_log_prev(c->log, c->seg);
-      for (; s; s = kl_log_prev(c->log, s)) {
-        int wanted;
-        rc = segment_wanted(c, s, &wanted, err);
-        if (rc) return rc;
-        if (wanted) break;
-      }
-      if (!s) {
-        c->done = 1;
-        return KL_OK;
-      }
-      c->seg = s;
-      first = 1;
       continue;
-    } else {
-      end = c->win_start;
-      c->win_slot--;
-      start = c->win_slot >= 0 ? kl_index_position_at(&c->seg->oidx, c->win_slot) : 0;
     }
-    int misfit;
-    rc = collect_window(c, start, end, &misfit, err);
-    if (rc) return rc;
-    if (misfit) {
-      /* The index disagrees with the log: rescan this stretch from 0. */
-      c->stats->index_fallbacks++;
-      c->win_slot = -1;
-      rc = collect_window(c, 0, end, &misfit, err);
-      if (rc) return rc;
-      if (misfit) {
-        return kl_err_set(err, KL_CORRUPT, "%s: position %lld: batches do not line up",
-                          c->seg->log_path, (long long)end);
+    if (rc == KL_DONE) {
+      if (stop != INT64_MAX && sc.end == KL_END_STOP && sc.end_pos != stop) {
+        kl_scan_end(&sc);
+        return kl_err_set(err, KL_CORRUPT, "%s: position %lld: the batches from position %lld "
+                          "do not end where the next offset index entry points (%lld)",
+                          c->seg->log_path, (long long)sc.end_pos, (long long)start,
+                          (long long)stop);
       }
+      break;
     }
-    return KL_OK;
+    if (rc == KL_CORRUPT && c->rd.skip) { /* the file changed since the salvage walk */
+      kl_err_clear(&st->err);
+      c->corrupt_skipped++;
+      continue;
+    }
+    if (rc == KL_CORRUPT) {
+      st->rc = rc;
+      break;
+    }
+    kl_scan_end(&sc);
+    return kl_err_set(err, rc, "%s", st->err.msg);
   }
+  st->have_last = sc.have_prev;
+  st->last_offset = sc.prev_last;
+  kl_scan_end(&sc);
+  return KL_OK;
 }
 
-/* Decode every record of the batch at pos into c->recs. */
-static kl_rc load_batch_records(kl_cursor *c, int64_t pos, int *used, kl_err *err) {
+/* Collect the stretch before cur (none when cur starts the segment) and
+** check that cur's first batch follows its last. */
+static kl_rc collect_ahead(kl_cursor *c, kl_err *err) {
+  c->ahead.live = 0;
+  c->first_bad = 0;
+  if (c->cur.start == 0) return KL_OK;
+  int64_t slot, pos;
+  kl_rc rc = kl_scan_checkpoint(&c->rd, c->seg, c->cur.slot, &slot, &pos, err);
+  if (rc == KL_OK) rc = collect(c, &c->ahead, pos, slot, c->cur.start, err);
+  if (rc) return rc;
+  if (c->ahead.rc == KL_OK && c->ahead.have_last && c->cur.n > 0) {
+    const kl_batch *f = &c->cur.b[0];
+    int64_t first = f->first_known ? f->base_offset : f->last_offset;
+    if (first <= c->ahead.last_offset) {
+      c->first_bad = 1;
+      kl_err_clear(&c->first_err);
+      kl_err_set(&c->first_err, KL_CORRUPT, "%s: position %lld: batch offsets %lld..%lld do not "
+                 "follow the previous batch's last offset %lld", c->seg->log_path,
+                 (long long)f->position, (long long)first, (long long)f->last_offset,
+                 (long long)c->ahead.last_offset);
+    }
+  }
+  return KL_OK;
+}
+
+/* Start producing segment s backward from its stretch holding hi. */
+static kl_rc enter_backward(kl_cursor *c, kl_segment *s, kl_err *err) {
+  kl_seek sk;
+  kl_rc rc = enter_segment(c, s, err);
+  if (rc == KL_OK) rc = kl_scan_seek_offset(&c->rd, s, c->hi, &sk, err);
+  if (rc == KL_OK) rc = collect(c, &c->cur, sk.verify_from, sk.slot, INT64_MAX, err);
+  if (rc) return rc;
+  if (c->cur.rc) return kl_err_set(err, c->cur.rc, "%s", c->cur.err.msg);
+  c->ci = c->cur.n;
+  return collect_ahead(c, err);
+}
+
+/* The previous segment worth reading, or done. */
+static kl_rc prev_segment(kl_cursor *c, kl_err *err) {
+  /* Nothing earlier can qualify once a segment starts at or below lo. */
+  kl_segment *s = c->seg->base <= c->lo ? NULL : kl_log_prev(c->log, c->seg);
+  for (; s; s = kl_log_prev(c->log, s)) {
+    int wanted;
+    kl_rc rc = segment_wanted(c, s, &wanted, err);
+    if (rc) return rc;
+    if (wanted) return enter_backward(c, s, err);
+  }
+  leave_segment(c);
+  c->done = 1;
+  return KL_OK;
+}
+
+/* Decode every record of batch b into c->rpos (used = 0 when the batch is
+** passed over). */
+static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, int *used, kl_err *err) {
   *used = 0;
-  kl_rc rc = kl_segment_batch_at(c->seg, pos, &c->batch, c->stats, err);
-  if (rc) return rc == KL_DONE ? KL_OK : rc;
+  c->batch = *b;
   if ((c->batch.first_known && c->batch.base_offset > c->hi) || skip_batch(c, &c->batch)) {
-    c->stats->batches_skipped++;
+    c->rd.stats->batches_skipped++;
     return KL_OK;
   }
-  rc = kl_segment_verify(c->seg, &c->batch, c->stats, err);
-  if (rc && skip_damage(c, rc, err)) return KL_OK;
+  const uint8_t *p;
+  kl_rc rc = kl_window_get(&c->rd.win, &c->seg->log, b->position, (size_t)b->size, &p,
+                           c->rd.stats, err);
   if (rc) return rc;
+  c->batch.bytes = p;
   kl_records it;
-  rc = kl_records_open(&it, c->env, &c->batch, &c->scratch, c->stats, err);
+  rc = kl_records_open(&it, c->rd.env, &c->batch, &c->rd.scratch, c->rd.stats, err);
   if (rc && skip_damage(c, rc, err)) return KL_OK;
-  if (rc) return batch_error(c, rc, err);
+  if (rc) return kl_scan_batch_error(c->seg, b->position, rc, err);
   c->rn = 0;
   c->rproto = it;
   c->rbase = it.p;
@@ -364,12 +380,12 @@ static kl_rc load_batch_records(kl_cursor *c, int64_t pos, int *used, kl_err *er
   for (;;) {
     uint32_t at = (uint32_t)(it.p - c->rbase);
     if ((rc = kl_records_next(&it, &r, err)) != KL_OK) break;
-    c->stats->records_decoded++;
+    c->rd.stats->records_decoded++;
     if (c->rn == c->rcap) {
       size_t cap = c->rcap ? c->rcap * 2 : 64;
-      uint32_t *p = kl_realloc(c->env, c->rpos, cap * sizeof *p);
-      if (!p) return kl_err_set(err, KL_NOMEM, "out of memory");
-      c->rpos = p;
+      uint32_t *q = kl_realloc(c->rd.env, c->rpos, cap * sizeof *q);
+      if (!q) return kl_err_set(err, KL_NOMEM, "out of memory");
+      c->rpos = q;
       c->rcap = cap;
     }
     c->rpos[c->rn++] = at;
@@ -377,7 +393,7 @@ static kl_rc load_batch_records(kl_cursor *c, int64_t pos, int *used, kl_err *er
   if (rc != KL_DONE) {
     c->rn = 0;
     if (skip_damage(c, rc, err)) return KL_OK;
-    return batch_error(c, rc, err);
+    return kl_scan_batch_error(c->seg, b->position, rc, err);
   }
   c->ridx = c->rn;
   *used = 1;
@@ -394,25 +410,41 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       one.p = c->rbase + c->rpos[--c->ridx];
       one.remaining = 1;
       kl_record *r = &c->rec;
-      if ((rc = kl_records_next(&one, r, err)) != KL_OK) return batch_error(c, rc, err);
-      if (r->offset < c->lo) goto done; /* everything earlier is lower */
-      if (record_in(c, r)) {
-        return KL_OK;
+      if ((rc = kl_records_next(&one, r, err)) != KL_OK) {
+        return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
       }
+      if (r->offset < c->lo) goto done; /* everything earlier is lower */
+      if (record_in(c, r)) return KL_OK;
     }
-    if (c->wn == 0) {
-      rc = prev_window(c, 0, err);
-      if (rc) return rc;
-      if (c->done) return KL_DONE;
+    if (c->ci > 0) {
+      const kl_batch *b = &c->cur.b[--c->ci];
+      if (c->ci == 0 && c->first_bad) {
+        kl_err_set(err, KL_CORRUPT, "%s", c->first_err.msg);
+        if (skip_damage(c, KL_CORRUPT, err)) continue;
+        return KL_CORRUPT;
+      }
+      if (b->last_offset < c->lo) goto done;
+      int used;
+      if ((rc = load_batch_records(c, b, &used, err)) != KL_OK) return rc;
       continue;
     }
-    int64_t pos = c->wpos[--c->wn];
-    int used;
-    rc = load_batch_records(c, pos, &used, err);
-    if (rc) return rc;
-    if (!used && c->batch.last_offset < c->lo && c->batch.size > 0) goto done;
+    if (c->ahead.live) {
+      if (c->ahead.rc) {
+        kl_err_set(err, c->ahead.rc, "%s", c->ahead.err.msg);
+        return c->ahead.rc;
+      }
+      stretch t = c->cur;
+      c->cur = c->ahead;
+      c->ahead = t;
+      c->ci = c->cur.n;
+      if ((rc = collect_ahead(c, err)) != KL_OK) return rc;
+      continue;
+    }
+    if ((rc = prev_segment(c, err)) != KL_OK) return rc;
+    if (c->done) return KL_DONE;
   }
 done:
+  leave_segment(c);
   c->done = 1;
   return KL_DONE;
 }
@@ -420,25 +452,27 @@ done:
 /* ---- common ---- */
 
 kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
+  leave_segment(c);
   c->bnd = *b;
   c->lo = b->off_lo;
   c->hi = b->off_hi;
   c->done = 0;
   c->in_batch = 0;
-  c->wn = c->rn = c->ridx = 0;
-  c->seg = NULL;
+  c->ci = c->rn = c->ridx = 0;
+  c->cur.live = c->ahead.live = 0;
+  c->first_bad = 0;
   if (has_ts_lo(c)) {
     kl_time_lookup tl;
-    kl_rc rc = kl_log_seek_time(c->log, b->ts_lo, &tl, err);
+    kl_err e = {0};
+    kl_rc rc = kl_log_seek_time(c->log, &c->rd, b->ts_lo, &tl, &e);
     if (rc == KL_CORRUPT) {
       /* The seek is only a shortcut (records are filtered by timestamp
       ** anyway): without it the scan meets the damage itself, and reports
       ** it with its file and position, or skips it. */
-      kl_err_clear(err);
       tl.status = KL_LOOKUP_OK;
       tl.offset = c->lo;
     } else if (rc) {
-      return rc;
+      return kl_err_set(err, rc, "%s", e.msg);
     }
     if (tl.status != KL_LOOKUP_OK) {
       c->done = 1;
@@ -450,29 +484,35 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
     c->done = 1;
     return KL_OK;
   }
+  kl_rc rc;
   if (!b->desc) {
     kl_segment *s = kl_log_floor(c->log, c->lo);
-    return enter_forward(c, s ? s : kl_log_first(c->log), err);
+    rc = enter_forward(c, s ? s : kl_log_first(c->log), err);
+  } else {
+    kl_segment *s = kl_log_floor(c->log, c->hi);
+    if (!s) {
+      c->done = 1;
+      return KL_OK;
+    }
+    int wanted;
+    rc = segment_wanted(c, s, &wanted, err);
+    if (rc == KL_OK && wanted) {
+      rc = enter_backward(c, s, err);
+    } else if (rc == KL_OK) {
+      rc = enter_segment(c, s, err);
+      if (rc == KL_OK) rc = prev_segment(c, err);
+    }
   }
-  kl_segment *s = kl_log_floor(c->log, c->hi);
-  if (!s) {
-    c->done = 1;
-    return KL_OK;
-  }
-  int wanted;
-  kl_rc rc = segment_wanted(c, s, &wanted, err);
-  if (rc) return rc;
-  c->seg = s;
-  if (!wanted) {
-    c->win_start = 0; /* makes prev_window move to earlier segments */
-    return prev_window(c, 0, err);
-  }
-  return prev_window(c, 1, err);
+  if (rc) c->done = 1;
+  return rc;
 }
 
 kl_rc kl_cursor_next(kl_cursor *c, kl_err *err) {
   if (c->done) return KL_DONE;
   kl_rc rc = c->bnd.desc ? next_backward(c, err) : next_forward(c, err);
-  if (rc != KL_OK && rc != KL_DONE) c->done = 1;
+  if (rc != KL_OK && rc != KL_DONE) {
+    leave_segment(c);
+    c->done = 1;
+  }
   return rc;
 }

@@ -9,7 +9,11 @@
 ** the scan stops at the first batch past the upper offset bound.
 ** Backward: batches are collected per index interval (between two offset
 ** index entries, so a few KiB at a time) and produced last first; no scan
-** from the start of the log.
+** from the start of the log.  The interval before is collected ahead, so
+** that the first batch of an interval is checked against the batch before
+** it, as a forward walk checks it.
+** Every batch read is walked by kl_scan (scan.h): the rules of damage and
+** salvage are the same in both directions.
 ** Control batches (transaction markers) are never produced; records of
 ** transactional batches are, as a read_uncommitted consumer sees them.
 */
@@ -18,6 +22,7 @@
 
 #include "batch.h"
 #include "log.h"
+#include "scan.h"
 
 typedef struct kl_cursor kl_cursor;
 
@@ -30,25 +35,22 @@ typedef struct kl_bounds {
 /* Bounds that admit everything, ascending. */
 kl_bounds kl_bounds_all(void);
 
-/* Create a cursor on log (which must outlive it).  Not positioned: call
-** kl_cursor_start. */
-kl_rc kl_cursor_new(kl_log *log, kl_cursor **out);
+/*
+** Create a cursor on log (which must outlive it), counting its work into
+** stats (NULL: its own counters, kl_cursor_stats).  on_corrupt is
+** KL_ON_CORRUPT_ERROR (the default: damage in what the cursor reads fails
+** with KL_CORRUPT naming file and position; the one silent end is the tail
+** of the last segment, scan.h) or KL_ON_CORRUPT_SKIP (salvage: the batches
+** the canonical walk keeps, minus those whose records do not decode; the
+** same rows whatever the bounds and the direction).  Not positioned: call
+** kl_cursor_start.
+*/
+kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **out);
 void kl_cursor_free(kl_cursor *c);
 
-/*
-** What a cursor does with a damaged batch.  KL_ON_CORRUPT_ERROR (the
-** default): the scan fails with KL_CORRUPT naming file and position.
-** KL_ON_CORRUPT_SKIP (salvage): a batch whose CRC does not match, whose
-** records do not decode (checked before any of its records is produced),
-** whose header has an invalid field but a sane length, or whose offsets do
-** not follow the previous batch's (forward scans) is skipped whole; a
-** header that gives no usable length (below the minimum, unknown magic)
-** ends the segment for that scan, which continues with the next segment.
-** Offsets going backwards are detected by forward scans only.
-*/
-enum { KL_ON_CORRUPT_ERROR = 0, KL_ON_CORRUPT_SKIP = 1 };
-void kl_cursor_on_corrupt(kl_cursor *c, int mode);
-/* Damaged batches (or segment remainders) skipped so far (skip mode). */
+/* The counters the cursor's work went to. */
+const kl_stats *kl_cursor_stats(const kl_cursor *c);
+/* Damaged batches and unreadable stretches passed over so far (skip mode). */
 uint64_t kl_cursor_corrupt_skipped(const kl_cursor *c);
 
 /* Position before the first record within bounds (may be called again to

@@ -1,114 +1,168 @@
 /*
-** index.c - memory-mapped .index / .timeindex and the two-zone search.
+** index.c - .index / .timeindex read in pieces, and the two-zone search.
 ** Layout: format.md sections 7 and 8; search: behaviour.md section 5.
 */
 #include "index.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-static int slot_is_zero(const uint8_t *p, int kind, int64_t i) {
-  const uint8_t *s = p + i * kind;
-  for (int k = 0; k < kind; k++) {
+static const uint8_t kl_zero_slot[12]; /* what a failed read leaves */
+
+const uint8_t *kl_index_slot(const kl_index *cix, int64_t i) {
+  if (cix->map) return cix->map + i * cix->kind;
+  /* The pieces read are a cache, not part of the index's value: filling
+  ** one behind a const pointer changes no answer. */
+  kl_index *ix = (kl_index *)cix;
+  int64_t c = i / KL_INDEX_CHUNK;
+  if (c < 0 || c >= ix->nchunks || ix->failed) return kl_zero_slot;
+  if (!ix->chunks[c]) {
+    int64_t from = c * KL_INDEX_CHUNK * ix->kind;
+    int64_t n = ix->file_len - from < KL_INDEX_CHUNK * ix->kind ? ix->file_len - from
+                                                                 : KL_INDEX_CHUNK * ix->kind;
+    uint8_t *p = kl_malloc(ix->file.env, (size_t)n);
+    if (!p) {
+      ix->failed = 1;
+      kl_err_set(&ix->ioerr, KL_NOMEM, "out of memory reading %s", ix->file.path);
+      return kl_zero_slot;
+    }
+    if (kl_file_read(&ix->file, from, p, (size_t)n, &ix->ioerr) != KL_OK) {
+      kl_free(ix->file.env, p);
+      ix->failed = 1;
+      return kl_zero_slot;
+    }
+    ix->chunks[c] = p;
+  }
+  return ix->chunks[c] + (i % KL_INDEX_CHUNK) * ix->kind;
+}
+
+static int slot_is_zero(const kl_index *ix, int64_t i) {
+  const uint8_t *s = kl_index_slot(ix, i);
+  for (int k = 0; k < ix->kind; k++) {
     if (s[k]) return 0;
   }
   return 1;
 }
 
-int64_t kl_index_count(int kind, const uint8_t *p, size_t len, int64_t base, int64_t log_size,
-                       int64_t *zero_slots) {
-  (void)base;
-  int64_t slots = (int64_t)(len / (size_t)kind);
+/* Set n, zero_slots, stale and zero_first from the slots of the file. */
+static void count(kl_index *ix, int64_t slots, int64_t log_size) {
   int64_t n = slots;
-  /* Preallocated slots are zero and form a suffix: Kafka never writes an
-  ** entry for position 0 (so (0,0) is never a real offset entry) and the
-  ** time index only grows, so a zero slot is never followed by a real one. */
-  if (slots > 0 && slot_is_zero(p, kind, slots - 1)) {
-    int64_t lo = 0, hi = slots - 1;
+  ix->zero_first = 0;
+  /* Preallocated slots are zero and form a suffix: the time index only
+  ** grows and a real offset entry has a position above 0, so after slot 0
+  ** a zero slot is never followed by a real one.  Slot 0 may be a real
+  ** (base, 0) or (0, base) entry: the log decides (kl_index_keep_zero_first). */
+  if (slots > 1 && slot_is_zero(ix, slots - 1)) {
+    int64_t lo = 1, hi = slots - 1;
     while (lo < hi) {
       int64_t mid = lo + (hi - lo) / 2;
-      if (slot_is_zero(p, kind, mid)) hi = mid;
+      if (slot_is_zero(ix, mid)) hi = mid;
       else lo = mid + 1;
     }
     n = lo;
   }
-  if (zero_slots) *zero_slots = slots - n;
-  if (kind == KL_INDEX_OFFSET && n > 0 && log_size >= 0 &&
-      (int64_t)kl_get_u32(p + (n - 1) * 8 + 4) >= log_size) {
+  if (n == 1 && slot_is_zero(ix, 0)) {
+    n = 0;
+    ix->zero_first = 1;
+  }
+  ix->zero_slots = slots - n;
+  if (ix->kind == KL_INDEX_OFFSET && n > 0 && log_size >= 0 &&
+      kl_index_position_at(ix, n - 1) >= log_size) {
     /* Stale entries after a truncation point past the end of the .log;
     ** positions increase, so the live ones are a prefix. */
     int64_t lo = 0, hi = n; /* first entry with position >= log_size */
     while (lo < hi) {
       int64_t mid = lo + (hi - lo) / 2;
-      if ((int64_t)kl_get_u32(p + mid * 8 + 4) >= log_size) hi = mid;
+      if (kl_index_position_at(ix, mid) >= log_size) hi = mid;
       else lo = mid + 1;
     }
     n = lo;
   }
-  return n;
+  ix->n = n;
+  ix->stale = slots - ix->zero_slots - n;
 }
 
-kl_rc kl_index_open(kl_index *ix, int kind, const char *path, int64_t base, int64_t log_size,
-                    kl_err *err) {
+void kl_index_keep_zero_first(kl_index *ix) {
+  if (!ix->zero_first) return;
+  ix->zero_first = 0;
+  ix->n = 1;
+  ix->zero_slots--;
+}
+
+void kl_index_mem(kl_index *ix, int kind, const uint8_t *p, size_t len, int64_t base,
+                  int64_t log_size) {
+  memset(ix, 0, sizeof *ix);
+  ix->kind = kind;
+  ix->base = base;
+  ix->file.fd = -1;
+  ix->map = p;
+  ix->map_len = len;
+  ix->file_len = (int64_t)len;
+  count(ix, (int64_t)(len / (size_t)kind), log_size);
+}
+
+int64_t kl_index_count(int kind, const uint8_t *p, size_t len, int64_t base, int64_t log_size,
+                       int64_t *zero_slots) {
+  kl_index ix;
+  kl_index_mem(&ix, kind, p, len, base, log_size);
+  if (zero_slots) *zero_slots = ix.zero_slots;
+  return ix.n;
+}
+
+kl_rc kl_index_open(kl_index *ix, const kl_env *env, int kind, const char *path, int64_t base,
+                    int64_t log_size, kl_err *err) {
   memset(ix, 0, sizeof *ix);
   ix->kind = kind;
   ix->base = base;
   ix->file_len = -1;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return KL_OK; /* created lazily by Kafka >= 2.3 */
-    return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
-  }
-  struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
-  }
-  ix->file_len = st.st_size;
-  if (st.st_size % kind != 0) {
+  kl_rc rc = kl_file_open(&ix->file, env, path, err);
+  if (rc == KL_NOTFOUND) return KL_OK; /* created lazily by Kafka >= 2.3 */
+  if (rc) return rc;
+  ix->file_len = ix->file.size;
+  if (ix->file_len % kind != 0) {
     ix->unusable = 1; /* Kafka would rebuild it; we scan the .log instead */
-  } else if (st.st_size > 0) {
-    void *m = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_SHARED, fd, 0);
-    if (m == MAP_FAILED) {
-      int e = errno;
-      close(fd);
-      return kl_err_set(err, KL_IO, "%s: cannot map: %s", path, strerror(e));
-    }
-    /* Searches touch a few scattered entries: read-around of megabytes on
-    ** every fault would make a cold first lookup cost as much as the file. */
-    madvise(m, (size_t)st.st_size, MADV_RANDOM);
-    ix->map = m;
-    ix->map_len = (size_t)st.st_size;
-    ix->n = kl_index_count(kind, ix->map, ix->map_len, base, log_size, &ix->zero_slots);
-    ix->stale = (int64_t)(ix->map_len / (size_t)kind) - ix->zero_slots - ix->n;
+    return KL_OK;
   }
-  close(fd);
+  int64_t slots = ix->file_len / kind;
+  ix->nchunks = (slots + KL_INDEX_CHUNK - 1) / KL_INDEX_CHUNK;
+  if (ix->nchunks > 0) {
+    ix->chunks = kl_malloc(env, (size_t)ix->nchunks * sizeof *ix->chunks);
+    if (!ix->chunks) {
+      kl_index_close(ix, env);
+      return kl_err_set(err, KL_NOMEM, "out of memory opening %s", path);
+    }
+    memset(ix->chunks, 0, (size_t)ix->nchunks * sizeof *ix->chunks);
+  }
+  count(ix, slots, log_size);
+  if (ix->failed) {
+    rc = kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
+    kl_index_close(ix, env);
+    return rc;
+  }
   return KL_OK;
 }
 
-void kl_index_close(kl_index *ix) {
-  if (ix->map) munmap((void *)ix->map, ix->map_len);
+void kl_index_close(kl_index *ix, const kl_env *env) {
+  for (int64_t c = 0; ix->chunks && c < ix->nchunks; c++) kl_free(env, ix->chunks[c]);
+  kl_free(env, ix->chunks);
+  ix->chunks = NULL;
+  ix->nchunks = 0;
+  kl_file_close(&ix->file);
   ix->map = NULL;
   ix->map_len = 0;
   ix->n = 0;
 }
 
 int64_t kl_index_offset_at(const kl_index *ix, int64_t i) {
-  return ix->base + (int64_t)kl_get_u32(ix->map + i * 8);
+  return ix->base + (int64_t)kl_get_u32(kl_index_slot(ix, i));
 }
 int64_t kl_index_position_at(const kl_index *ix, int64_t i) {
-  return (int64_t)kl_get_u32(ix->map + i * 8 + 4);
+  return (int64_t)kl_get_u32(kl_index_slot(ix, i) + 4);
 }
 int64_t kl_index_timestamp_at(const kl_index *ix, int64_t i) {
-  return kl_get_i64(ix->map + i * 12);
+  return kl_get_i64(kl_index_slot(ix, i));
 }
 int64_t kl_index_time_offset_at(const kl_index *ix, int64_t i) {
-  return ix->base + (int64_t)kl_get_u32(ix->map + i * 12 + 8);
+  return ix->base + (int64_t)kl_get_u32(kl_index_slot(ix, i) + 8);
 }
 
 int64_t kl_index_key(const kl_index *ix, int64_t i) {

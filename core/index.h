@@ -1,7 +1,15 @@
 /*
 ** index.h - the sparse .index (8-byte entries) and .timeindex (12-byte
-** entries) files of a segment, memory-mapped read-only, and Kafka's
-** two-zone ("warm section") binary search over them.
+** entries) files of a segment, and Kafka's two-zone ("warm section") binary
+** search over them.
+**
+** Reading.  Kafka maps its index files; we read them in pieces of 512
+** entries, each on first use, and keep the pieces (see file.h: a mapping of
+** a file truncated by another process faults).  A search touches a few
+** pieces (the warm section is three), so a lookup on a cold index costs a
+** few reads and later ones none.  A read that fails marks the index failed
+** (kl_index_failed): answers given since then are not to be used, and the
+** caller reports the error.
 **
 ** Entry count.  Kafka trusts file length / entry size, which is wrong for a
 ** live broker's preallocated index (trailing zero slots) and for stale
@@ -9,9 +17,13 @@
 ** at open: the zero slots form a suffix, so a binary search finds where it
 ** starts; entries are trimmed further while they point past the .log (their
 ** positions / offsets are monotonic, so this is a binary search too).
-** Garbage that is not caught here is caught where an entry is used (see
-** segment.c): the batch an entry points to must exist and start at or
-** before the target.
+** Slot 0 is special: Kafka writes (base, 0) and (0, base) as real entries
+** (a first record at the base offset at position 0, a first timestamp 0),
+** twelve zero bytes that look like a preallocated slot.  A zero slot 0 with
+** zeros after it is left out of the count and flagged (zero_first); the log
+** decides (scan.c).  Garbage that is not caught here is caught where an
+** entry is used (scan.c): the batch an entry points to must exist, verify,
+** and agree with the entry.
 **
 ** Why two zones: lookups mostly ask for the tail (followers, consumers that
 ** are caught up).  A plain binary search over the whole file touches pages
@@ -27,8 +39,11 @@
 
 #include "klog.h"
 
+#include "file.h"
+
 enum { KL_INDEX_OFFSET = 8, KL_INDEX_TIME = 12 };  /* kind = entry size */
 #define KL_WARM_BYTES 8192
+#define KL_INDEX_CHUNK 512        /* entries per piece read */
 
 /* Called for every slot a search reads (benchmarks count pages). */
 typedef void (*kl_probe_fn)(void *ud, int64_t slot);
@@ -36,32 +51,57 @@ typedef void (*kl_probe_fn)(void *ud, int64_t slot);
 typedef struct kl_index {
   int kind;                 /* KL_INDEX_OFFSET or KL_INDEX_TIME */
   int64_t base;             /* segment base offset */
-  const uint8_t *map;       /* read-only mapping of the file, or NULL */
-  size_t map_len;           /* bytes mapped */
+  const uint8_t *map;       /* the entries in memory (tests, benchmarks),
+                            ** or NULL: read from file in pieces */
+  size_t map_len;           /* bytes at map */
+  kl_file file;             /* the file, when read from disk */
+  uint8_t **chunks;         /* pieces read so far (NULL: not yet) */
+  int64_t nchunks;
+  int failed;               /* a read failed: see ioerr */
+  kl_err ioerr;
   int64_t file_len;         /* file size, -1 when the file is absent */
   int64_t n;                /* live entries */
   int64_t zero_slots;       /* trailing all-zero (preallocated) slots */
   int64_t stale;            /* entries dropped for pointing past the log */
   int unusable;             /* length not a multiple of the entry size */
+  int zero_first;           /* slot 0 is zero, zeros follow: for the log to
+                            ** decide (it is then counted in zero_slots) */
   kl_probe_fn probe;        /* optional probe hook */
   void *probe_ud;
 } kl_index;
 
 /*
-** Map the index at path for a segment with the given base offset whose .log
-** holds log_size bytes.  A missing file gives an empty index (Kafka >= 2.3
-** creates index files lazily), not an error.  A file whose length is not a
-** multiple of the entry size is marked unusable (n = 0; Kafka would rebuild
-** it).  KL_IO if the file exists but cannot be read or mapped.
+** Open the index at path for a segment with the given base offset whose .log
+** holds log_size bytes, and count its live entries.  A missing file gives an
+** empty index (Kafka >= 2.3 creates index files lazily), not an error.  A
+** file whose length is not a multiple of the entry size is marked unusable
+** (n = 0; Kafka would rebuild it).  KL_IO if the file exists but cannot be
+** read; KL_NOMEM.  path must outlive the index (messages name it).
 */
-kl_rc kl_index_open(kl_index *ix, int kind, const char *path, int64_t base,
+kl_rc kl_index_open(kl_index *ix, const kl_env *env, int kind, const char *path, int64_t base,
                     int64_t log_size, kl_err *err);
-void kl_index_close(kl_index *ix);
+void kl_index_close(kl_index *ix, const kl_env *env);
+
+/* An index over entries already in memory (len bytes at p, borrowed),
+** counted as kl_index_open counts a file. */
+void kl_index_mem(kl_index *ix, int kind, const uint8_t *p, size_t len, int64_t base,
+                  int64_t log_size);
 
 /* Count the live entries of raw index bytes (see the header comment);
 ** exposed for tests and the fuzzers. */
 int64_t kl_index_count(int kind, const uint8_t *p, size_t len, int64_t base,
                        int64_t log_size, int64_t *zero_slots);
+
+/* Take slot 0, flagged zero_first, as the real entry the log confirmed. */
+void kl_index_keep_zero_first(kl_index *ix);
+
+/* A read failed since the index was opened (its message is in ix->ioerr):
+** answers are not to be trusted. */
+static inline int kl_index_failed(const kl_index *ix) { return ix->failed; }
+
+/* The raw bytes of slot i (0 <= i < slots in the file): zeros after a
+** failed read. */
+const uint8_t *kl_index_slot(const kl_index *ix, int64_t i);
 
 /* Entry accessors (0 <= i < n).  Offset index: absolute offset and file
 ** position.  Time index: timestamp and absolute offset. */

@@ -15,10 +15,15 @@
 **   codec.h     gzip / snappy / lz4 / zstd decompression and compression
 **   batch.h     record batch v2 and legacy v0/v1 messages: parse, verify,
 **               iterate records, encode
-**   index.h     memory-mapped .index / .timeindex, two-zone floor search
+**   file.h      positioned reads of files, and windows of them in memory
+**   index.h     .index / .timeindex read in pieces, two-zone floor search
 **   skiplist.h  base offset -> segment, floor lookup
-**   segment.h   one <base>.log with its indexes; offset and time lookups
-**   log.h       a partition directory: segments, lookups, cursors
+**   segment.h   one <base>.log with its indexes: files, what is known of it
+**   scan.h      Kafka's scan rules: the walker every reader uses, damage,
+**               the salvage map, seeks by offset and time, segment tails
+**   log.h       a partition directory: segments, lookups
+**   cursor.h    bounded forward and backward iteration over records
+**   check.h     the integrity check
 */
 #ifndef KL_KLOG_H
 #define KL_KLOG_H
@@ -45,14 +50,17 @@ typedef enum kl_rc {
 const char *kl_rc_name(kl_rc rc);
 
 /*
-** The allocator hook.  xRealloc behaves like realloc(p, n) except that
-** n==0 frees p and returns NULL.  ud is passed through untouched.  A NULL
-** kl_env pointer, or one whose xRealloc is NULL, means the C library.
-** Tests install a hook that fails the Nth allocation.
+** The hooks through which the core allocates memory and reads files.
+** xRealloc behaves like realloc(p, n) except that n==0 frees p and returns
+** NULL.  xRead behaves like pread(fd, buf, n, pos) (-1 with errno set on
+** failure, 0 at the end of the file).  ud is passed through untouched.  A
+** NULL kl_env pointer, or a NULL hook, means the C library.  Tests install
+** hooks that fail the Nth allocation or read.
 */
 typedef struct kl_env {
   void *(*xRealloc)(void *ud, void *p, size_t n);
   void *ud;
+  long (*xRead)(void *ud, int fd, void *buf, size_t n, int64_t pos);
 } kl_env;
 
 void *kl_malloc(const kl_env *env, size_t n);            /* NULL on failure */
@@ -98,11 +106,12 @@ void kl_buf_free(const kl_env *env, kl_buf *b);
 
 /*
 ** Work counters.  Each counter only grows; a reader adds to the kl_stats it
-** was given.  They let tests assert that pushdown happened (an offset lookup
-** on a huge log decodes a couple of batches) without measuring time.
+** was given (a cursor's, a statement's, a connection's).  They let tests
+** assert that pushdown happened (an offset lookup on a huge log decodes a
+** couple of batches) without measuring time.
 */
 typedef struct kl_stats {
-  uint64_t segments_opened;     /* segments whose .log was mapped */
+  uint64_t segments_opened;     /* segment .log files opened */
   uint64_t index_probes;        /* index entries read by searches */
   uint64_t index_fallbacks;     /* searches that had to scan a .log from 0 */
   uint64_t batch_headers;       /* batch/message headers parsed */
@@ -111,6 +120,8 @@ typedef struct kl_stats {
   uint64_t records_decoded;     /* records produced by batch iteration */
   uint64_t bytes_decompressed;  /* output bytes of decompression */
   uint64_t crc_checks;          /* CRCs verified */
+  uint64_t bytes_read;          /* bytes read from files */
+  uint64_t reads;               /* read calls made */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

@@ -15,8 +15,8 @@ struct kl_log {
   const kl_env *env;
   char *dir;                /* the directory as given */
   kl_skiplist *segs;        /* base offset -> kl_segment* */
-  kl_stats stats;           /* everything done through this log */
-  kl_buf scratch;           /* decompression for lookups by time */
+  kl_segset open;           /* the segments holding files open */
+  char hint[256];           /* see kl_log_hint; "" when none */
 };
 
 /* "<20 digits>.log" and nothing else (not .log.deleted, .log.swap, ...). */
@@ -33,20 +33,55 @@ static int segment_name(const char *name, int64_t *base) {
   return 1;
 }
 
+/* "<topic>-<partition>": a partition directory's name. */
+static int partition_name(const char *name) {
+  const char *dash = strrchr(name, '-');
+  if (!dash || dash == name || !dash[1]) return 0;
+  for (const char *p = dash + 1; *p; p++) {
+    if (*p < '0' || *p > '9') return 0;
+  }
+  return 1;
+}
+
 void kl_log_close(kl_log *log) {
   if (!log) return;
   const kl_env *env = log->env;
   if (log->segs) {
     for (kl_sknode *n = kl_skiplist_first(log->segs); n; n = kl_sknode_next(n)) {
       kl_segment *s = kl_sknode_value(n);
-      kl_segment_close(s, env);
+      kl_segment_free(s);
       kl_free(env, s);
     }
     kl_skiplist_free(log->segs);
   }
-  kl_buf_free(env, &log->scratch);
   kl_free(env, log->dir);
   kl_free(env, log);
+}
+
+/* Note a "<topic>-<n>" directory for the hint of a directory that is not
+** a partition. */
+static void note_partition_dir(kl_log *log, const char *dir, const struct dirent *de, int *seen) {
+  if (!partition_name(de->d_name)) return;
+  int isdir = 0;
+#ifdef DT_DIR
+  if (de->d_type == DT_DIR) isdir = 1;
+  else if (de->d_type == DT_UNKNOWN)
+#endif
+  {
+    char path[4096];
+    struct stat st;
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    isdir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  }
+  if (!isdir) return;
+  size_t len = strlen(log->hint);
+  if (*seen < 3) {
+    snprintf(log->hint + len, sizeof log->hint - len, "%s%s",
+             *seen ? ", " : "it holds partition directories such as ", de->d_name);
+  } else if (*seen == 3) {
+    snprintf(log->hint + len, sizeof log->hint - len, ", ...");
+  }
+  (*seen)++;
 }
 
 kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err) {
@@ -55,6 +90,7 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
   if (!log) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   memset(log, 0, sizeof *log);
   log->env = env;
+  kl_segset_init(&log->open, KL_SEGSET_MAX_OPEN);
   log->dir = kl_strdup(env, dir);
   log->segs = kl_skiplist_new(env);
   if (!log->dir || !log->segs) {
@@ -70,9 +106,13 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
   kl_rc rc = KL_OK;
   struct dirent *de;
   char path[4096];
+  int partitions = 0;
   while (rc == KL_OK && (de = readdir(d)) != NULL) {
     int64_t base;
-    if (!segment_name(de->d_name, &base)) continue;
+    if (!segment_name(de->d_name, &base)) {
+      note_partition_dir(log, dir, de, &partitions);
+      continue;
+    }
     if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) {
       rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
       break;
@@ -80,10 +120,11 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
     kl_segment *s = kl_malloc(env, sizeof *s);
     if (!s) {
       rc = KL_NOMEM;
-    } else if ((rc = kl_segment_init(s, env, base, path)) != KL_OK) {
+    } else if ((rc = kl_segment_init(s, env, &log->open, base, path)) != KL_OK) {
+      kl_segment_free(s);
       kl_free(env, s);
     } else if ((rc = kl_skiplist_insert(log->segs, base, s)) != KL_OK) {
-      kl_segment_close(s, env);
+      kl_segment_free(s);
       kl_free(env, s);
     }
     if (rc == KL_NOMEM) kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
@@ -95,16 +136,19 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
   }
   for (kl_sknode *n = kl_skiplist_first(log->segs); n; n = kl_sknode_next(n)) {
     kl_segment *s = kl_sknode_value(n);
+    kl_sknode *next = kl_sknode_next(n);
     s->node = n;
-    s->is_last = kl_sknode_next(n) == NULL;
+    s->is_last = next == NULL;
+    s->next_base = next ? kl_sknode_key(next) : INT64_MAX;
   }
+  if (kl_skiplist_first(log->segs)) log->hint[0] = 0;
   *out = log;
   return KL_OK;
 }
 
 const char *kl_log_dir(const kl_log *log) { return log->dir; }
 const kl_env *kl_log_env(const kl_log *log) { return log->env; }
-kl_stats *kl_log_stats(kl_log *log) { return &log->stats; }
+const char *kl_log_hint(const kl_log *log) { return log->hint[0] ? log->hint : NULL; }
 size_t kl_log_segment_count(const kl_log *log) { return kl_skiplist_count(log->segs); }
 
 static kl_segment *seg_of(kl_sknode *n) { return n ? kl_sknode_value(n) : NULL; }
@@ -128,51 +172,56 @@ int64_t kl_log_start_offset(const kl_log *log) {
   return s ? s->base : 0;
 }
 
-kl_rc kl_log_end_offset(kl_log *log, int64_t *leo, kl_err *err) {
+kl_rc kl_log_end_offset(kl_log *log, kl_reader *rd, int64_t *leo, kl_err *err) {
   *leo = 0;
   /* An empty last segment (just rolled) ends where it starts, which is
   ** what its tail computes too. */
   kl_segment *s = kl_log_last(log);
   if (!s) return KL_OK;
-  kl_rc rc = kl_segment_tail(s, &log->stats, err);
-  if (rc == KL_OK) *leo = s->next_offset;
+  const kl_tail *t;
+  kl_rc rc = kl_scan_tail(rd, s, &t, err);
+  if (rc == KL_OK) *leo = t->next_offset;
   return rc;
 }
 
-kl_rc kl_log_lookup_offset(kl_log *log, int64_t offset, kl_offset_lookup *out, kl_err *err) {
+kl_rc kl_log_lookup_offset(kl_log *log, kl_reader *rd, int64_t offset, kl_offset_lookup *out,
+                           kl_err *err) {
   memset(out, 0, sizeof *out);
   int64_t leo;
-  kl_rc rc = kl_log_end_offset(log, &leo, err);
+  kl_rc rc = kl_log_end_offset(log, rd, &leo, err);
   if (rc) return rc;
   kl_segment *s = kl_log_floor(log, offset);
   if (!s || offset < kl_log_start_offset(log) || offset > leo) {
     out->status = KL_LOOKUP_OUT_OF_RANGE;
     return KL_OK;
   }
-  int64_t pos, slot;
-  rc = kl_segment_seek_offset(s, offset, &pos, &slot, &log->stats, err);
+  kl_seek sk;
+  rc = kl_scan_seek_offset(rd, s, offset, &sk, err);
   if (rc) return rc;
   out->segment_base = s->base;
-  out->index_offset = slot < 0 ? s->base : kl_index_offset_at(&s->oidx, slot);
-  out->index_position = pos;
+  out->index_offset = sk.index_offset;
+  out->index_position = sk.index_position;
   if (offset == leo) {
     out->status = KL_LOOKUP_LOG_END;
     return KL_OK;
   }
   /* A gap at the end of a segment: the answer is in a later one. */
   for (; s; s = kl_log_next(log, s)) {
-    rc = kl_segment_find_offset(s, offset, &out->batch, &log->stats, err);
+    rc = kl_scan_find_offset(rd, s, offset, &out->batch, err);
     if (rc == KL_OK && !out->batch.first_known) {
       /* A legacy compressed wrapper knows its first offset only inside. */
+      kl_scan sc;
       kl_records it;
-      rc = kl_segment_verify(s, &out->batch, &log->stats, err);
-      if (rc == KL_OK) {
-        rc = kl_records_open(&it, log->env, &out->batch, &log->scratch, &log->stats, err);
-      }
+      rc = kl_scan_start(&sc, rd, s, out->batch.position, INT64_MAX, out->batch.position, err);
+      kl_batch b;
+      if (rc == KL_OK) rc = kl_scan_next(&sc, &b, err);
+      if (rc == KL_OK) rc = kl_scan_records(&sc, &b, &it, err);
+      kl_scan_end(&sc);
       if (rc) return rc;
       out->batch.base_offset = it.b.base_offset;
       out->batch.first_known = 1;
     }
+    out->batch.bytes = NULL;
     if (rc == KL_OK) {
       out->read_segment_base = s->base;
       out->status = s->base == out->segment_base ? KL_LOOKUP_OK : KL_LOOKUP_GAP;
@@ -184,42 +233,59 @@ kl_rc kl_log_lookup_offset(kl_log *log, int64_t offset, kl_offset_lookup *out, k
   return KL_OK;
 }
 
-/* In batches from pos on, the first record with timestamp >= t (control
-** records count, as in Kafka's LogSegment.findOffsetByTimestamp). */
-static kl_rc first_record_at_or_after(kl_log *log, kl_segment *s, int64_t pos, int64_t t,
+/* In batches from the seek on, the first record with timestamp >= t (or
+** == t when exact_ts), control records included, as Kafka's
+** LogSegment.findOffsetByTimestamp counts them.  KL_NOTFOUND when the
+** segment has none. */
+static kl_rc first_record_at_or_after(kl_reader *rd, kl_segment *s, const kl_seek *sk, int64_t t,
                                       int exact_ts, kl_time_lookup *out, kl_err *err) {
+  kl_scan sc;
   kl_batch b;
-  kl_rc rc;
-  while ((rc = kl_segment_batch_at(s, pos, &b, &log->stats, err)) == KL_OK) {
-    pos += b.size;
-    if (exact_ts ? b.max_timestamp != t : b.max_timestamp < t) {
-      log->stats.batches_skipped++;
+  kl_rc rc = kl_scan_start(&sc, rd, s, sk->start, INT64_MAX, sk->verify_from, err);
+  if (rc) return rc;
+  while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK || (rc == KL_CORRUPT && rd->skip)) {
+    if (rc == KL_CORRUPT) { /* the file changed since the salvage walk */
+      kl_err_clear(err);
       continue;
     }
-    if ((rc = kl_segment_verify(s, &b, &log->stats, err)) != KL_OK) return rc;
+    if (exact_ts ? b.max_timestamp != t : b.max_timestamp < t) {
+      rd->stats->batches_skipped++;
+      continue;
+    }
     kl_records it;
     kl_record r;
-    rc = kl_records_open(&it, log->env, &b, &log->scratch, &log->stats, err);
-    while (rc == KL_OK && (rc = kl_records_next(&it, &r, err)) == KL_OK) {
-      log->stats.records_decoded++;
+    kl_err e = {0};
+    rc = kl_scan_records(&sc, &b, &it, &e);
+    int opened = rc == KL_OK;
+    while (rc == KL_OK && (rc = kl_records_next(&it, &r, &e)) == KL_OK) {
+      rd->stats->records_decoded++;
       if (r.timestamp >= t) {
+        /* Salvage keeps a batch whole or not at all. */
+        if (rd->skip) {
+          kl_records rest = it;
+          kl_record x;
+          while ((rc = kl_records_next(&rest, &x, &e)) == KL_OK) {}
+          if (rc != KL_DONE) break;
+        }
         out->status = KL_LOOKUP_OK;
         out->offset = r.offset;
         out->timestamp = r.timestamp;
+        kl_scan_end(&sc);
         return KL_OK;
       }
     }
-    if (rc != KL_DONE) {
-      return rc == KL_CORRUPT ? kl_err_set(err, rc, "%s: position %lld: batch records are corrupt",
-                                           s->log_path, (long long)b.position)
-                              : rc;
-    }
+    if (rc == KL_DONE) continue;
+    if (rc == KL_CORRUPT && rd->skip) continue; /* bad records: skipped whole */
+    if (opened) kl_scan_batch_error(s, b.position, rc, &e);
+    kl_scan_end(&sc);
+    return kl_err_set(err, rc, "%s", e.msg);
   }
-  if (rc == KL_DONE) out->status = KL_LOOKUP_NOT_FOUND;
-  return rc == KL_DONE ? KL_OK : rc;
+  kl_scan_end(&sc);
+  return rc == KL_DONE ? KL_NOTFOUND : rc;
 }
 
-kl_rc kl_log_lookup_time(kl_log *log, int64_t t, kl_time_lookup *out, kl_err *err) {
+kl_rc kl_log_lookup_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
+                         kl_err *err) {
   memset(out, 0, sizeof *out);
   out->status = KL_LOOKUP_NOT_FOUND;
   out->ti_timestamp = -1;
@@ -231,46 +297,58 @@ kl_rc kl_log_lookup_time(kl_log *log, int64_t t, kl_time_lookup *out, kl_err *er
       out->offset = kl_log_start_offset(log);
       return KL_OK;
     }
-    return kl_log_end_offset(log, &out->offset, err);
+    return kl_log_end_offset(log, rd, &out->offset, err);
   }
   if (t == KL_TS_MAX) {
     /* The first segment holding the largest timestamp, then (Kafka 3.8+)
     ** the first record carrying it, found from the indexed offset. */
     kl_segment *best = NULL;
+    int64_t best_ts = -1, best_off = 0;
     for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
-      if ((rc = kl_segment_tail(s, &log->stats, err)) != KL_OK) return rc;
-      if (!best || s->max_timestamp > best->max_timestamp) best = s;
+      const kl_tail *tl;
+      if ((rc = kl_scan_tail(rd, s, &tl, err)) != KL_OK) return rc;
+      if (!best || tl->max_timestamp > best_ts) {
+        best = s;
+        best_ts = tl->max_timestamp;
+        best_off = tl->max_ts_offset;
+      }
     }
-    if (!best || best->max_timestamp < 0) return KL_OK;
-    int64_t pos, slot;
-    rc = kl_segment_seek_offset(best, best->max_ts_offset, &pos, &slot, &log->stats, err);
+    if (!best || best_ts < 0) return KL_OK;
+    kl_seek sk;
+    rc = kl_scan_seek_offset(rd, best, best_off, &sk, err);
     if (rc) return rc;
     out->segment_base = best->base;
-    return first_record_at_or_after(log, best, pos, best->max_timestamp, 1, out, err);
+    rc = first_record_at_or_after(rd, best, &sk, best_ts, 1, out, err);
+    return rc == KL_NOTFOUND ? KL_OK : rc;
   }
-  return kl_log_seek_time(log, t, out, err);
+  return kl_log_seek_time(log, rd, t, out, err);
 }
 
-kl_rc kl_log_seek_time(kl_log *log, int64_t t, kl_time_lookup *out, kl_err *err) {
+kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
   memset(out, 0, sizeof *out);
   out->status = KL_LOOKUP_NOT_FOUND;
   out->ti_timestamp = -1;
   kl_rc rc;
   for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
-    if ((rc = kl_segment_tail(s, &log->stats, err)) != KL_OK) return rc;
-    if (s->max_timestamp < t) continue;
-    int64_t pos, slot;
-    rc = kl_segment_seek_time(s, t, &pos, &slot, &log->stats, err);
+    const kl_tail *tl;
+    if ((rc = kl_scan_tail(rd, s, &tl, err)) != KL_OK) return rc;
+    if (tl->max_timestamp < t) continue;
+    kl_seek sk;
+    rc = kl_scan_seek_time(rd, s, t, &sk, err);
     if (rc) return rc;
     out->segment_base = s->base;
-    if (slot >= 0) {
-      out->ti_timestamp = kl_index_timestamp_at(&s->tidx, slot);
-      out->ti_offset = kl_index_time_offset_at(&s->tidx, slot);
+    if (sk.ti_slot >= 0) {
+      kl_index *tix;
+      if ((rc = kl_scan_time_index(rd, s, &tix, err)) != KL_OK) return rc;
+      out->ti_timestamp = kl_index_timestamp_at(tix, sk.ti_slot);
+      out->ti_offset = kl_index_time_offset_at(tix, sk.ti_slot);
     } else {
+      out->ti_timestamp = -1;
       out->ti_offset = s->base;
     }
-    out->start_position = pos;
-    return first_record_at_or_after(log, s, pos, t, 0, out, err);
+    out->start_position = sk.verify_from;
+    rc = first_record_at_or_after(rd, s, &sk, t, 0, out, err);
+    if (rc != KL_NOTFOUND) return rc;
   }
   return KL_OK;
 }

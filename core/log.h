@@ -1,31 +1,40 @@
 /*
 ** log.h - a partition directory: its segments in a skip list keyed by base
-** offset, Kafka's lookups by offset and by timestamp, and record cursors.
+** offset, and Kafka's lookups by offset and by timestamp.
 **
 ** Opening lists the directory (only "<20 digits>.log" files count; .deleted,
 ** .cleaned, .swap, snapshots, checkpoints and foreign files are ignored) and
-** touches no segment: each segment is mapped on first use, so opening a log
-** of any size costs one readdir.
+** touches no segment: each segment is opened on first use, so opening a log
+** of any size costs one readdir.  At most KL_SEGSET_MAX_OPEN segments are
+** open at once (segment.h).
+**
+** Lookups read through a kl_reader (scan.h): its mode (on_corrupt) decides
+** what damage does, and its counters receive the work.
 */
 #ifndef KL_LOG_H
 #define KL_LOG_H
 
 #include "batch.h"
 #include "klog.h"
+#include "scan.h"
 #include "segment.h"
 
 typedef struct kl_log kl_log;
 
-/* Open the partition directory dir.  KL_IO names the path when it is
-** missing or unreadable; an existing directory without segments is an
-** empty log.  *out is owned by the caller (kl_log_close). */
+/* Open the partition directory dir.  KL_IO names the path and gives the
+** OS reason when it is missing, not a directory or unreadable.  A directory
+** without segments opens as an empty log (kl_log_segment_count is 0;
+** kl_log_hint says what it holds instead).  *out is owned by the caller
+** (kl_log_close). */
 kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err);
 void kl_log_close(kl_log *log);
 
 const char *kl_log_dir(const kl_log *log);
 const kl_env *kl_log_env(const kl_log *log);
-/* Counters of all work done through this log (never reset by the log). */
-kl_stats *kl_log_stats(kl_log *log);
+/* For a directory without segments that holds "<topic>-<n>" directories:
+** "it holds partition directories such as orders-0, orders-1, orders-2";
+** else NULL. */
+const char *kl_log_hint(const kl_log *log);
 
 /* Segments in base-offset order; NULL past either end. */
 size_t kl_log_segment_count(const kl_log *log);
@@ -39,7 +48,7 @@ kl_segment *kl_log_floor(const kl_log *log, int64_t offset);
 /* Log start offset (first segment's base) and log end offset (next offset
 ** to be written).  Both 0 for an empty log. */
 int64_t kl_log_start_offset(const kl_log *log);
-kl_rc kl_log_end_offset(kl_log *log, int64_t *leo, kl_err *err);
+kl_rc kl_log_end_offset(kl_log *log, kl_reader *rd, int64_t *leo, kl_err *err);
 
 /* Statuses of lookups, as expected.json names them. */
 enum {
@@ -60,7 +69,7 @@ typedef struct kl_offset_lookup {
   kl_batch batch;           /* the first batch with last offset >= target */
 } kl_offset_lookup;
 
-kl_rc kl_log_lookup_offset(kl_log *log, int64_t offset, kl_offset_lookup *out,
+kl_rc kl_log_lookup_offset(kl_log *log, kl_reader *rd, int64_t offset, kl_offset_lookup *out,
                            kl_err *err);
 
 /* Special timestamp targets of ListOffsets. */
@@ -82,11 +91,14 @@ typedef struct kl_time_lookup {
   int64_t timestamp;        /* result record's timestamp */
 } kl_time_lookup;
 
-kl_rc kl_log_lookup_time(kl_log *log, int64_t t, kl_time_lookup *out,
+kl_rc kl_log_lookup_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
                          kl_err *err);
 
 /* The same search for any t, with no special targets: negative values are
-** timestamps too (v0 records carry -1).  Cursors seek with this. */
-kl_rc kl_log_seek_time(kl_log *log, int64_t t, kl_time_lookup *out, kl_err *err);
+** timestamps too (v0 records carry -1).  Cursors seek with this.  A segment
+** whose largest timestamp reaches t but that holds no such record (its
+** dating can only err upwards, with damage) passes the search on. */
+kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
+                       kl_err *err);
 
 #endif

@@ -1,94 +1,138 @@
 /*
 ** segment.h - one segment: <20-digit base offset>.log with its .index and
-** .timeindex.  The .log is memory-mapped read-only when first used.
+** .timeindex, the descriptors it holds open, and what readers have learnt
+** about it (its tail, its salvage map).  How a segment is read (Kafka's
+** scan rules, seeks, damage) is scan.h's business; this file only keeps
+** the files and the facts.
 **
-** A segment answers three questions the way a Kafka broker does:
-**   where is the first batch that may hold offset >= T (offset index floor,
-**   then a scan of batch headers),
-**   where does the scan for timestamp >= T start (time index floor, then
-**   the offset index), and
-**   what are its next offset and largest timestamp (from the last index
-**   entries plus a scan of the batch headers after them, so a live
-**   segment whose time index lacks its final entry is still exact).
-** Every index entry used is checked against the batch it points to; if it
-** does not hold, the segment is scanned from position 0 instead and
-** stats->index_fallbacks counts it.
+** Files are opened on first use and stay open while the segment is among
+** the most recently used of its log: a log's segments share one bound on
+** open segments (kl_segset), and the least recently used unpinned segment
+** is closed when a new one opens, so a scan over thousands of segments
+** never runs out of descriptors.  A reader that keeps reading a segment
+** across calls pins it (kl_segment_pin).  Reopening a segment checks that
+** the .log is still the file first seen (same device, inode and size):
+** what was learnt about it would otherwise be wrong, so a changed file is
+** KL_IO, and the caller opens the directory afresh.
 */
 #ifndef KL_SEGMENT_H
 #define KL_SEGMENT_H
 
 #include "batch.h"
+#include "file.h"
 #include "index.h"
 #include "klog.h"
 
-typedef struct kl_segment {
-  int64_t base;             /* base offset from the file name */
-  char *log_path;           /* full path of the .log */
-  const char *name;         /* file name part of log_path */
-  int is_last;              /* the active (last) segment of its log */
-  int opened;               /* .log mapped, indexes opened */
-  int fd;                   /* .log descriptor, -1 when closed */
-  const uint8_t *map;       /* the .log, size bytes, or NULL if empty */
-  int64_t size;             /* .log size when mapped */
-  kl_index oidx;            /* .index */
-  kl_index tidx;            /* .timeindex */
-  int tail_known;           /* the three fields below are computed */
+typedef struct kl_segment kl_segment;
+
+/* The open segments of one log, most recently used first. */
+typedef struct kl_segset {
+  kl_segment *mru, *lru;    /* ends of the list of open segments */
+  int open;                 /* how many are open */
+  int max_open;             /* the bound */
+} kl_segset;
+
+#define KL_SEGSET_MAX_OPEN 64
+
+/* Where a segment's data ends and what it holds, as a reader found it. */
+typedef struct kl_tail {
+  int known;
   int64_t next_offset;      /* last offset + 1, or base when empty */
   int64_t max_timestamp;    /* largest batch max timestamp, -1 if none */
   int64_t max_ts_offset;    /* last offset of the first batch reaching it */
-  int64_t end;              /* position where batches end (<= size) */
+  int64_t end;              /* position where the data ends */
+} kl_tail;
+
+/* A stretch of the .log that the canonical walk passes over: one damaged
+** batch, or unreadable bytes up to where the walk resumes. */
+typedef struct kl_hole {
+  int64_t pos, end;         /* [pos, end) */
+  int kind;                 /* KL_DMG_* (scan.h) */
+} kl_hole;
+
+/* The result of the canonical walk of a whole segment (scan.h): what
+** on_corrupt='skip' reads, the same on every path. */
+typedef struct kl_salvage {
+  int known;
+  kl_hole *holes;           /* sorted by position, not overlapping */
+  size_t n, cap;
+  kl_tail tail;             /* of the batches the walk keeps */
+} kl_salvage;
+
+/* How many recently verified batches a segment remembers (a lookup checks
+** the batches index entries point to, then reads them). */
+#define KL_VERIFIED_CACHE 4
+
+struct kl_segment {
+  int64_t base;             /* base offset from the file name */
+  int64_t next_base;        /* the next segment's base, INT64_MAX if last */
+  int is_last;              /* the active (last) segment of its log */
+  char *log_path;           /* full path of the .log (one block with the
+                            ** two index paths below) */
+  char *index_path, *timeindex_path;
+  const char *name;         /* file name part of log_path */
+  const kl_env *env;
   void *node;               /* the owning log's skip list node */
-  int64_t verified_pos;     /* 1 + position of the last batch whose CRC held */
-  int32_t verified_size;    /* and its size */
-} kl_segment;
 
-/* Initialise (does not touch the disk).  path is copied. */
-kl_rc kl_segment_init(kl_segment *s, const kl_env *env, int64_t base,
+  /* Open files (while open). */
+  kl_segset *set;
+  kl_segment *newer, *older;/* neighbours in set's list */
+  int pins;                 /* readers holding it open */
+  int opened;               /* log is open */
+  kl_file log;              /* .log */
+  kl_index oidx, tidx;      /* indexes, opened on first use */
+  int oidx_open, tidx_open;
+
+  /* What is known about the .log, kept while it is closed. */
+  int seen;                 /* opened once: the identity below is set */
+  int64_t size;             /* .log size when first opened */
+  uint64_t dev, ino;
+  kl_tail tail;             /* from the indexes and the last stretch */
+  kl_salvage salvage;       /* the canonical walk, when a reader asked */
+  int sync_ok;              /* -1 unknown; 1: offset index positions and
+                            ** offsets strictly increase (entries may then
+                            ** serve as resume points); 0: they do not */
+  int64_t zero_from;        /* the file is zero from here on; -1 unknown */
+  int64_t verified[KL_VERIFIED_CACHE][2]; /* (position + 1, size) whose CRC held */
+  int verified_next;
+};
+
+/* Initialise (no disk access).  log_path is copied. */
+kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t base,
                       const char *log_path);
-/* Unmap and free. */
-void kl_segment_close(kl_segment *s, const kl_env *env);
+/* Close the files and free everything. */
+void kl_segment_free(kl_segment *s);
 
-/* Map the .log and open the indexes if not done yet.  KL_IO names the file.*/
+/*
+** Open the .log if it is not open (and make the segment the most recently
+** used of its set, closing the least recently used unpinned one beyond the
+** bound).  KL_IO names the file and says why; a .log that is no longer the
+** file first seen is KL_IO too.  Counts stats->segments_opened.
+*/
 kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err);
 
-/*
-** Read the header of the entry at position pos into *b (b->position set).
-** KL_DONE at the end of the data: fewer than 17 bytes left, an incomplete
-** trailing entry, or a zero-filled (preallocated) tail.  KL_CORRUPT with
-** "<file>: position N: ..." otherwise.
-*/
-kl_rc kl_segment_batch_at(kl_segment *s, int64_t pos, kl_batch *b,
-                          kl_stats *stats, kl_err *err);
+/* Close the files (what is known is kept). */
+void kl_segment_close(kl_segment *s);
 
-/* Verify a batch's CRC, naming the file and position on failure. */
-kl_rc kl_segment_verify(kl_segment *s, const kl_batch *b, kl_stats *stats,
-                        kl_err *err);
+/* Keep the segment open across calls (nested pins count). */
+void kl_segment_pin(kl_segment *s);
+void kl_segment_unpin(kl_segment *s);
 
-/*
-** Position from which a forward scan finds every record with offset >=
-** target: the offset index floor entry, checked.  *slot gets the index slot
-** used (-1 for position 0).  Always succeeds unless I/O fails.
-*/
-kl_rc kl_segment_seek_offset(kl_segment *s, int64_t target, int64_t *pos,
-                             int64_t *slot, kl_stats *stats, kl_err *err);
+/* The offset (KL_INDEX_OFFSET) or time (KL_INDEX_TIME) index, opened on
+** first use; the segment must be open.  *out is NULL on error. */
+kl_rc kl_segment_index(kl_segment *s, int kind, kl_index **out, kl_err *err);
 
-/*
-** Kafka's translateOffset: the first batch whose last offset >= target,
-** scanning from kl_segment_seek_offset.  KL_NOTFOUND if the segment has
-** none.
-*/
-kl_rc kl_segment_find_offset(kl_segment *s, int64_t target, kl_batch *b,
-                             kl_stats *stats, kl_err *err);
+/* Has the batch at pos with this size had its CRC verified? */
+int kl_segment_verified(const kl_segment *s, int64_t pos, int32_t size);
+void kl_segment_set_verified(kl_segment *s, int64_t pos, int32_t size);
 
-/*
-** Position from which a forward scan finds every record with timestamp >=
-** t: time index floor (T, O), then the offset index floor of O.  *ti_slot
-** is the time index slot (-1 when none).
-*/
-kl_rc kl_segment_seek_time(kl_segment *s, int64_t t, int64_t *pos,
-                           int64_t *ti_slot, kl_stats *stats, kl_err *err);
+/* Add a hole to the salvage map being built (positions increase). */
+kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind);
 
-/* Compute next_offset, max_timestamp, max_ts_offset and end (once). */
-kl_rc kl_segment_tail(kl_segment *s, kl_stats *stats, kl_err *err);
+/* The hole containing pos, or NULL (binary search). */
+const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos);
+
+/* An empty set with the given bound. */
+void kl_segset_init(kl_segset *set, int max_open);
 
 #endif

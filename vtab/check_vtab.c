@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "check.h"
-#include "kafkalog.h"
+#include "glue.h"
 
 SQLITE_EXTENSION_INIT3
 

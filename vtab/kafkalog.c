@@ -1,10 +1,10 @@
 /*
-** kafkalog.c - the extension's entry point: sqlite3_kafkalog_init registers
-** the kafka_log module and the SQL functions
+** kafkalog.c - the extension's entry point: sqlite3_kafkalog_init checks
+** that the host SQLite is recent enough, then registers the kafka_log and
+** kafka_log_check modules and the SQL functions
 **   kafka_log_version()      version and compiled-in codecs
 **   kafka_log_stats()        work counters of this connection's queries (JSON)
 **   kafka_log_stats_reset()  set them back to zero
-** and maps core result codes to SQLite's, in one place.
 */
 #include <stdio.h>
 #include <string.h>
@@ -12,7 +12,7 @@
 #include <lz4.h>
 #include <zstd.h>
 
-#include "kafkalog.h"
+#include "glue.h"
 
 SQLITE_EXTENSION_INIT1
 
@@ -20,32 +20,11 @@ SQLITE_EXTENSION_INIT1
 #define KL_VERSION "0.0.0"
 #endif
 
-int kl_sqlite_rc(kl_rc rc) {
-  switch (rc) {
-    case KL_OK: case KL_DONE: case KL_NOTFOUND: return SQLITE_OK;
-    case KL_NOMEM: return SQLITE_NOMEM;
-    case KL_IO: return SQLITE_IOERR;
-    case KL_CORRUPT: return SQLITE_CORRUPT;
-    case KL_RANGE: return SQLITE_RANGE;
-    case KL_READONLY: return SQLITE_READONLY;
-    case KL_BUSY: return SQLITE_BUSY;
-    case KL_MISUSE: return SQLITE_MISUSE;
-    case KL_UNSUPPORTED: return SQLITE_ERROR;
-  }
-  return SQLITE_ERROR;
-}
-
-void kl_stats_add_delta(kl_stats *t, const kl_stats *now, const kl_stats *then) {
-  t->segments_opened += now->segments_opened - then->segments_opened;
-  t->index_probes += now->index_probes - then->index_probes;
-  t->index_fallbacks += now->index_fallbacks - then->index_fallbacks;
-  t->batch_headers += now->batch_headers - then->batch_headers;
-  t->batches_decoded += now->batches_decoded - then->batches_decoded;
-  t->batches_skipped += now->batches_skipped - then->batches_skipped;
-  t->records_decoded += now->records_decoded - then->records_decoded;
-  t->bytes_decompressed += now->bytes_decompressed - then->bytes_decompressed;
-  t->crc_checks += now->crc_checks - then->crc_checks;
-}
+/* sqlite3_vtab_in, sqlite3_vtab_rhs_value and LIMIT/OFFSET constraints in
+** xBestIndex came with 3.38.0: on an older host those calls would go
+** through entries of the API table that it does not have. */
+#define KL_SQLITE_MIN 3038000
+#define KL_SQLITE_MIN_TEXT "3.38.0"
 
 static void fn_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   char buf[256];
@@ -55,16 +34,7 @@ static void fn_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 static void fn_stats(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
-  const kl_stats *s = &((kl_conn *)sqlite3_user_data(ctx))->stats;
-  char *j = sqlite3_mprintf(
-      "{\"segments_opened\":%llu,\"index_probes\":%llu,\"index_fallbacks\":%llu,"
-      "\"batch_headers\":%llu,\"batches_decoded\":%llu,\"batches_skipped\":%llu,"
-      "\"records_decoded\":%llu,\"bytes_decompressed\":%llu,\"crc_checks\":%llu}",
-      (unsigned long long)s->segments_opened, (unsigned long long)s->index_probes,
-      (unsigned long long)s->index_fallbacks, (unsigned long long)s->batch_headers,
-      (unsigned long long)s->batches_decoded, (unsigned long long)s->batches_skipped,
-      (unsigned long long)s->records_decoded, (unsigned long long)s->bytes_decompressed,
-      (unsigned long long)s->crc_checks);
+  char *j = kl_stats_json(&((kl_conn *)sqlite3_user_data(ctx))->stats);
   if (!j) {
     sqlite3_result_error_nomem(ctx);
     return;
@@ -84,6 +54,14 @@ __attribute__((visibility("default")))
 #endif
 int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines *api) {
   SQLITE_EXTENSION_INIT2(api);
+  /* Only functions every SQLite 3 has are called before this check. */
+  if (sqlite3_libversion_number() < KL_SQLITE_MIN) {
+    if (errmsg) {
+      *errmsg = sqlite3_mprintf("kafkalog needs SQLite %s or later; this is SQLite %s",
+                                KL_SQLITE_MIN_TEXT, sqlite3_libversion());
+    }
+    return SQLITE_ERROR;
+  }
   kl_conn *conn = sqlite3_malloc(sizeof *conn);
   if (!conn) return SQLITE_NOMEM;
   memset(conn, 0, sizeof *conn);

@@ -10,11 +10,18 @@
 ** are documented once, in plan.h; xBestIndex (plan.c) and xFilter (here)
 ** both follow that table.
 **
+** A named table's directory (made absolute) and options are fixed when it
+** is created and kept in its shadow table <name>_config, so that a saved
+** database opens from any working directory and `WHERE dir = ...` cannot
+** point it elsewhere: on a named table, dir and on_corrupt are ordinary
+** columns that SQLite compares.
+**
 ** Logs are cached per table: a query on the same directory reuses the open
-** log (its mapped segments and computed segment tails) as long as the
+** log (its open segments and what is known about them) as long as the
 ** directory's mtime (segments added or removed) and the size of the last
-** segment (appends) are unchanged.
+** segment (appends) are unchanged, and no read has failed since.
 */
+#include <errno.h>
 #include <limits.h>
 #include <math.h>
 #include <stdio.h>
@@ -26,7 +33,7 @@
 
 #include "codec.h"
 #include "cursor.h"
-#include "kafkalog.h"
+#include "glue.h"
 #include "log.h"
 #include "plan.h"
 
@@ -52,7 +59,9 @@ typedef struct kl_vtab {
   sqlite3_vtab base;
   sqlite3 *db;
   kl_conn *conn;
-  char *dir;                /* fixed directory (named form), else NULL */
+  char *schema, *name;      /* named form: where the table and its shadow
+                            ** table live (NULL for the table-valued form) */
+  char *dir;                /* named form: the directory, absolute */
   int on_corrupt;           /* KL_ON_CORRUPT_*: on_corrupt='error'|'skip' */
   kl_logref *cache;         /* most recently used log (holds one ref) */
 } kl_vtab;
@@ -67,7 +76,6 @@ typedef struct kl_vcursor {
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
   sqlite3_int64 skip;       /* rows to skip first (OFFSET) */
   int eof;
-  kl_stats snap;            /* log counters when the scan began */
   kl_buf json;              /* headers column scratch */
   int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */
 } kl_vcursor;
@@ -94,10 +102,17 @@ static int logref_fresh(kl_logref *r) {
     return 0;
   }
   kl_segment *last = kl_log_last(r->log);
-  if (last && last->opened && (r->lastfd < 0 || fstat(r->lastfd, &st) != 0 || st.st_size != last->size)) {
+  if (last && last->seen && (r->lastfd < 0 || fstat(r->lastfd, &st) != 0 || st.st_size != last->size)) {
     return 0;
   }
   return 1;
+}
+
+/* A read failed or found a file changed: the next query opens the
+** directory afresh instead of reusing what was learnt. */
+static void forget_log(kl_vtab *vt) {
+  logref_release(vt->cache);
+  vt->cache = NULL;
 }
 
 static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg) {
@@ -117,9 +132,12 @@ static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
   struct stat st;
   int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dirfd < 0 || fstat(dirfd, &st) != 0) {
+    int e = errno;
     if (dirfd >= 0) close(dirfd);
-    return set_error(&vt->base, SQLITE_CANTOPEN,
-                     "kafka_log: cannot open partition directory %s", dir);
+    sqlite3_free(vt->base.zErrMsg);
+    vt->base.zErrMsg = sqlite3_mprintf("kafka_log: cannot open partition directory %s: %s", dir,
+                                       strerror(e));
+    return SQLITE_CANTOPEN;
   }
   kl_logref *r = sqlite3_malloc(sizeof *r);
   if (!r) {
@@ -132,11 +150,24 @@ static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
   r->dir = sqlite3_mprintf("%s", dir);
   kl_err err = {0};
   kl_rc rc = r->dir ? kl_log_open(NULL, dir, &r->log, &err) : KL_NOMEM;
+  if (rc == KL_OK && !kl_log_first(r->log)) {
+    /* Kafka always keeps at least one segment in a partition directory. */
+    const char *hint = kl_log_hint(r->log);
+    sqlite3_free(vt->base.zErrMsg);
+    vt->base.zErrMsg = sqlite3_mprintf(
+        "kafka_log: %s is not a Kafka partition directory: it has no <20-digit offset>.log "
+        "file%s%s", dir, hint ? "; " : "", hint ? hint : "");
+    r->refs = 1;
+    logref_release(r);
+    return SQLITE_CANTOPEN;
+  }
   if (rc) {
     close(dirfd);
+    kl_log_close(r->log);
     sqlite3_free(r->dir);
     sqlite3_free(r);
-    return set_error(&vt->base, kl_sqlite_rc(rc), "kafka_log: %s", err.msg);
+    return set_error(&vt->base, rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc), "kafka_log: %s",
+                     err.msg);
   }
   r->dir_mtime = st.st_mtim;
   kl_segment *last = kl_log_last(r->log);
@@ -148,9 +179,9 @@ static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
   return SQLITE_OK;
 }
 
-/* ---- connect / disconnect ---- */
+/* ---- create / connect / disconnect ---- */
 
-/* The directory argument of CREATE VIRTUAL TABLE, unquoted. */
+/* An argument of CREATE VIRTUAL TABLE, unquoted. */
 static char *dequote(const char *s) {
   size_t n = strlen(s);
   char q = s[0];
@@ -179,7 +210,7 @@ static int on_corrupt_mode(const char *m) {
 ** Table options after the directory, each "name=value" (value optionally
 ** quoted):  on_corrupt='error' (default: a damaged batch fails the query
 ** with SQLITE_CORRUPT) or on_corrupt='skip' (salvage: damaged batches are
-** skipped, see core/cursor.h).  The table-valued form takes the same choice
+** skipped, see core/scan.h).  The table-valued form takes the same choice
 ** as its second argument (the hidden column on_corrupt).
 */
 static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
@@ -203,6 +234,67 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
   return SQLITE_ERROR;
 }
 
+/* dir made absolute against the working directory (sqlite3_malloc'd). */
+static char *absolute(const char *dir) {
+  if (dir[0] == '/') return sqlite3_mprintf("%s", dir);
+  char cwd[PATH_MAX];
+  if (!getcwd(cwd, sizeof cwd)) return NULL;
+  while (dir[0] == '.' && dir[1] == '/') dir += 2;
+  if (strcmp(dir, ".") == 0) return sqlite3_mprintf("%s", cwd);
+  return sqlite3_mprintf("%s/%s", strcmp(cwd, "/") ? cwd : "", dir);
+}
+
+static void vtab_free(kl_vtab *vt) {
+  if (!vt) return;
+  logref_release(vt->cache);
+  sqlite3_free(vt->schema);
+  sqlite3_free(vt->name);
+  sqlite3_free(vt->dir);
+  sqlite3_free(vt);
+}
+
+/* Read the directory and options of a named table from its shadow table.
+** *found = 0 when there is none (a table created before shadow tables). */
+static int read_config(kl_vtab *vt, int *found, char **errmsg) {
+  *found = 0;
+  char *sql = sqlite3_mprintf("SELECT k, v FROM \"%w\".\"%w_config\"", vt->schema, vt->name);
+  if (!sql) return SQLITE_NOMEM;
+  sqlite3_stmt *st = NULL;
+  int rc = sqlite3_prepare_v2(vt->db, sql, -1, &st, NULL);
+  sqlite3_free(sql);
+  if (rc != SQLITE_OK) return SQLITE_OK; /* no shadow table */
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    const char *k = (const char *)sqlite3_column_text(st, 0);
+    const char *v = (const char *)sqlite3_column_text(st, 1);
+    if (!k || !v) continue;
+    if (strcmp(k, "dir") == 0) {
+      sqlite3_free(vt->dir);
+      vt->dir = sqlite3_mprintf("%s", v);
+      if (!vt->dir) rc = SQLITE_NOMEM;
+      *found = 1;
+    } else if (strcmp(k, "on_corrupt") == 0) {
+      vt->on_corrupt = on_corrupt_mode(v) == KL_ON_CORRUPT_SKIP ? KL_ON_CORRUPT_SKIP
+                                                                : KL_ON_CORRUPT_ERROR;
+    }
+    if (rc == SQLITE_NOMEM) break;
+  }
+  sqlite3_finalize(st);
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    *errmsg = sqlite3_mprintf("kafka_log: cannot read %s_config: %s", vt->name,
+                              sqlite3_errmsg(vt->db));
+    return rc == SQLITE_NOMEM ? rc : SQLITE_ERROR;
+  }
+  return SQLITE_OK;
+}
+
+/*
+** xCreate and xConnect (one function: SQLite makes a module eponymous, the
+** table-valued form, only when they are the same).  argv: module, schema,
+** table, then the directory and the options of a named table (none for the
+** table-valued form).  A named table's shadow table holds what it was
+** created with; when there is none, this is CREATE VIRTUAL TABLE (which
+** runs in a write transaction) and it is made.
+*/
 static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
@@ -212,22 +304,51 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                               "option, on_corrupt='error'|'skip'");
     return SQLITE_ERROR;
   }
+  if (argc < 4 && sqlite3_stricmp(argv[2], argv[0]) != 0) {
+    *errmsg = sqlite3_mprintf("kafka_log: a named table needs its partition directory: "
+                              "CREATE VIRTUAL TABLE %s USING kafka_log('<dir>')", argv[2]);
+    return SQLITE_ERROR;
+  }
   kl_vtab *vt = sqlite3_malloc(sizeof *vt);
   if (!vt) return SQLITE_NOMEM;
   memset(vt, 0, sizeof *vt);
   vt->db = db;
   vt->conn = aux;
   if (argc >= 4) {
-    vt->dir = dequote(argv[3]);
-    if (!vt->dir) {
-      sqlite3_free(vt);
-      return SQLITE_NOMEM;
+    vt->schema = sqlite3_mprintf("%s", argv[1]);
+    vt->name = sqlite3_mprintf("%s", argv[2]);
+    char *d = dequote(argv[3]);
+    vt->dir = d ? absolute(d) : NULL;
+    sqlite3_free(d);
+    if (!vt->schema || !vt->name || !vt->dir) {
+      if (d && vt->schema && vt->name) {
+        *errmsg = sqlite3_mprintf("kafka_log: cannot make %s absolute: %s", argv[3],
+                                  strerror(errno));
+      }
+      vtab_free(vt);
+      return d ? SQLITE_ERROR : SQLITE_NOMEM;
     }
   }
   for (int i = 4; i < argc; i++) {
     if ((rc = parse_option(vt, argv[i], errmsg)) != SQLITE_OK) {
-      sqlite3_free(vt->dir);
-      sqlite3_free(vt);
+      vtab_free(vt);
+      return rc;
+    }
+  }
+  if (argc >= 4) {
+    int found;
+    rc = read_config(vt, &found, errmsg);
+    if (rc == SQLITE_OK && !found && sqlite3_txn_state(db, argv[1]) == SQLITE_TXN_WRITE) {
+      char *sql = sqlite3_mprintf(
+          "CREATE TABLE \"%w\".\"%w_config\"(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
+          "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q);",
+          vt->schema, vt->name, vt->schema, vt->name, vt->dir,
+          vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error");
+      rc = sql ? sqlite3_exec(db, sql, NULL, NULL, errmsg) : SQLITE_NOMEM;
+      sqlite3_free(sql);
+    }
+    if (rc) {
+      vtab_free(vt);
       return rc;
     }
   }
@@ -239,12 +360,39 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
 }
 
 static int kl_disconnect(sqlite3_vtab *base) {
-  kl_vtab *vt = (kl_vtab *)base;
-  logref_release(vt->cache);
-  sqlite3_free(vt->dir);
-  sqlite3_free(vt);
+  vtab_free((kl_vtab *)base);
   return SQLITE_OK;
 }
+
+static int kl_destroy(sqlite3_vtab *base) {
+  kl_vtab *vt = (kl_vtab *)base;
+  int rc = SQLITE_OK;
+  if (vt->name) {
+    char *sql = sqlite3_mprintf("DROP TABLE IF EXISTS \"%w\".\"%w_config\"", vt->schema, vt->name);
+    rc = sql ? sqlite3_exec(vt->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(sql);
+  }
+  if (rc == SQLITE_OK) vtab_free(vt);
+  return rc;
+}
+
+static int kl_rename(sqlite3_vtab *base, const char *to) {
+  kl_vtab *vt = (kl_vtab *)base;
+  if (!vt->name) return SQLITE_OK;
+  char *sql = sqlite3_mprintf("ALTER TABLE \"%w\".\"%w_config\" RENAME TO \"%w_config\"",
+                              vt->schema, vt->name, to);
+  int rc = sql ? sqlite3_exec(vt->db, sql, NULL, NULL, NULL) : SQLITE_NOMEM;
+  sqlite3_free(sql);
+  if (rc == SQLITE_OK) {
+    char *n = sqlite3_mprintf("%s", to);
+    if (!n) return SQLITE_NOMEM;
+    sqlite3_free(vt->name);
+    vt->name = n;
+  }
+  return rc;
+}
+
+static int kl_shadow_name(const char *suffix) { return strcmp(suffix, "config") == 0; }
 
 /* ---- planning ---- */
 
@@ -262,17 +410,21 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     }
   }
   if (dir) {
-    /* Estimates from the real log when its directory is known now. */
+    /* Estimates from what the directory listing tells, without reading a
+    ** segment: planning a point lookup must not cost one. */
     kl_logref *r;
     char *saved = base->zErrMsg;
     base->zErrMsg = NULL;
     if (acquire_log(vt, dir, &r) == SQLITE_OK) {
-      int64_t leo;
-      kl_err err = {0};
-      if (kl_log_end_offset(r->log, &leo, &err) == KL_OK) {
-        pi.records = (double)(leo - kl_log_start_offset(r->log));
-        pi.segments = (double)kl_log_segment_count(r->log);
+      kl_segment *first = kl_log_first(r->log), *last = kl_log_last(r->log);
+      double n = (double)kl_log_segment_count(r->log);
+      if (last->tail.known) {
+        pi.records = (double)(last->tail.next_offset - first->base);
+      } else if (n > 1) {
+        /* The last segment holds about as much as an average one. */
+        pi.records = (double)(last->base - first->base) * n / (n - 1);
       }
+      pi.segments = n;
       logref_release(r);
     }
     sqlite3_free(base->zErrMsg); /* a bad directory is reported by xFilter */
@@ -292,12 +444,7 @@ static int kl_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   return SQLITE_OK;
 }
 
-/* Add the work of the finished scan to the connection's counters. */
 static void end_scan(kl_vcursor *c) {
-  if (c->ref) {
-    kl_vtab *vt = (kl_vtab *)c->base.pVtab;
-    kl_stats_add_delta(&vt->conn->stats, kl_log_stats(c->ref->log), &c->snap);
-  }
   kl_cursor_free(c->cur);
   c->cur = NULL;
   logref_release(c->ref);
@@ -381,6 +528,7 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
+  if (rc == KL_IO || rc == KL_NOMEM) forget_log((kl_vtab *)c->base.pVtab);
   return set_error(c->base.pVtab, kl_sqlite_rc(rc), "kafka_log: %s",
                    err->msg[0] ? err->msg : kl_rc_name(rc));
 }
@@ -476,9 +624,9 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   }
   int rc = acquire_log(vt, dir, &c->ref);
   if (rc) return rc;
-  c->snap = *kl_log_stats(c->ref->log);
-  if (kl_cursor_new(c->ref->log, &c->cur) != KL_OK) return SQLITE_NOMEM;
-  kl_cursor_on_corrupt(c->cur, on_corrupt);
+  if (kl_cursor_new(c->ref->log, &vt->conn->stats, on_corrupt, &c->cur) != KL_OK) {
+    return SQLITE_NOMEM;
+  }
   c->on_corrupt = on_corrupt;
   if (in_list) {
     /* All IN values at once, sorted, so rows come out in offset order. */
@@ -650,12 +798,12 @@ static int kl_update(sqlite3_vtab *base, int argc, sqlite3_value **argv, sqlite3
 }
 
 static const sqlite3_module kl_module = {
-    .iVersion = 0,
+    .iVersion = 3,
     .xCreate = kl_connect,
     .xConnect = kl_connect,
     .xBestIndex = kl_best_index,
     .xDisconnect = kl_disconnect,
-    .xDestroy = kl_disconnect,
+    .xDestroy = kl_destroy,
     .xOpen = kl_open,
     .xClose = kl_close,
     .xFilter = kl_filter,
@@ -664,6 +812,8 @@ static const sqlite3_module kl_module = {
     .xColumn = kl_column,
     .xRowid = kl_rowid,
     .xUpdate = kl_update,
+    .xRename = kl_rename,
+    .xShadowName = kl_shadow_name,
 };
 
 static void conn_free(void *p) { sqlite3_free(p); }

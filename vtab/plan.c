@@ -15,11 +15,16 @@ typedef struct slot {
   int iCons; /* aConstraint index, -1 if unused */
 } slot;
 
-static int bit_for(int col, int op) {
+/* The plan bit for a constraint, 0 when the module leaves it to SQLite.
+** A named table's dir and on_corrupt are fixed: comparisons with them are
+** SQLite's to make, against the values the columns return. */
+static int bit_for(int col, int op, const kl_plan_info *pi) {
   if (op == SQLITE_INDEX_CONSTRAINT_LIMIT) return KL_P_LIMIT;
   if (op == SQLITE_INDEX_CONSTRAINT_OFFSET) return KL_P_OFFSET;
-  if (col == KL_COL_DIR) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_DIR : 0;
-  if (col == KL_COL_ON_CORRUPT) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_ON_CORRUPT : 0;
+  if (col == KL_COL_DIR || col == KL_COL_ON_CORRUPT) {
+    if (!pi->need_dir || op != SQLITE_INDEX_CONSTRAINT_EQ) return 0;
+    return col == KL_COL_DIR ? KL_P_DIR : KL_P_ON_CORRUPT;
+  }
   if (col == KL_COL_OFFSET || col == -1) {
     switch (op) {
       case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_OFF_EQ;
@@ -58,7 +63,7 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   for (int b = 0; b < 16; b++) used[b] = -1;
   for (int i = 0; i < info->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-    int bit = bit_for(c->iColumn, c->op);
+    int bit = bit_for(c->iColumn, c->op, pi);
     if (!c->usable) continue;
     if (bit == 0 || (bit != KL_P_LIMIT && bit != KL_P_OFFSET &&
                      used[__builtin_ctz((unsigned)bit)] >= 0)) {

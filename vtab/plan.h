@@ -6,7 +6,7 @@
 ** order.  Bits without an argv value are marked "(no argv)".
 **
 **   bit     argv  meaning
-**   0x0001  yes   dir = ?            the partition directory (table-valued form)
+**   0x0001  yes   dir = ?            the partition directory (table-valued form only)
 **   0x0002  yes   offset = ?         or offset IN (...) when KL_P_IN is set
 **   0x0004  yes   offset > ?
 **   0x0008  yes   offset >= ?
@@ -19,7 +19,7 @@
 **   0x0400  yes   timestamp <= ?
 **   0x0800  yes   LIMIT ?
 **   0x1000  yes   OFFSET ?
-**   0x2000  yes   on_corrupt = ?     'error' or 'skip' (table-valued form)
+**   0x2000  yes   on_corrupt = ?     'error' or 'skip' (table-valued form only)
 **   0x4000  no    rows come highest offset first (ORDER BY offset DESC)
 **   0x8000  no    the offset = value is an IN list, read all at once
 **  0x10000  no    ORDER BY offset is consumed (ascending unless 0x4000)
@@ -83,7 +83,8 @@ enum {
 /* What xBestIndex knows about the data to estimate costs with; zeros when
 ** the directory is not known at planning time. */
 typedef struct kl_plan_info {
-  int need_dir;             /* table-valued form: dir must be constrained */
+  int need_dir;             /* table-valued form: dir must be constrained
+                            ** (a named table's dir and options are fixed) */
   double records;           /* estimated records in the log */
   double bytes;             /* bytes of the log */
   double segments;          /* segment count */

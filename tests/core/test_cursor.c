@@ -90,7 +90,7 @@ static void scan_all(const char *dir, recs *out) {
 static kl_rc run_cursor(kl_log *log, const kl_bounds *bd, recs *out, kl_err *err) {
   kl_cursor *c = NULL;
   out->n = 0;
-  kl_rc rc = kl_cursor_new(log, &c);
+  kl_rc rc = kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c);
   if (rc != KL_OK) return rc;
   rc = kl_cursor_start(c, bd, err);
   while (rc == KL_OK) {
@@ -387,7 +387,7 @@ static kl_rc nomem_scenario(const char *dir, const kl_env *env, size_t *produced
     return rc;
   }
   kl_cursor *c = NULL;
-  rc = kl_cursor_new(log, &c);
+  rc = kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c);
   for (int desc = 0; desc < 2 && rc == KL_OK; desc++) {
     kl_bounds b = kl_bounds_all();
     b.desc = desc;
@@ -451,14 +451,14 @@ static void test_work_counters(void **state) {
     log = open_log(dir, NULL);
     kl_cursor *c;
     kl_err err = {0};
-    assert_int_equal(kl_cursor_new(log, &c), KL_OK);
+    assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
     kl_bounds b = kl_bounds_all();
     b.desc = 1;
     assert_int_equal(kl_cursor_start(c, &b, &err), KL_OK);
     assert_int_equal(kl_cursor_next(c, &err), KL_OK);
     assert_int_equal(kl_cursor_record(c)->offset, all.r[all.n - 1].offset);
-    const kl_stats *st = kl_log_stats(log);
-    assert_int_equal(st->batches_decoded, 1);
+    assert_int_equal(kl_cursor_stats(c)->batches_decoded, 1);
+    const kl_stats *st = kl_cursor_stats(c);
     assert_int_equal(st->segments_opened, 1);
     kl_cursor_free(c);
     kl_log_close(log);
@@ -472,7 +472,7 @@ static void test_work_counters(void **state) {
     log = open_log(dir, NULL);
     kl_cursor *c;
     kl_err err = {0};
-    assert_int_equal(kl_cursor_new(log, &c), KL_OK);
+    assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
     kl_bounds b = kl_bounds_all();
     b.off_lo = b.off_hi = want->offset;
     b.desc = i & 1;
@@ -480,7 +480,7 @@ static void test_work_counters(void **state) {
     assert_int_equal(kl_cursor_next(c, &err), KL_OK);
     assert_int_equal(kl_cursor_record(c)->offset, want->offset);
     assert_int_equal(kl_cursor_next(c, &err), KL_DONE);
-    const kl_stats *st = kl_log_stats(log);
+    const kl_stats *st = kl_cursor_stats(c);
     if (st->segments_opened != 1 || st->batches_decoded > 2) {
       if (!bad[b.desc]++) {
         print_error("offset %lld %s: %llu segments opened, %llu batches decoded\n",

@@ -114,7 +114,7 @@ static void test_open_missing(void **state) {
   kl_index ix;
   kl_err err = {0};
   for (int kind = KL_INDEX_OFFSET; kind <= KL_INDEX_TIME; kind += 4) {
-    assert_int_equal(kl_index_open(&ix, kind, tfile(&d, "00000000000000000000.index", NULL, 0), 0,
+    assert_int_equal(kl_index_open(&ix, NULL, kind, tfile(&d, "00000000000000000000.index", NULL, 0), 0,
                                    1000, &err),
                      KL_OK);
     assert_int_equal(err.rc, KL_OK);
@@ -126,15 +126,15 @@ static void test_open_missing(void **state) {
     assert_int_equal(kl_index_floor(&ix, 5, NULL), -1);
     assert_int_equal(kl_index_ceiling(&ix, 5, NULL), -1);
     assert_int_equal(kl_index_floor_classic(&ix, 5, NULL), -1);
-    kl_index_close(&ix);
+    kl_index_close(&ix, NULL);
   }
   /* A directory where the file should be is an I/O problem, named. */
-  kl_rc rc = kl_index_open(&ix, KL_INDEX_OFFSET, d.dir, 0, 1000, &err);
+  kl_rc rc = kl_index_open(&ix, NULL, KL_INDEX_OFFSET, d.dir, 0, 1000, &err);
   if (rc != KL_OK) {
     assert_int_equal(rc, KL_IO);
     assert_non_null(strstr(err.msg, d.dir));
   }
-  kl_index_close(&ix);
+  kl_index_close(&ix, NULL);
   t_rmdir(d.dir);
   free(d.dir);
 }
@@ -148,18 +148,18 @@ static void test_open_empty(void **state) {
   tdir d = {t_mkdtemp("ix-empty"), {0}};
   kl_index ix;
   kl_err err = {0};
-  assert_int_equal(kl_index_open(&ix, KL_INDEX_OFFSET, tfile(&d, "a.index", "", 0), 45, 100, &err),
+  assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_OFFSET, tfile(&d, "a.index", "", 0), 45, 100, &err),
                    KL_OK);
   assert_int_equal(ix.file_len, 0);
   assert_int_equal(ix.n, 0);
   assert_false(ix.unusable);
   assert_int_equal(kl_index_floor(&ix, 92, NULL), -1);
-  kl_index_close(&ix);
-  assert_int_equal(kl_index_open(&ix, KL_INDEX_TIME, tfile(&d, "a.timeindex", "", 0), 45, 100, &err),
+  kl_index_close(&ix, NULL);
+  assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_TIME, tfile(&d, "a.timeindex", "", 0), 45, 100, &err),
                    KL_OK);
   assert_int_equal(ix.n, 0);
   assert_int_equal(kl_index_floor(&ix, 100, NULL), -1);
-  kl_index_close(&ix);
+  kl_index_close(&ix, NULL);
   t_rmdir(d.dir);
   free(d.dir);
 }
@@ -182,21 +182,21 @@ static void test_open_bad_length(void **state) {
   uint8_t junk[100];
   memset(junk, ' ', sizeof junk);
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-    assert_int_equal(kl_index_open(&ix, cases[i].kind, tfile(&d, "x", junk, cases[i].len), 0,
+    assert_int_equal(kl_index_open(&ix, NULL, cases[i].kind, tfile(&d, "x", junk, cases[i].len), 0,
                                    100000, &err),
                      KL_OK);
     assert_true(ix.unusable);
     assert_int_equal(ix.n, 0);
     assert_int_equal(ix.file_len, (int64_t)cases[i].len);
     assert_int_equal(kl_index_floor(&ix, 1000, NULL), -1);
-    kl_index_close(&ix);
+    kl_index_close(&ix, NULL);
   }
   /* The exact multiples are usable. */
-  assert_int_equal(kl_index_open(&ix, KL_INDEX_OFFSET, tfile(&d, "x", junk, 16), 0, 1 << 30, &err),
+  assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_OFFSET, tfile(&d, "x", junk, 16), 0, 1 << 30, &err),
                    KL_OK);
   assert_false(ix.unusable);
   assert_int_equal(ix.n, 2);
-  kl_index_close(&ix);
+  kl_index_close(&ix, NULL);
   t_rmdir(d.dir);
   free(d.dir);
 }
@@ -222,7 +222,7 @@ static void test_open_preallocated(void **state) {
     for (int64_t n = 0; n <= 7; n++) {
       size_t len;
       uint8_t *p = offset_bytes(rel, pos, n, zeros[z], &len);
-      assert_int_equal(kl_index_open(&ix, KL_INDEX_OFFSET, tfile(&d, "p.index", p, len), 500,
+      assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_OFFSET, tfile(&d, "p.index", p, len), 500,
                                      1 << 20, &err),
                        KL_OK);
       assert_int_equal(ix.n, n);
@@ -235,11 +235,11 @@ static void test_open_preallocated(void **state) {
         /* A target past everything lands on the last real entry. */
         assert_int_equal(kl_index_floor(&ix, INT64_MAX, NULL), n - 1);
       }
-      kl_index_close(&ix);
+      kl_index_close(&ix, NULL);
       free(p);
 
       p = time_bytes(ts, rel, n, zeros[z], &len);
-      assert_int_equal(kl_index_open(&ix, KL_INDEX_TIME, tfile(&d, "p.timeindex", p, len), 500,
+      assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_TIME, tfile(&d, "p.timeindex", p, len), 500,
                                      1 << 20, &err),
                        KL_OK);
       assert_int_equal(ix.n, n);
@@ -249,7 +249,7 @@ static void test_open_preallocated(void **state) {
         assert_int_equal(kl_index_time_offset_at(&ix, n - 1), 500 + rel[n - 1]);
         assert_int_equal(kl_index_floor(&ix, INT64_MAX, NULL), n - 1);
       }
-      kl_index_close(&ix);
+      kl_index_close(&ix, NULL);
       free(p);
     }
   }
@@ -281,7 +281,7 @@ static void test_open_stale(void **state) {
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     size_t len;
     uint8_t *p = offset_bytes(rel, pos, 10, cases[c].zeros, &len);
-    assert_int_equal(kl_index_open(&ix, KL_INDEX_OFFSET, tfile(&d, "s.index", p, len), 0,
+    assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_OFFSET, tfile(&d, "s.index", p, len), 0,
                                    cases[c].log_size, &err),
                      KL_OK);
     if (ix.n != cases[c].n) {
@@ -289,7 +289,7 @@ static void test_open_stale(void **state) {
     }
     assert_int_equal(ix.zero_slots, cases[c].zeros);
     assert_int_equal(ix.stale, 10 - cases[c].n);
-    kl_index_close(&ix);
+    kl_index_close(&ix, NULL);
     int64_t zs = -7;
     assert_int_equal(kl_index_count(KL_INDEX_OFFSET, p, len, 0, cases[c].log_size, &zs),
                      cases[c].n);
@@ -319,7 +319,7 @@ static void test_offset_index_kafka_cases(void **state) {
   }
   size_t len;
   uint8_t *p = offset_bytes(rel, pos, 30, 0, &len);
-  assert_int_equal(kl_index_open(&ix, KL_INDEX_OFFSET, tfile(&d, "k.index", p, len), 45, 1000, &err),
+  assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_OFFSET, tfile(&d, "k.index", p, len), 45, 1000, &err),
                    KL_OK);
   assert_int_equal(ix.n, 30);
   assert_int_equal(kl_index_floor(&ix, 45, NULL), -1);
@@ -331,7 +331,7 @@ static void test_offset_index_kafka_cases(void **state) {
     assert_int_equal(kl_index_position_at(&ix, i), i + 1);
     assert_int_equal(kl_index_key(&ix, i), 46 + i);
   }
-  kl_index_close(&ix);
+  kl_index_close(&ix, NULL);
   free(p);
 
   uint64_t seed = 45;
@@ -344,7 +344,7 @@ static void test_offset_index_kafka_cases(void **state) {
       pos[i] = q;
     }
     p = offset_bytes(rel, pos, 30, 0, &len);
-    assert_int_equal(kl_index_open(&ix, KL_INDEX_OFFSET, tfile(&d, "r.index", p, len), 45,
+    assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_OFFSET, tfile(&d, "r.index", p, len), 45,
                                    q + 1, &err),
                      KL_OK);
     assert_int_equal(ix.n, 30);
@@ -355,7 +355,7 @@ static void test_offset_index_kafka_cases(void **state) {
       }
       assert_int_equal(kl_index_floor(&ix, t, NULL), want);
     }
-    kl_index_close(&ix);
+    kl_index_close(&ix, NULL);
     free(p);
   }
   t_rmdir(d.dir);
@@ -378,7 +378,7 @@ static void test_time_index_kafka_cases(void **state) {
   }
   size_t len;
   uint8_t *p = time_bytes(ts, rel, 29, 1, &len); /* 30 slots, last reserved */
-  assert_int_equal(kl_index_open(&ix, KL_INDEX_TIME, tfile(&d, "t.timeindex", p, len), 45, 1000, &err),
+  assert_int_equal(kl_index_open(&ix, NULL, KL_INDEX_TIME, tfile(&d, "t.timeindex", p, len), 45, 1000, &err),
                    KL_OK);
   assert_int_equal(ix.n, 29);
   assert_int_equal(ix.zero_slots, 1);
@@ -397,7 +397,7 @@ static void test_time_index_kafka_cases(void **state) {
   }
   assert_int_equal(kl_index_ceiling(&ix, 25, NULL), 2);
   assert_int_equal(kl_index_ceiling(&ix, 291, NULL), -1);
-  kl_index_close(&ix);
+  kl_index_close(&ix, NULL);
   free(p);
   t_rmdir(d.dir);
   free(d.dir);

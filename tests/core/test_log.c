@@ -66,12 +66,22 @@ static void touch(const char *dir, const char *name, const void *p, size_t n) {
   assert_int_equal(t_write_file(path, p, n), 0);
 }
 
+/* The reader every lookup of the open test log goes through (one log is
+** open at a time): its counters are what the tests read. */
+static kl_reader g_rd;
+
 static kl_log *open_log(const char *dir) {
   kl_log *log = NULL;
   kl_err err = {0};
   kl_rc rc = kl_log_open(NULL, dir, &log, &err);
   if (rc != KL_OK) fail_msg("open %s: %s %s", dir, kl_rc_name(rc), err.msg);
+  kl_reader_init(&g_rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
   return log;
+}
+
+static void close_log(kl_log *log) {
+  kl_reader_free(&g_rd);
+  kl_log_close(log);
 }
 
 /* Every record of a log, from a plain scan of its .log files. */
@@ -133,13 +143,13 @@ static int64_t ref_time(const recs *a, int64_t t, int64_t *ts) {
 static void check_offsets(kl_log *log, const recs *a) {
   kl_err err = {0};
   int64_t leo;
-  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  assert_int_equal(kl_log_end_offset(log, &g_rd, &leo, &err), KL_OK);
   int64_t start = kl_log_start_offset(log);
   assert_true(a->n > 0);
   assert_int_equal(leo, a->r[a->n - 1].offset + 1);
   for (int64_t t = start - 2; t <= leo + 2; t++) {
     kl_offset_lookup lk;
-    assert_int_equal(kl_log_lookup_offset(log, t, &lk, &err), KL_OK);
+    assert_int_equal(kl_log_lookup_offset(log, &g_rd, t, &lk, &err), KL_OK);
     if (t < start || t > leo) {
       assert_int_equal(lk.status, KL_LOOKUP_OUT_OF_RANGE);
       continue;
@@ -172,7 +182,7 @@ static void check_times(kl_log *log, const recs *a, int64_t lo, int64_t hi) {
   kl_err err = {0};
   for (int64_t t = lo; t <= hi; t++) {
     kl_time_lookup tl;
-    kl_rc rc = kl_log_lookup_time(log, t, &tl, &err);
+    kl_rc rc = kl_log_lookup_time(log, &g_rd, t, &tl, &err);
     if (rc != KL_OK) fail_msg("time %lld: %s %s", (long long)t, kl_rc_name(rc), err.msg);
     int64_t wts = 0;
     int64_t want = ref_time(a, t, &wts);
@@ -199,7 +209,7 @@ static void remove_suffix(const char *dir, const char *suffix) {
     snprintf(cmdpath, sizeof cmdpath, "%.*s%s", (int)(len - 4), s->log_path, suffix);
     unlink(cmdpath);
   }
-  kl_log_close(log);
+  close_log(log);
 }
 
 /* Overwrite every file with the suffix with random bytes (same length)
@@ -241,14 +251,15 @@ static void garble_suffix(const char *dir, const char *suffix, uint64_t *seed, i
     assert_int_equal(t_write_file(path, p, n), 0);
     free(p);
   }
-  kl_log_close(log);
+  close_log(log);
 }
 
 /* Entries dropped at open (zero tail aside) over all opened segments. */
 static int64_t stale_entries(kl_log *log) {
   int64_t n = 0;
   for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
-    if (s->opened) n += s->oidx.stale + s->tidx.stale;
+    if (s->oidx_open) n += s->oidx.stale;
+    if (s->tidx_open) n += s->tidx.stale;
   }
   return n;
 }
@@ -300,18 +311,18 @@ static void test_open_empty_dir(void **state) {
   assert_null(kl_log_floor(log, 0));
   assert_int_equal(kl_log_start_offset(log), 0);
   int64_t leo = -1;
-  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  assert_int_equal(kl_log_end_offset(log, &g_rd, &leo, &err), KL_OK);
   assert_int_equal(leo, 0);
   kl_offset_lookup lk;
-  assert_int_equal(kl_log_lookup_offset(log, 5, &lk, &err), KL_OK);
+  assert_int_equal(kl_log_lookup_offset(log, &g_rd, 5, &lk, &err), KL_OK);
   assert_int_equal(lk.status, KL_LOOKUP_OUT_OF_RANGE);
   kl_time_lookup tl;
-  assert_int_equal(kl_log_lookup_time(log, 100, &tl, &err), KL_OK);
+  assert_int_equal(kl_log_lookup_time(log, &g_rd, 100, &tl, &err), KL_OK);
   assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
-  assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+  assert_int_equal(kl_log_lookup_time(log, &g_rd, KL_TS_MAX, &tl, &err), KL_OK);
   assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
-  assert_int_equal(kl_log_stats(log)->segments_opened, 0);
-  kl_log_close(log);
+  assert_int_equal(g_rd.stats->segments_opened, 0);
+  close_log(log);
   t_rmdir(dir);
   free(dir);
 }
@@ -341,12 +352,12 @@ static void test_open_foreign_files(void **state) {
   assert_int_equal(kl_log_segment_count(log), 1);
   assert_int_equal(kl_log_first(log)->base, 0);
   assert_true(kl_log_first(log)->is_last);
-  assert_int_equal(kl_log_stats(log)->segments_opened, 0);
+  assert_int_equal(g_rd.stats->segments_opened, 0);
   kl_err err = {0};
   int64_t leo;
-  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  assert_int_equal(kl_log_end_offset(log, &g_rd, &leo, &err), KL_OK);
   assert_int_equal(leo, 6);
-  kl_log_close(log);
+  close_log(log);
   t_rmdir(dir);
   free(dir);
 }
@@ -382,9 +393,9 @@ static void test_segment_map(void **state) {
   /* All four are empty: the log ends where the last begins. */
   kl_err err = {0};
   int64_t leo;
-  assert_int_equal(kl_log_end_offset(log, &leo, &err), KL_OK);
+  assert_int_equal(kl_log_end_offset(log, &g_rd, &leo, &err), KL_OK);
   assert_int_equal(leo, 7);
-  kl_log_close(log);
+  close_log(log);
   t_rmdir(dir);
   free(dir);
 }
@@ -414,7 +425,7 @@ static void test_find_offset_by_timestamp(void **state) {
                                          {399, 40}, {400, 40}, {490, 49}, {0, 40},   {491, -1}};
       for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         kl_time_lookup tl;
-        assert_int_equal(kl_log_lookup_time(log, cases[c][0], &tl, &err), KL_OK);
+        assert_int_equal(kl_log_lookup_time(log, &g_rd, cases[c][0], &tl, &err), KL_OK);
         if (cases[c][1] < 0) {
           assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
         } else {
@@ -429,15 +440,15 @@ static void test_find_offset_by_timestamp(void **state) {
         }
       }
       kl_time_lookup tl;
-      assert_int_equal(kl_log_lookup_time(log, KL_TS_EARLIEST, &tl, &err), KL_OK);
+      assert_int_equal(kl_log_lookup_time(log, &g_rd, KL_TS_EARLIEST, &tl, &err), KL_OK);
       assert_int_equal(tl.offset, 40);
-      assert_int_equal(kl_log_lookup_time(log, KL_TS_LATEST, &tl, &err), KL_OK);
+      assert_int_equal(kl_log_lookup_time(log, &g_rd, KL_TS_LATEST, &tl, &err), KL_OK);
       assert_int_equal(tl.offset, 50);
-      assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+      assert_int_equal(kl_log_lookup_time(log, &g_rd, KL_TS_MAX, &tl, &err), KL_OK);
       assert_int_equal(tl.status, KL_LOOKUP_OK);
       assert_int_equal(tl.offset, 49);
       assert_int_equal(tl.timestamp, 490);
-      kl_log_close(log);
+      close_log(log);
       t_rmdir(dir);
       free(dir);
     }
@@ -461,9 +472,9 @@ static void test_lookups_multi_segment(void **state) {
     scan_all(log, &a);
     check_offsets(log, &a);
     check_times(log, &a, 800, 1000 + 10 * (int64_t)a.n + 120);
-    assert_int_equal(kl_log_stats(log)->index_fallbacks, 0);
-    assert_true(kl_log_stats(log)->index_probes > 0); /* the indexes were used */
-    kl_log_close(log);
+    assert_int_equal(g_rd.stats->index_fallbacks, 0);
+    assert_true(g_rd.stats->index_probes > 0); /* the indexes were used */
+    close_log(log);
     free(a.r);
     t_rmdir(dir);
     free(dir);
@@ -488,7 +499,7 @@ static void test_lookups_without_index(void **state) {
   check_times(log, &a, 800, 1000 + 10 * (int64_t)a.n + 120);
   kl_time_lookup tl;
   kl_err err = {0};
-  assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+  assert_int_equal(kl_log_lookup_time(log, &g_rd, KL_TS_MAX, &tl, &err), KL_OK);
   int64_t maxts = INT64_MIN, maxoff = -1;
   for (size_t i = 0; i < a.n; i++) {
     if (a.r[i].ts > maxts) {
@@ -498,9 +509,9 @@ static void test_lookups_without_index(void **state) {
   }
   assert_int_equal(tl.timestamp, maxts);
   assert_int_equal(tl.offset, maxoff);
-  assert_int_equal(kl_log_stats(log)->index_fallbacks, 0);
-  assert_int_equal(kl_log_stats(log)->index_probes, 0);
-  kl_log_close(log);
+  assert_int_equal(g_rd.stats->index_fallbacks, 0);
+  assert_int_equal(g_rd.stats->index_probes, 0);
+  close_log(log);
   free(a.r);
   t_rmdir(dir);
   free(dir);
@@ -523,7 +534,7 @@ static void test_lookups_garbage_index(void **state) {
     kl_log *log = open_log(dir);
     recs a = {0};
     scan_all(log, &a);
-    kl_log_close(log);
+    close_log(log);
     uint64_t seed = 77;
     garble_suffix(dir, ".index", &seed, 5, plausible);
     if (both) garble_suffix(dir, ".timeindex", &seed, 5, plausible);
@@ -531,11 +542,11 @@ static void test_lookups_garbage_index(void **state) {
     check_offsets(log, &a);
     check_times(log, &a, 800, 1000 + 10 * (int64_t)a.n + 120);
     if (plausible) {
-      if (kl_log_stats(log)->index_fallbacks == 0) fail_msg("round %d: garbage went unnoticed", round);
+      if (g_rd.stats->index_fallbacks == 0) fail_msg("round %d: garbage went unnoticed", round);
     } else {
-      assert_true(kl_log_stats(log)->index_fallbacks + (uint64_t)stale_entries(log) > 0);
+      assert_true(g_rd.stats->index_fallbacks + (uint64_t)stale_entries(log) > 0);
     }
-    kl_log_close(log);
+    close_log(log);
     free(a.r);
     t_rmdir(dir);
     free(dir);
@@ -554,7 +565,7 @@ static void test_lookups_misleading_index(void **state) {
   kl_log *log = open_log(dir);
   recs a = {0};
   scan_all(log, &a);
-  kl_log_close(log);
+  close_log(log);
   char path[4096];
   path_in(path, sizeof path, dir, "00000000000000000000.index");
   size_t n;
@@ -575,8 +586,8 @@ static void test_lookups_misleading_index(void **state) {
     log = open_log(dir);
     check_offsets(log, &a);
     check_times(log, &a, 990, 1000 + 10 * (int64_t)a.n + 20);
-    if (variant != 1) assert_true(kl_log_stats(log)->index_fallbacks > 0);
-    kl_log_close(log);
+    if (variant != 1) assert_true(g_rd.stats->index_fallbacks > 0);
+    close_log(log);
     free(p);
   }
   free(ix);
@@ -643,7 +654,7 @@ static void test_gaps(void **state) {
   };
   for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
     kl_offset_lookup lk;
-    assert_int_equal(kl_log_lookup_offset(log, cases[c].target, &lk, &err), KL_OK);
+    assert_int_equal(kl_log_lookup_offset(log, &g_rd, cases[c].target, &lk, &err), KL_OK);
     if (lk.status != cases[c].status) {
       fail_msg("offset %lld: status %d want %d", (long long)cases[c].target, lk.status, cases[c].status);
     }
@@ -655,12 +666,12 @@ static void test_gaps(void **state) {
   }
   /* By time: 250 is first reached at offset 60 (ts 300). */
   kl_time_lookup tl;
-  assert_int_equal(kl_log_lookup_time(log, 250, &tl, &err), KL_OK);
+  assert_int_equal(kl_log_lookup_time(log, &g_rd, 250, &tl, &err), KL_OK);
   assert_int_equal(tl.offset, 60);
-  assert_int_equal(kl_log_lookup_time(log, 302, &tl, &err), KL_OK);
+  assert_int_equal(kl_log_lookup_time(log, &g_rd, 302, &tl, &err), KL_OK);
   assert_int_equal(tl.offset, 80);
   assert_int_equal(tl.segment_base, 70);
-  kl_log_close(log);
+  close_log(log);
   t_rmdir(dir);
   free(dir);
 }
@@ -681,8 +692,8 @@ static void test_offsets_above_2_32(void **state) {
   check_offsets(log, &a);
   check_times(log, &a, 1000 + 10 * INT64_C(5000000000) - 20,
               1000 + 10 * INT64_C(5000000000) + 10 * (int64_t)a.n + 20);
-  assert_int_equal(kl_log_stats(log)->index_fallbacks, 0);
-  kl_log_close(log);
+  assert_int_equal(g_rd.stats->index_fallbacks, 0);
+  close_log(log);
   free(a.r);
   t_rmdir(dir);
   free(dir);
@@ -709,7 +720,7 @@ static void test_max_timestamp_tie(void **state) {
   assert_true(kl_log_segment_count(log) >= 2);
   kl_err err = {0};
   kl_time_lookup tl;
-  assert_int_equal(kl_log_lookup_time(log, KL_TS_MAX, &tl, &err), KL_OK);
+  assert_int_equal(kl_log_lookup_time(log, &g_rd, KL_TS_MAX, &tl, &err), KL_OK);
   assert_int_equal(tl.status, KL_LOOKUP_OK);
   assert_int_equal(tl.offset, 1);
   assert_int_equal(tl.timestamp, 900);
@@ -717,7 +728,7 @@ static void test_max_timestamp_tie(void **state) {
   recs a = {0};
   scan_all(log, &a);
   check_times(log, &a, 0, 1000);
-  kl_log_close(log);
+  close_log(log);
   free(a.r);
   t_rmdir(dir);
   free(dir);
@@ -749,7 +760,7 @@ static void test_non_monotonic_timestamps(void **state) {
   scan_all(log, &a);
   check_times(log, &a, -3 + 3, 3001); /* 0..3001 */
   check_offsets(log, &a);
-  kl_log_close(log);
+  close_log(log);
   free(a.r);
   t_rmdir(dir);
   free(dir);

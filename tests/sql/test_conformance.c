@@ -166,7 +166,10 @@ static void check_offset_lookups(sqlite3 *db, ctx *c, const char *json, kl_log *
     kl_offset_lookup r;
     kl_err err = {0};
     memset(&r, 0xa5, sizeof r);
-    kl_rc rc = kl_log_lookup_offset(log, off, &r, &err);
+    kl_reader rd;
+    kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+    kl_rc rc = kl_log_lookup_offset(log, &rd, off, &r, &err);
+    kl_reader_free(&rd);
     n++;
     if (rc != KL_OK) {
       if (c->failures++ < 25)
@@ -215,7 +218,10 @@ static void check_time_lookups(sqlite3 *db, ctx *c, const char *json, kl_log *lo
     kl_time_lookup r;
     kl_err err = {0};
     memset(&r, 0xa5, sizeof r);
-    kl_rc rc = kl_log_lookup_time(log, t, &r, &err);
+    kl_reader rd;
+    kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+    kl_rc rc = kl_log_lookup_time(log, &rd, t, &r, &err);
+    kl_reader_free(&rd);
     if (rc != KL_OK) {
       if (c->failures++ < 25)
         print_message("  %s: timestamp %" PRId64 ": %s: %s\n", c->set, t, kl_rc_name(rc), err.msg);

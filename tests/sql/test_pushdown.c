@@ -182,8 +182,8 @@ static void test_stats_accumulate_and_reset(void **state) {
   char *keys = st_text(db, "SELECT group_concat(key, ' ') FROM"
                            " (SELECT key FROM json_each(kafka_log_stats()) ORDER BY key)", NULL);
   assert_string_equal(keys, "batch_headers batches_decoded batches_skipped bytes_decompressed"
-                            " crc_checks index_fallbacks index_probes records_decoded"
-                            " segments_opened");
+                            " bytes_read crc_checks index_fallbacks index_probes reads"
+                            " records_decoded segments_opened");
   free(keys);
   st_close(other);
   st_close(db);

@@ -360,10 +360,17 @@ static void test_corrupt_log(void **state) {
   assert_int_equal(rc & 0xff, SQLITE_CORRUPT);
   assert_non_null(strstr(sqlite3_errmsg(db), "202"));
   sqlite3_finalize(st);
-  /* ... while records of intact batches stay readable: CRCs are checked
-  ** when a batch's records are decoded, not when its header is skipped. */
+  /* ... and so do those past it: a-tiny is too small for index entries,
+  ** so the lookup of 7 reads from position 0 through the damaged batch
+  ** (as a Kafka consumer would get it in its fetch and reject it) ... */
+  st = st_prep(db, "SELECT * FROM kafka_log(?1) WHERE offset = 7", "t", dir);
+  assert_int_equal(sqlite3_step(st) & 0xff, SQLITE_CORRUPT);
+  assert_non_null(strstr(sqlite3_errmsg(db), "202"));
+  sqlite3_finalize(st);
+  /* ... while those before it stay readable: the batch after offset 1
+  ** starts past it, which its header tells without a CRC. */
   assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE offset = 1", "t", dir), 1);
-  assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE offset = 7", "t", dir), 7);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE offset <= 2", "t", dir), 3);
   st_close(db);
   t_rmdir(dir);
   free(dir);

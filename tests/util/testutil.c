@@ -29,6 +29,7 @@ const kl_env *t_failenv(t_failalloc *fa, long fail_at) {
   fa->calls = 0;
   fa->fail_at = fail_at;
   fa->live = 0;
+  memset(&fa->env, 0, sizeof fa->env);
   fa->env.xRealloc = t_fail_realloc;
   fa->env.ud = fa;
   return &fa->env;

@@ -1,0 +1,146 @@
+/*
+** file.c - positioned reads and file windows (see file.h for why nothing is
+** mapped).
+*/
+#include "file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The first read after a jump covers an index interval (4 KiB by default)
+** on each side of a lookup's start with room to spare; reads that continue
+** where the last one ended double up to 1 MiB, so a scan makes few calls. */
+#define KL_WINDOW_FIRST ((size_t)16 << 10)
+#define KL_WINDOW_MAX ((size_t)1 << 20)
+
+kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err) {
+  memset(f, 0, sizeof *f);
+  f->fd = -1;
+  f->env = env;
+  f->path = path;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return KL_NOTFOUND;
+    return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int e = errno;
+    close(fd);
+    return kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    close(fd);
+    return kl_err_set(err, KL_IO, "%s: not a regular file", path);
+  }
+  f->fd = fd;
+  f->size = st.st_size;
+  f->dev = (uint64_t)st.st_dev;
+  f->ino = (uint64_t)st.st_ino;
+  return KL_OK;
+}
+
+void kl_file_close(kl_file *f) {
+  if (f->fd >= 0) close(f->fd);
+  f->fd = -1;
+}
+
+static long read_at(const kl_file *f, void *buf, size_t n, int64_t pos) {
+  if (f->env && f->env->xRead) return f->env->xRead(f->env->ud, f->fd, buf, n, pos);
+  return (long)pread(f->fd, buf, n, (off_t)pos);
+}
+
+kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err) {
+  size_t got = 0;
+  while (got < n) {
+    long k = read_at(f, (uint8_t *)buf + got, n - got, pos + (int64_t)got);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) {
+      return kl_err_set(err, KL_IO, "%s: position %lld: read failed: %s", f->path,
+                        (long long)(pos + (int64_t)got), strerror(errno));
+    }
+    if (k == 0) {
+      return kl_err_set(err, KL_IO,
+                        "%s: position %lld: the file ends there now (it had %lld bytes when "
+                        "opened: truncated while being read?)",
+                        f->path, (long long)(pos + (int64_t)got), (long long)f->size);
+    }
+    got += (size_t)k;
+  }
+  return KL_OK;
+}
+
+kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err) {
+  uint8_t buf[8192];
+  *zero = 1;
+  while (pos < f->size) {
+#ifdef SEEK_DATA
+    if (!(f->env && f->env->xRead)) {
+      off_t d = lseek(f->fd, (off_t)pos, SEEK_DATA);
+      if (d < 0 && errno == ENXIO) return KL_OK; /* only a hole is left */
+      if (d > pos) pos = d;
+      if (pos >= f->size) return KL_OK;
+    }
+#endif
+    size_t n = f->size - pos < (int64_t)sizeof buf ? (size_t)(f->size - pos) : sizeof buf;
+    kl_rc rc = kl_file_read(f, pos, buf, n, err);
+    if (rc) return rc;
+    for (size_t i = 0; i < n; i++) {
+      if (buf[i]) {
+        *zero = 0;
+        return KL_OK;
+      }
+    }
+    pos += (int64_t)n;
+  }
+  return KL_OK;
+}
+
+kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const uint8_t **out,
+                    kl_stats *stats, kl_err *err) {
+  if (w->f == f && pos >= w->start && pos + (int64_t)n <= w->start + (int64_t)w->len) {
+    *out = w->buf.p + (pos - w->start);
+    return KL_OK;
+  }
+  if (pos < 0 || (int64_t)n > f->size - pos) {
+    return kl_err_set(err, KL_IO, "%s: position %lld: %zu bytes asked past the end (%lld bytes)",
+                      f->path, (long long)pos, n, (long long)f->size);
+  }
+  /* Keep what the window already holds from pos on; read the rest. */
+  size_t keep = 0;
+  int sequential = w->f == f && pos >= w->start && pos <= w->start + (int64_t)w->len;
+  if (sequential) keep = (size_t)(w->start + (int64_t)w->len - pos);
+  size_t want = sequential ? w->next : KL_WINDOW_FIRST;
+  if (want < n) want = n;
+  if ((int64_t)want > f->size - pos) want = (size_t)(f->size - pos);
+  w->next = sequential && w->next < KL_WINDOW_MAX ? w->next * 2 : KL_WINDOW_FIRST * 2;
+  if (keep && pos > w->start) memmove(w->buf.p, w->buf.p + (pos - w->start), keep);
+  w->f = NULL; /* nothing valid until the read succeeds */
+  w->len = 0;
+  kl_rc rc = kl_buf_reserve(f->env, &w->buf, want);
+  if (rc) return kl_err_set(err, rc, "out of memory reading %s", f->path);
+  rc = kl_file_read(f, pos + (int64_t)keep, w->buf.p + keep, want - keep, err);
+  if (rc) return rc;
+  if (stats) {
+    stats->bytes_read += want - keep;
+    stats->reads++;
+  }
+  w->f = f;
+  w->start = pos;
+  w->len = want;
+  *out = w->buf.p;
+  return KL_OK;
+}
+
+void kl_window_drop(kl_window *w) {
+  w->f = NULL;
+  w->len = 0;
+}
+
+void kl_window_free(kl_window *w, const kl_env *env) {
+  kl_buf_free(env, &w->buf);
+  kl_window_drop(w);
+}

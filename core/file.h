@@ -1,0 +1,73 @@
+/*
+** file.h - every byte the core reads from disk comes through here:
+** positioned reads of an open file (kl_file) and a window of one file held
+** in memory (kl_window).
+**
+** Nothing is memory-mapped.  A mapping of a file that another process
+** truncates turns the next access into SIGBUS, which kills the program that
+** embeds SQLite; a positioned read of the same bytes returns short, which
+** is an error we can report.  Kafka itself reads .log data this way (it maps
+** only its indexes, which the broker alone resizes); we are a library in
+** someone else's process, next to brokers, copies and writers we do not
+** control, so indexes are read the same way (index.c keeps the pieces it
+** has read).
+**
+** A file keeps the size it had when opened: reads never look past it, so a
+** file that grows while a query runs is read as it was (appends are seen by
+** the next query), and one that shrinks gives KL_IO naming the file and the
+** position that is gone.  A file replaced by rename keeps being read as the
+** old file, through the descriptor.
+**
+** Reads go through kl_env.xRead when set (tests inject errors and short
+** reads there), else pread(2).
+*/
+#ifndef KL_FILE_H
+#define KL_FILE_H
+
+#include "klog.h"
+
+typedef struct kl_file {
+  int fd;                   /* -1 when closed */
+  int64_t size;             /* bytes when opened; reads stay below it */
+  uint64_t dev, ino;        /* identity, to notice a replaced file */
+  const char *path;         /* borrowed from the owner, for messages */
+  const kl_env *env;
+} kl_file;
+
+/* Open path read-only.  KL_NOTFOUND when it does not exist (no message);
+** KL_IO with the OS reason otherwise.  f->path borrows path. */
+kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err);
+void kl_file_close(kl_file *f);
+
+/* Read exactly n bytes at pos into buf.  KL_IO when the read fails or
+** comes back short (the file shrank since it was opened), naming the file
+** and the position. */
+kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err);
+
+/* Is every byte of [pos, f->size) zero?  Holes of a sparse file (a
+** preallocated segment) are passed over without reading them. */
+kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err);
+
+/*
+** A window of one file in memory.  kl_window_get makes [pos, pos+n)
+** available and returns a pointer to it, valid until the next call on the
+** window.  Reads are sized for the access: a read at the position where the
+** window ended (a scan) doubles in size up to 1 MiB, a read elsewhere (a
+** lookup) starts small again.  Owned by one reader; freed with
+** kl_window_free.
+*/
+typedef struct kl_window {
+  const kl_file *f;         /* file whose bytes are held, or NULL */
+  int64_t start;            /* file position of buf.p[0] */
+  size_t len;               /* valid bytes */
+  size_t next;              /* size of the next sequential read */
+  kl_buf buf;
+} kl_window;
+
+kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const uint8_t **out,
+                    kl_stats *stats, kl_err *err);
+/* Forget the bytes held (the file may be closed or reopened). */
+void kl_window_drop(kl_window *w);
+void kl_window_free(kl_window *w, const kl_env *env);
+
+#endif

@@ -1,0 +1,839 @@
+/*
+** scan.c - Kafka's scan rules over one segment (see scan.h).
+** Rules: format.md 2.1-2.2, behaviour.md 4, 6 and 7.3.
+*/
+#include "scan.h"
+
+#include <stdio.h>
+#include <string.h>
+
+void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_corrupt) {
+  memset(rd, 0, sizeof *rd);
+  rd->env = env;
+  rd->stats = stats ? stats : &rd->own;
+  rd->skip = on_corrupt == KL_ON_CORRUPT_SKIP;
+}
+
+void kl_reader_free(kl_reader *rd) {
+  kl_window_free(&rd->win, rd->env);
+  kl_buf_free(rd->env, &rd->scratch);
+}
+
+const char *kl_damage_name(int kind) {
+  switch (kind) {
+    case KL_DMG_CRC: return "crc_mismatch";
+    case KL_DMG_RECORDS: return "bad_records";
+    case KL_DMG_HEADER: return "bad_header";
+    case KL_DMG_REGRESSION: return "offset_regression";
+    case KL_DMG_BELOW_BASE: return "offset_below_base";
+    case KL_DMG_OVERLAP: return "segment_overlap";
+    case KL_DMG_MAGIC: return "bad_magic";
+    case KL_DMG_LENGTH: return "bad_batch_length";
+    case KL_DMG_TRUNCATED: return "truncated_batch";
+    case KL_DMG_TRAILING: return "trailing_bytes";
+    case KL_DMG_ZERO_TAIL: return "zero_filled_tail";
+  }
+  return "damage";
+}
+
+/* ---- one entry ---- */
+
+/* What lies at a position, before any CRC is looked at. */
+enum {
+  E_BATCH,                  /* a header that parses, the entry fits */
+  E_END,                    /* the end of the file */
+  E_ZEROS,                  /* zeros from here to the end of the file */
+  E_SHORT,                  /* fewer than 18 bytes left, not all zero */
+  E_TOOLONG,                /* the entry extends past the end of the file */
+  E_TRAILING,               /* zero offset and length, then data */
+  E_LENGTH,                 /* length below 14 */
+  E_MAGIC,                  /* unknown magic */
+  E_HEADER                  /* a field is invalid, the length is sane */
+};
+
+static kl_rc zero_from(kl_reader *rd, kl_segment *s, int64_t pos, int *zero, kl_err *err) {
+  if (s->zero_from >= 0 && pos >= s->zero_from) {
+    *zero = 1;
+    return KL_OK;
+  }
+  kl_rc rc = kl_file_zero_from(&s->log, pos, zero, err);
+  if (rc == KL_OK && *zero) s->zero_from = pos;
+  (void)rd;
+  return rc;
+}
+
+/* Classify the entry at pos; for E_BATCH and E_HEADER, *b holds what
+** parsed (b->size is the entry's size) and b->bytes its first bytes. */
+static kl_rc entry_at(kl_reader *rd, kl_segment *s, int64_t pos, kl_batch *b, int *st,
+                      char *msg, size_t msgn, kl_err *err) {
+  int64_t avail = s->size - pos;
+  memset(b, 0, sizeof *b);
+  b->position = pos;
+  msg[0] = 0;
+  if (avail <= 0) {
+    *st = E_END;
+    return KL_OK;
+  }
+  int zero;
+  kl_rc rc;
+  if (avail < KL_ENTRY_PREFIX + 1) { /* Kafka: p >= end - 17 stops the scan */
+    if ((rc = zero_from(rd, s, pos, &zero, err)) != KL_OK) return rc;
+    *st = zero ? E_ZEROS : E_SHORT;
+    return KL_OK;
+  }
+  const uint8_t *p;
+  size_t n = avail < KL_V2_HEADER ? (size_t)avail : KL_V2_HEADER;
+  if ((rc = kl_window_get(&rd->win, &s->log, pos, n, &p, rd->stats, err)) != KL_OK) return rc;
+  rd->stats->batch_headers++;
+  int32_t len = kl_get_i32(p + 8);
+  if (len < KL_LEGACY_MIN_SIZE) {
+    int head_zero = 1;
+    for (int i = 0; i < KL_LOG_OVERHEAD; i++) head_zero &= p[i] == 0;
+    if (head_zero) {
+      if ((rc = zero_from(rd, s, pos, &zero, err)) != KL_OK) return rc;
+      if (zero) {
+        *st = E_ZEROS;
+        return KL_OK;
+      }
+      *st = E_TRAILING;
+      snprintf(msg, msgn, "%lld bytes after the last batch are not a batch (zero offset and "
+               "length, then non-zero bytes)", (long long)avail);
+      return KL_OK;
+    }
+    *st = E_LENGTH;
+    snprintf(msg, msgn, "entry length %d is below the minimum of 14", len);
+    return KL_OK;
+  }
+  if ((int8_t)p[16] < 0 || p[16] > 2) {
+    *st = E_MAGIC;
+    snprintf(msg, msgn, "unknown magic %d", (int8_t)p[16]);
+    return KL_OK;
+  }
+  if ((int64_t)len + KL_LOG_OVERHEAD > avail) {
+    *st = E_TOOLONG;
+    b->base_offset = kl_get_i64(p);
+    snprintf(msg, msgn, "entry of %lld bytes extends past the end of the file (%lld bytes left)",
+             (long long)len + KL_LOG_OVERHEAD, (long long)avail);
+    return KL_OK;
+  }
+  kl_err e = {0};
+  rc = kl_batch_parse(p, (size_t)avail, b, &e);
+  b->position = pos;
+  if (rc == KL_CORRUPT) {
+    *st = E_HEADER;
+    snprintf(msg, msgn, "%s", e.msg);
+    return KL_OK;
+  }
+  *st = E_BATCH;
+  return rc;
+}
+
+/* Read a whole batch into the window and check its CRC (once per batch
+** and segment, while it is remembered).  *ok = 0 with msg on a mismatch. */
+static kl_rc verify(kl_reader *rd, kl_segment *s, kl_batch *b, int *ok, char *msg, size_t msgn,
+                    kl_err *err) {
+  const uint8_t *p;
+  kl_rc rc = kl_window_get(&rd->win, &s->log, b->position, (size_t)b->size, &p, rd->stats, err);
+  if (rc) return rc;
+  b->bytes = p;
+  *ok = 1;
+  if (kl_segment_verified(s, b->position, b->size)) return KL_OK;
+  kl_err e = {0};
+  rd->stats->crc_checks++;
+  if (kl_batch_verify(b, &e) != KL_OK) {
+    *ok = 0;
+    snprintf(msg, msgn, "%s", e.msg);
+    return KL_OK;
+  }
+  kl_segment_set_verified(s, b->position, b->size);
+  return KL_OK;
+}
+
+/* Does a batch that verifies start at pos? */
+static kl_rc verifies_at(kl_reader *rd, kl_segment *s, int64_t pos, kl_batch *b, int *ok,
+                         kl_err *err) {
+  char msg[600];
+  int st;
+  *ok = 0;
+  if (pos < 0) return KL_OK;
+  kl_rc rc = entry_at(rd, s, pos, b, &st, msg, sizeof msg, err);
+  if (rc || st != E_BATCH) return rc;
+  return verify(rd, s, b, ok, msg, sizeof msg, err);
+}
+
+static kl_rc offset_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *err) {
+  kl_rc rc = kl_segment_index(s, KL_INDEX_OFFSET, out, err);
+  if (rc) return rc;
+  kl_index *ix = *out;
+  if (ix->zero_first) {
+    /* (base, 0): real when the first batch starts at the base offset. */
+    kl_batch b;
+    int ok;
+    if ((rc = verifies_at(rd, s, 0, &b, &ok, err)) != KL_OK) return rc;
+    if (ok && (!b.first_known || b.base_offset == s->base)) kl_index_keep_zero_first(ix);
+    else ix->zero_first = 0; /* decided: a preallocated slot */
+  }
+  return KL_OK;
+}
+
+/* ---- resume points ---- */
+
+/* The first offset index entry past pos whose batch verifies, or -1. */
+static kl_rc next_sync(kl_reader *rd, kl_segment *s, int64_t pos, int64_t *sync, kl_err *err) {
+  kl_index *ix;
+  *sync = -1;
+  kl_rc rc = offset_index(rd, s, &ix, err);
+  if (rc) return rc;
+  int64_t lo = 0, hi = ix->n; /* first slot with position > pos */
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (kl_index_position_at(ix, mid) > pos) hi = mid;
+    else lo = mid + 1;
+  }
+  for (int64_t j = lo; j < ix->n; j++) {
+    int64_t p = kl_index_position_at(ix, j);
+    if (kl_index_failed(ix)) return kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
+    if (p <= pos) continue;
+    kl_batch b;
+    int ok;
+    if ((rc = verifies_at(rd, s, p, &b, &ok, err)) != KL_OK) return rc;
+    if (ok) {
+      *sync = p;
+      return KL_OK;
+    }
+  }
+  return kl_index_failed(ix) ? kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg) : KL_OK;
+}
+
+/* Where the walk resumes after damage at pos: the nearer of cand (pos + a
+** sane length, -1 if none) when an entry parses there, and the next sync
+** point; the file size when there is neither.  A damaged batch followed by
+** a sound length chain is thus passed over batch by batch, while a length
+** that leads into garbage resumes at the sync point, never beyond it. */
+static kl_rc resume_after(kl_reader *rd, kl_segment *s, int64_t pos, int64_t cand, int64_t *out,
+                          kl_err *err) {
+  int64_t sync;
+  kl_rc rc = next_sync(rd, s, pos, &sync, err);
+  if (rc) return rc;
+  *out = sync < 0 ? s->size : sync;
+  if (cand > pos && cand < *out) {
+    kl_batch b;
+    char msg[600];
+    int st;
+    if ((rc = entry_at(rd, s, cand, &b, &st, msg, sizeof msg, err)) != KL_OK) return rc;
+    if (st == E_BATCH) *out = cand;
+  }
+  return KL_OK;
+}
+
+/* ---- the walk ---- */
+
+static void scan_init(kl_scan *sc, kl_reader *rd, kl_segment *s, int64_t pos, int64_t stop,
+                      int64_t verify_from) {
+  memset(sc, 0, sizeof *sc);
+  sc->rd = rd;
+  sc->seg = s;
+  sc->pos = pos;
+  sc->stop = stop;
+  sc->stop_offset = INT64_MAX;
+  sc->verify_from = verify_from > pos ? verify_from : pos;
+}
+
+kl_rc kl_scan_start(kl_scan *sc, kl_reader *rd, kl_segment *s, int64_t pos, int64_t stop,
+                    int64_t verify_from, kl_err *err) {
+  scan_init(sc, rd, s, pos, stop, verify_from);
+  sc->seg = NULL;
+  kl_rc rc = kl_segment_open(s, rd->stats, err);
+  if (rc == KL_OK && rd->skip) rc = kl_scan_salvage(rd, s, err);
+  if (rc) return rc;
+  kl_segment_pin(s);
+  sc->seg = s;
+  sc->follow = rd->skip;
+  return KL_OK;
+}
+
+void kl_scan_end(kl_scan *sc) {
+  if (sc->seg) kl_segment_unpin(sc->seg);
+  sc->seg = NULL;
+}
+
+/* Record damage at pos and where the walk resumes. */
+static kl_rc damage(kl_scan *sc, int kind, int64_t pos, int64_t resume, const kl_batch *b,
+                    const char *what, kl_err *err) {
+  kl_segment *s = sc->seg;
+  sc->dmg.kind = kind;
+  sc->dmg.pos = pos;
+  sc->dmg.resume = resume;
+  if (b) {
+    sc->dmg.b = *b;
+    sc->dmg.b.bytes = NULL;
+  } else {
+    memset(&sc->dmg.b, 0, sizeof sc->dmg.b);
+  }
+  sc->pos = resume;
+  char tail[96];
+  if (resume >= s->size) snprintf(tail, sizeof tail, "; the rest of the segment cannot be read");
+  else if (!b || b->size <= 0 || resume > pos + b->size)
+    snprintf(tail, sizeof tail, "; reading resumes at position %lld", (long long)resume);
+  else tail[0] = 0;
+  snprintf(sc->dmg.what, sizeof sc->dmg.what, "%s%s", what, tail);
+  return kl_err_set(err, KL_CORRUPT, "%s: position %lld: %s", s->log_path, (long long)pos,
+                    sc->dmg.what);
+}
+
+/* The data of the last segment ends at pos, the way an append in progress
+** or preallocation ends it: not damage, but worth telling (the check). */
+static kl_rc data_end(kl_scan *sc, int end, int64_t pos, const char *what) {
+  sc->end = end;
+  sc->end_pos = pos;
+  memset(&sc->dmg, 0, sizeof sc->dmg);
+  sc->dmg.kind = end == KL_END_ZEROS ? KL_DMG_ZERO_TAIL : KL_DMG_TRUNCATED;
+  sc->dmg.pos = pos;
+  sc->dmg.resume = sc->seg->size;
+  snprintf(sc->dmg.what, sizeof sc->dmg.what, "%s", what);
+  return KL_DONE;
+}
+
+/* Walk the context stretch [pos, verify_from): offsets only.  If it does
+** not lead exactly to verify_from, the walk starts there without it. */
+static kl_rc walk_context(kl_scan *sc, kl_err *err) {
+  kl_segment *s = sc->seg;
+  while (sc->pos < sc->verify_from) {
+    kl_batch b;
+    char msg[600];
+    int st;
+    kl_rc rc = entry_at(sc->rd, s, sc->pos, &b, &st, msg, sizeof msg, err);
+    if (rc) return rc;
+    if (st != E_BATCH || sc->pos + b.size > sc->verify_from) {
+      sc->have_prev = 0;
+      break;
+    }
+    sc->have_prev = 1;
+    sc->prev_last = b.last_offset;
+    sc->prev_pos = sc->pos;
+    sc->prev_unverified = 1;
+    sc->pos += b.size;
+  }
+  sc->pos = sc->verify_from;
+  return KL_OK;
+}
+
+kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
+  kl_segment *s = sc->seg;
+  kl_reader *rd = sc->rd;
+  kl_rc rc;
+  char msg[600];
+  if (sc->pos < sc->verify_from && (rc = walk_context(sc, err)) != KL_OK) return rc;
+  for (;;) {
+    int64_t pos = sc->pos;
+    if (sc->follow && s->salvage.n) {
+      const kl_hole *h = kl_segment_hole_at(s, pos);
+      if (h) {
+        sc->pos = h->end;
+        sc->holes_passed++;
+        rd->stats->batches_skipped++;
+        continue;
+      }
+    }
+    if (pos >= sc->stop) {
+      sc->end = KL_END_STOP;
+      sc->end_pos = pos;
+      return KL_DONE;
+    }
+    int st;
+    if ((rc = entry_at(rd, s, pos, b, &st, msg, sizeof msg, err)) != KL_OK) return rc;
+    int64_t resume;
+    switch (st) {
+      case E_END:
+        sc->end = KL_END_CLEAN;
+        sc->end_pos = pos;
+        return KL_DONE;
+      case E_ZEROS:
+        if (s->is_last) {
+          snprintf(msg, sizeof msg, "%lld zero bytes after the last batch (preallocated segment)",
+                   (long long)(s->size - pos));
+          return data_end(sc, KL_END_ZEROS, pos, msg);
+        }
+        snprintf(msg, sizeof msg, "%lld zero bytes after the last batch of a segment that is not "
+                 "the last (Kafka trims a segment when it rolls)", (long long)(s->size - pos));
+        return damage(sc, KL_DMG_ZERO_TAIL, pos, s->size, NULL, msg, err);
+      case E_SHORT:
+        if (s->is_last) {
+          snprintf(msg, sizeof msg, "incomplete entry header: %lld bytes at the end of the file "
+                   "(an append in progress, or a torn write)", (long long)(s->size - pos));
+          return data_end(sc, KL_END_TORN, pos, msg);
+        }
+        snprintf(msg, sizeof msg, "incomplete entry header: %lld bytes at the end of a segment "
+                 "that is not the last", (long long)(s->size - pos));
+        return damage(sc, KL_DMG_TRUNCATED, pos, s->size, NULL, msg, err);
+      case E_TOOLONG: {
+        /* A torn append, where Kafka's scan stops - unless verified
+        ** batches follow: then the length itself is damaged. */
+        int64_t sync;
+        if ((rc = next_sync(rd, s, pos, &sync, err)) != KL_OK) return rc;
+        if (s->is_last && sync < 0) {
+          snprintf(msg + strlen(msg), sizeof msg - strlen(msg),
+                   " (an append in progress, or a torn write)");
+          return data_end(sc, KL_END_TORN, pos, msg);
+        }
+        return damage(sc, KL_DMG_TRUNCATED, pos, sync < 0 ? s->size : sync, NULL, msg, err);
+      }
+      case E_TRAILING:
+      case E_LENGTH:
+      case E_MAGIC:
+        if ((rc = resume_after(rd, s, pos, -1, &resume, err)) != KL_OK) return rc;
+        return damage(sc, st == E_TRAILING ? KL_DMG_TRAILING : st == E_LENGTH ? KL_DMG_LENGTH
+                                                                              : KL_DMG_MAGIC,
+                      pos, resume, NULL, msg, err);
+      case E_HEADER: {
+        kl_batch h = *b;
+        if ((rc = resume_after(rd, s, pos, pos + h.size, &resume, err)) != KL_OK) return rc;
+        int kind = h.magic == 2 && h.size < KL_V2_HEADER ? KL_DMG_LENGTH : KL_DMG_HEADER;
+        return damage(sc, kind, pos, resume, &h, msg, err);
+      }
+      default: break;
+    }
+    if (pos + b->size > sc->stop || (b->first_known && b->base_offset > sc->stop_offset)) {
+      /* The caller's stop is not an entry boundary, or this batch is past
+      ** its offsets. */
+      sc->end = KL_END_STOP;
+      sc->end_pos = pos;
+      return KL_DONE;
+    }
+    int ok;
+    if ((rc = verify(rd, s, b, &ok, msg, sizeof msg, err)) != KL_OK) return rc;
+    if (!ok) {
+      kl_batch h = *b;
+      if ((rc = resume_after(rd, s, pos, pos + h.size, &resume, err)) != KL_OK) return rc;
+      return damage(sc, KL_DMG_CRC, pos, resume, &h, msg, err);
+    }
+    if (b->magic == 2 && b->base_offset < s->base) {
+      snprintf(msg, sizeof msg, "batch offset %lld is below the segment base %lld",
+               (long long)b->base_offset, (long long)s->base);
+      return damage(sc, KL_DMG_BELOW_BASE, pos, pos + b->size, b, msg, err);
+    }
+    /* Offsets increase from batch to batch (a legacy wrapper's header only
+    ** knows its last offset).  The base offset is not covered by the CRC. */
+    int64_t first = b->first_known ? b->base_offset : b->last_offset;
+    if (sc->have_prev && first <= sc->prev_last) {
+      if (sc->prev_unverified) {
+        /* The decision rests on a context batch: it must hold first. */
+        kl_batch pb = *b, prev;
+        int prev_ok;
+        if ((rc = verifies_at(rd, s, sc->prev_pos, &prev, &prev_ok, err)) != KL_OK) return rc;
+        sc->prev_unverified = 0;
+        if (!prev_ok) {
+          snprintf(msg, sizeof msg, "the batch before position %lld does not verify (CRC)",
+                   (long long)pos);
+          return damage(sc, KL_DMG_CRC, sc->prev_pos, pos, NULL, msg, err);
+        }
+        /* Read again: the check moved the window. */
+        if ((rc = verify(rd, s, &pb, &ok, msg, sizeof msg, err)) != KL_OK) return rc;
+        *b = pb;
+      }
+      snprintf(msg, sizeof msg, "batch offsets %lld..%lld do not follow the previous batch's "
+               "last offset %lld", (long long)first, (long long)b->last_offset,
+               (long long)sc->prev_last);
+      return damage(sc, KL_DMG_REGRESSION, pos, pos + b->size, b, msg, err);
+    }
+    if (b->last_offset >= s->next_base) {
+      snprintf(msg, sizeof msg, "batch offsets %lld..%lld reach the next segment, based at %lld",
+               (long long)first, (long long)b->last_offset, (long long)s->next_base);
+      return damage(sc, KL_DMG_OVERLAP, pos, pos + b->size, b, msg, err);
+    }
+    sc->have_prev = 1;
+    sc->prev_last = b->last_offset;
+    sc->prev_pos = pos;
+    sc->prev_unverified = 0;
+    sc->pos = pos + b->size;
+    return KL_OK;
+  }
+}
+
+kl_rc kl_scan_batch_error(const kl_segment *s, int64_t pos, kl_rc rc, kl_err *err) {
+  if (rc == KL_CORRUPT && err && err->rc == KL_CORRUPT) {
+    char m[sizeof err->msg];
+    snprintf(m, sizeof m, "%s", err->msg);
+    kl_err_clear(err);
+    kl_err_set(err, rc, "%s: position %lld: %s", s->log_path, (long long)pos, m);
+  }
+  return rc;
+}
+
+kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *err) {
+  kl_reader *rd = sc->rd;
+  kl_rc rc = kl_records_open(it, rd->env, b, &rd->scratch, rd->stats, err);
+  return rc ? kl_scan_batch_error(sc->seg, b->position, rc, err) : KL_OK;
+}
+
+/* ---- the salvage map ---- */
+
+kl_rc kl_scan_salvage(kl_reader *rd, kl_segment *s, kl_err *err) {
+  if (s->salvage.known) return KL_OK;
+  kl_rc rc = kl_segment_open(s, rd->stats, err);
+  if (rc) return rc;
+  kl_scan sc;
+  scan_init(&sc, rd, s, 0, INT64_MAX, 0);
+  kl_tail t = {1, s->base, -1, s->base, 0};
+  s->salvage.n = 0;
+  for (;;) {
+    kl_batch b;
+    kl_err e = {0};
+    rc = kl_scan_next(&sc, &b, &e);
+    if (rc == KL_OK) {
+      if (b.max_timestamp > t.max_timestamp) {
+        t.max_timestamp = b.max_timestamp;
+        t.max_ts_offset = b.last_offset;
+      }
+      t.next_offset = b.last_offset + 1;
+      t.end = b.position + b.size;
+    } else if (rc == KL_CORRUPT) {
+      if ((rc = kl_segment_add_hole(s, sc.dmg.pos, sc.dmg.resume, sc.dmg.kind)) != KL_OK) {
+        return kl_err_set(err, rc, "out of memory reading %s", s->log_path);
+      }
+    } else if (rc == KL_DONE) {
+      break;
+    } else {
+      s->salvage.n = 0;
+      return kl_err_set(err, rc, "%s", e.msg);
+    }
+  }
+  s->salvage.tail = t;
+  s->salvage.known = 1;
+  return KL_OK;
+}
+
+/* ---- where walks start ---- */
+
+/*
+** Is the offset index entry in slot usable for a walk towards target?  The
+** batch it points to must verify and must not start after target: then,
+** offsets being increasing in a log, nothing at or above target lies before
+** it.  For a legacy compressed wrapper the first offset is unknown without
+** decompressing, so the entry must agree with both index generations
+** instead (key = first offset before Kafka 2.0, last offset since).  In
+** skip mode the batch must also be one the canonical walk keeps.
+*/
+static kl_rc entry_holds(kl_reader *rd, kl_segment *s, kl_index *ix, int64_t slot, int64_t target,
+                         int *holds, kl_err *err) {
+  int64_t key = kl_index_offset_at(ix, slot);
+  int64_t pos = kl_index_position_at(ix, slot);
+  *holds = 0;
+  if (pos <= 0 || key > target) return KL_OK;
+  if (slot > 0 && (kl_index_offset_at(ix, slot - 1) >= key ||
+                   kl_index_position_at(ix, slot - 1) >= pos)) {
+    return KL_OK;
+  }
+  if (rd->skip && kl_segment_hole_at(s, pos)) return KL_OK;
+  kl_batch b;
+  int ok;
+  kl_rc rc = verifies_at(rd, s, pos, &b, &ok, err);
+  if (rc || !ok) return rc;
+  if (b.first_known) *holds = b.base_offset <= target;
+  else *holds = b.last_offset >= key && (slot == 0 || b.last_offset > kl_index_offset_at(ix, slot - 1));
+  return KL_OK;
+}
+
+static kl_rc index_error(kl_index *ix, kl_err *err) {
+  return kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
+}
+
+static void seek_none(kl_segment *s, kl_seek *out) {
+  out->slot = -1;
+  out->index_offset = s->base;
+  out->index_position = 0;
+  out->start = 0;
+  out->verify_from = 0;
+  out->ti_slot = -1;
+}
+
+static kl_rc prepare(kl_reader *rd, kl_segment *s, kl_err *err) {
+  kl_rc rc = kl_segment_open(s, rd->stats, err);
+  if (rc == KL_OK && rd->skip) rc = kl_scan_salvage(rd, s, err);
+  return rc;
+}
+
+kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek *out,
+                          kl_err *err) {
+  seek_none(s, out);
+  kl_index *ix;
+  kl_rc rc = prepare(rd, s, err);
+  if (rc == KL_OK) rc = offset_index(rd, s, &ix, err);
+  if (rc) return rc;
+  if (ix->unusable) {
+    rd->stats->index_fallbacks++;
+    return KL_OK;
+  }
+  int64_t i = kl_index_floor(ix, target, rd->stats);
+  if (kl_index_failed(ix)) return index_error(ix, err);
+  if (i < 0) return KL_OK;
+  int holds;
+  if ((rc = entry_holds(rd, s, ix, i, target, &holds, err)) != KL_OK) return rc;
+  if (!holds) {
+    rd->stats->index_fallbacks++;
+    return KL_OK;
+  }
+  out->slot = i;
+  out->index_offset = kl_index_offset_at(ix, i);
+  out->index_position = out->start = out->verify_from = kl_index_position_at(ix, i);
+  /* One entry earlier, so that the walk knows the batch before the slot's
+  ** and can tell whether the slot's batch follows it (the salvage map
+  ** decides that in skip mode). */
+  if (!rd->skip && i > 0) {
+    if ((rc = entry_holds(rd, s, ix, i - 1, target, &holds, err)) != KL_OK) return rc;
+    if (holds) out->start = kl_index_position_at(ix, i - 1);
+  }
+  return kl_index_failed(ix) ? index_error(ix, err) : KL_OK;
+}
+
+kl_rc kl_scan_checkpoint(kl_reader *rd, kl_segment *s, int64_t below, int64_t *slot, int64_t *pos,
+                         kl_err *err) {
+  kl_index *ix;
+  *slot = -1;
+  *pos = 0;
+  kl_rc rc = prepare(rd, s, err);
+  if (rc == KL_OK) rc = offset_index(rd, s, &ix, err);
+  if (rc) return rc;
+  for (int64_t j = (below < ix->n ? below : ix->n) - 1; j >= 0; j--) {
+    int holds;
+    if ((rc = entry_holds(rd, s, ix, j, kl_index_offset_at(ix, j), &holds, err)) != KL_OK) return rc;
+    if (kl_index_failed(ix)) return index_error(ix, err);
+    if (holds) {
+      *slot = j;
+      *pos = kl_index_position_at(ix, j);
+      return KL_OK;
+    }
+    rd->stats->index_fallbacks++;
+  }
+  return KL_OK;
+}
+
+kl_rc kl_scan_find_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_batch *b,
+                          kl_err *err) {
+  kl_seek sk;
+  kl_rc rc = kl_scan_seek_offset(rd, s, target, &sk, err);
+  if (rc) return rc;
+  kl_scan sc;
+  if ((rc = kl_scan_start(&sc, rd, s, sk.start, INT64_MAX, sk.verify_from, err)) != KL_OK) return rc;
+  while ((rc = kl_scan_next(&sc, b, err)) == KL_OK && b->last_offset < target) {}
+  kl_scan_end(&sc);
+  return rc == KL_DONE ? KL_NOTFOUND : rc;
+}
+
+/*
+** Does time index slot i describe the log?  Its entry (T, O) says the
+** running maximum timestamp first reached T in the batch holding O, so that
+** batch's max timestamp must be T (true for every Kafka version: O is the
+** batch's last offset since 3.8, the exact record before), and entries must
+** grow.  A garbage entry that passed the count at open fails here, and the
+** segment is then read without its time index.  Damage met while checking
+** only makes the entry not hold: the walk that needs those bytes reports it.
+*/
+static kl_rc time_entry_holds(kl_reader *rd, kl_segment *s, kl_index *tix, int64_t i, int *holds,
+                              kl_err *err) {
+  int64_t t = kl_index_timestamp_at(tix, i);
+  int64_t o = kl_index_time_offset_at(tix, i);
+  *holds = 0;
+  if (i > 0 && (kl_index_timestamp_at(tix, i - 1) >= t ||
+                kl_index_time_offset_at(tix, i - 1) > o)) {
+    return KL_OK;
+  }
+  kl_batch b;
+  kl_err e = {0};
+  kl_rc rc = kl_scan_find_offset(rd, s, o, &b, &e);
+  if (rc == KL_IO || rc == KL_NOMEM) return kl_err_set(err, rc, "%s", e.msg);
+  if (rc != KL_OK) return KL_OK;
+  if (b.first_known && b.base_offset > o) return KL_OK;
+  *holds = b.max_timestamp == t;
+  return KL_OK;
+}
+
+/* The batch a time index entry names, when a walk passes it. */
+typedef struct named_batch {
+  int64_t offset;           /* the entry's offset */
+  int found;                /* the first batch with last offset >= offset */
+  int64_t base;
+  int first_known;
+  int64_t max_ts;
+} named_batch;
+
+/* Walk from start to the end of the data, gathering what a tail is, and
+** noting the batch that holds nb->offset if the walk passes it. */
+static kl_rc walk_tail(kl_reader *rd, kl_segment *s, int64_t start, kl_tail *t, named_batch *nb,
+                       kl_err *err) {
+  kl_scan sc;
+  kl_batch b;
+  kl_rc rc = kl_scan_start(&sc, rd, s, start, INT64_MAX, start, err);
+  if (rc) return rc;
+  t->end = start;
+  int first = 1;
+  while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
+    if (b.max_timestamp > t->max_timestamp) {
+      t->max_timestamp = b.max_timestamp;
+      t->max_ts_offset = b.last_offset;
+    }
+    t->next_offset = b.last_offset + 1;
+    t->end = b.position + b.size;
+    /* The first batch with last offset >= the entry's (what a lookup of
+    ** it finds); the walk's first batch is surely that one only if it
+    ** starts the segment or its first offset is not above the entry's. */
+    if (nb && !nb->found && b.last_offset >= nb->offset) {
+      nb->found = start == 0 || !first || (b.first_known && b.base_offset <= nb->offset) ? 1 : -1;
+      nb->base = b.base_offset;
+      nb->first_known = b.first_known;
+      nb->max_ts = b.max_timestamp;
+    }
+    first = 0;
+  }
+  kl_scan_end(&sc);
+  return rc == KL_DONE ? KL_OK : rc;
+}
+
+/* The time index, opened, with a zero first slot decided by the log. */
+static kl_rc time_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *err) {
+  kl_rc rc = kl_segment_index(s, KL_INDEX_TIME, out, err);
+  if (rc) return rc;
+  kl_index *tix = *out;
+  if (tix->zero_first) {
+    /* (0, base): real when the batch holding the base offset reached
+    ** timestamp 0 first. */
+    kl_index_keep_zero_first(tix);
+    int holds;
+    if ((rc = time_entry_holds(rd, s, tix, 0, &holds, err)) != KL_OK) return rc;
+    if (!holds) { /* decided: a preallocated slot */
+      tix->n = 0;
+      tix->zero_slots++;
+    }
+  }
+  return KL_OK;
+}
+
+kl_rc kl_scan_index(kl_reader *rd, kl_segment *s, int kind, kl_index **out, kl_err *err) {
+  kl_rc rc = prepare(rd, s, err);
+  if (rc) return rc;
+  return kind == KL_INDEX_OFFSET ? offset_index(rd, s, out, err) : time_index(rd, s, out, err);
+}
+
+kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *err) {
+  kl_rc rc = prepare(rd, s, err);
+  if (rc) return rc;
+  if (rd->skip) {
+    *out = &s->salvage.tail;
+    return KL_OK;
+  }
+  *out = &s->tail;
+  if (s->tail.known) return KL_OK;
+  /* The next offset: walk from the last offset index entry. */
+  kl_seek sk;
+  kl_index *ix;
+  if ((rc = offset_index(rd, s, &ix, err)) != KL_OK) return rc;
+  if (ix->n > 0) {
+    rc = kl_scan_seek_offset(rd, s, kl_index_offset_at(ix, ix->n - 1), &sk, err);
+    if (rc) return rc;
+    if (sk.slot != ix->n - 1) { /* the last entry does not hold */
+      sk.start = sk.verify_from = 0;
+    }
+  } else {
+    seek_none(s, &sk);
+  }
+  /* Time index entries at or past the next offset are stale (a truncation
+  ** left them); offsets in the time index never decrease.  The last entry
+  ** is checked against the batch it names, which the walk usually passes. */
+  kl_index *tix;
+  if ((rc = time_index(rd, s, &tix, err)) != KL_OK) return rc;
+  named_batch nb = {INT64_MAX, 0, 0, 0, 0};
+  int64_t n_before = tix->n;
+  if (n_before > 0) nb.offset = kl_index_time_offset_at(tix, n_before - 1);
+  kl_tail t = {0, s->base, -1, s->base, 0};
+  if ((rc = walk_tail(rd, s, sk.verify_from, &t, n_before > 0 ? &nb : NULL, err)) != KL_OK) return rc;
+  int64_t lo = 0, hi = tix->n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (kl_index_time_offset_at(tix, mid) >= t.next_offset) hi = mid;
+    else lo = mid + 1;
+  }
+  tix->stale += tix->n - lo;
+  tix->n = lo;
+  if (tix->n > 0) {
+    int holds;
+    if (tix->n == n_before && nb.found == 1) {
+      int64_t i = tix->n - 1;
+      holds = nb.max_ts == kl_index_timestamp_at(tix, i) && !(nb.first_known && nb.base > nb.offset) &&
+              (i == 0 || (kl_index_timestamp_at(tix, i - 1) < kl_index_timestamp_at(tix, i) &&
+                          kl_index_time_offset_at(tix, i - 1) <= nb.offset));
+    } else if ((rc = time_entry_holds(rd, s, tix, tix->n - 1, &holds, err)) != KL_OK) {
+      return rc;
+    }
+    if (!holds) {
+      tix->n = 0;
+      tix->unusable = 1;
+      rd->stats->index_fallbacks++;
+    }
+  }
+  if (kl_index_failed(tix)) return index_error(tix, err);
+  /* The largest timestamp: the time index entry written with the last
+  ** offset index entry covers everything before that chunk, the walk the
+  ** rest (a live segment lacks the final entry written on roll).  Without
+  ** a time index nothing is covered: walk the whole segment. */
+  if (tix->n > 0) {
+    int64_t ts = kl_index_timestamp_at(tix, tix->n - 1);
+    if (ts >= t.max_timestamp) { /* on a tie the indexed (earlier) offset reached it first */
+      t.max_timestamp = ts;
+      t.max_ts_offset = kl_index_time_offset_at(tix, tix->n - 1);
+    }
+  } else if (sk.verify_from > 0) {
+    kl_tail all = {0, s->base, -1, s->base, 0};
+    if ((rc = walk_tail(rd, s, 0, &all, NULL, err)) != KL_OK) return rc;
+    t.max_timestamp = all.max_timestamp;
+    t.max_ts_offset = all.max_ts_offset;
+  }
+  t.known = 1;
+  s->tail = t;
+  return KL_OK;
+}
+
+kl_rc kl_scan_time_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *err) {
+  /* The error-mode tail trims and checks the time index; it is computed in
+  ** either mode.  Damage in the last stretch leaves the segment without a
+  ** usable time index: seeks then start at position 0, and the walk meets
+  ** the damage (or passes over it, in skip mode). */
+  *out = NULL;
+  kl_rc rc = prepare(rd, s, err);
+  if (rc) return rc;
+  if (!s->tail.known) {
+    const kl_tail *t;
+    kl_err e = {0};
+    int skip = rd->skip;
+    rd->skip = 0;
+    rc = kl_scan_tail(rd, s, &t, &e);
+    rd->skip = skip;
+    if (rc == KL_CORRUPT) {
+      if ((rc = time_index(rd, s, out, err)) != KL_OK) return rc;
+      (*out)->n = 0;
+      return KL_OK;
+    }
+    if (rc) return kl_err_set(err, rc, "%s", e.msg);
+  }
+  return kl_segment_index(s, KL_INDEX_TIME, out, err);
+}
+
+kl_rc kl_scan_seek_time(kl_reader *rd, kl_segment *s, int64_t t, kl_seek *out, kl_err *err) {
+  seek_none(s, out);
+  kl_index *tix;
+  kl_rc rc = kl_scan_time_index(rd, s, &tix, err);
+  if (rc) return rc;
+  int64_t i = kl_index_floor(tix, t, rd->stats);
+  if (kl_index_failed(tix)) return index_error(tix, err);
+  if (i >= 0) {
+    int holds;
+    if ((rc = time_entry_holds(rd, s, tix, i, &holds, err)) != KL_OK) return rc;
+    if (!holds) {
+      rd->stats->index_fallbacks++;
+      return KL_OK;
+    }
+  }
+  int64_t o = i < 0 ? s->base : kl_index_time_offset_at(tix, i);
+  rc = kl_scan_seek_offset(rd, s, o, out, err);
+  out->ti_slot = i;
+  return rc;
+}

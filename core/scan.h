@@ -1,0 +1,222 @@
+/*
+** scan.h - Kafka's scan rules over one segment, in one place: where an entry
+** starts and ends, what counts as damage, where reading resumes after it,
+** and the positions a scan may start from (seeks by offset and by time, a
+** segment's tail).  The cursor, the lookups and the integrity check all walk
+** a .log through kl_scan and nothing else, as Kafka's LogSegment.recover,
+** FileRecords and DumpLogSegments share one FileLogInputStream.
+**
+** An entry at position p (format.md 2.1):
+**
+**     0        8       12          16     17                       12+len
+**     +--------+--------+-----------+------+------------------------+
+**     | offset | len    | epoch/crc | magic| ...                    |
+**     +--------+--------+-----------+------+------------------------+
+**
+** The walk yields a batch only when its header parses, its CRC holds, its
+** offsets lie above the previous batch's and at or above the segment base,
+** and below the next segment's base.  Anything else is damage:
+**
+**   kind             where the walk goes on
+**   crc_mismatch     resume point (below)    the length is not covered by
+**   bad_header       resume point            the CRC: it may be the damage
+**   bad_magic        resume point
+**   bad_batch_length resume point
+**   trailing_bytes   resume point            zero offset and length, then data
+**   truncated_batch  resume point            an entry that does not fit
+**   zero_filled_tail next segment            zeros to the end of the file
+**   offset_regression  after the batch       (its CRC held: its length is right)
+**   offset_below_base  after the batch
+**   segment_overlap    after the batch
+**   bad_records      after the batch         found by whoever decodes it
+**
+** The resume point after damage at p is the nearer of: p + length, when the
+** length is sane and a header parses there; the first offset-index entry
+** past p whose batch verifies (a "sync point"); else the next segment.  It
+** never jumps over a sync point, so a walk from position 0 passes through
+** every sync point, and a walk started at one (a seek) follows exactly the
+** walk from 0 from there on.
+**
+** The end of a segment's data is not damage in two cases only, and only in
+** the last segment: an entry cut short by the end of the file with no sync
+** point after it (an append in progress, or a torn write, where Kafka's
+** scan stops too), and zeros to the end of the file (log.preallocate).
+** Everywhere else the same bytes are damage: a segment that is not the last
+** was complete when the next one was rolled.
+**
+** on_corrupt='skip' (kl_reader.skip): the first time a reader in skip mode
+** reads a segment, the whole segment is walked once from position 0 (the
+** canonical walk) and every damage is recorded as a hole in the segment's
+** salvage map, with the tail of what is kept.  Every path in skip mode then
+** passes over the holes, so the rows are the same whatever the plan: a
+** seek, a descending scan and a full scan keep the same batches.  The cost
+** is one read of each segment a skip-mode query touches, as
+** kafka_log_check or Kafka's recovery reads it; the map is kept with the
+** segment.
+*/
+#ifndef KL_SCAN_H
+#define KL_SCAN_H
+
+#include "batch.h"
+#include "file.h"
+#include "klog.h"
+#include "segment.h"
+
+enum { KL_ON_CORRUPT_ERROR = 0, KL_ON_CORRUPT_SKIP = 1 };
+
+/* What a reading operation carries: its counters, its buffers, its mode.
+** Owned by the caller; one reader serves one scan at a time. */
+typedef struct kl_reader {
+  const kl_env *env;
+  kl_stats *stats;          /* where work is counted (never NULL) */
+  int skip;                 /* KL_ON_CORRUPT_SKIP: follow salvage maps */
+  kl_window win;            /* bytes of the .log being read */
+  kl_buf scratch;           /* decompressed payloads */
+  kl_stats own;             /* stats points here unless given */
+} kl_reader;
+
+/* stats may be NULL (the reader then counts into its own). */
+void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_corrupt);
+void kl_reader_free(kl_reader *rd);
+
+/* Damage kinds, in kafka_log_check's words (kl_damage_name). */
+enum {
+  KL_DMG_CRC = 1,           /* crc_mismatch */
+  KL_DMG_RECORDS,           /* bad_records */
+  KL_DMG_HEADER,            /* bad_header */
+  KL_DMG_REGRESSION,        /* offset_regression */
+  KL_DMG_BELOW_BASE,        /* offset_below_base */
+  KL_DMG_OVERLAP,           /* segment_overlap */
+  KL_DMG_MAGIC,             /* bad_magic */
+  KL_DMG_LENGTH,            /* bad_batch_length */
+  KL_DMG_TRUNCATED,         /* truncated_batch */
+  KL_DMG_TRAILING,          /* trailing_bytes */
+  KL_DMG_ZERO_TAIL          /* zero_filled_tail */
+};
+const char *kl_damage_name(int kind);
+
+/* How a walk ended (kl_scan.end after KL_DONE). */
+enum {
+  KL_END_CLEAN = 0,         /* at the end of the file */
+  KL_END_STOP,              /* at the caller's stop position */
+  KL_END_TORN,              /* last segment: an entry cut short */
+  KL_END_ZEROS              /* last segment: zeros to the end */
+};
+
+typedef struct kl_damage {
+  int kind;                 /* KL_DMG_* */
+  int64_t pos;              /* where */
+  int64_t resume;           /* where the walk goes on; the file size when
+                            ** nothing more of the segment can be read */
+  kl_batch b;               /* the header, when it parsed (b.size > 0);
+                            ** b.bytes is not valid */
+  char what[700];           /* what is wrong, without file and position */
+} kl_damage;
+
+/* A walk over one segment.  Fields are read-only to callers. */
+typedef struct kl_scan {
+  kl_reader *rd;
+  kl_segment *seg;          /* pinned while the walk is on it */
+  int64_t pos;              /* next entry */
+  int64_t stop;             /* the walk ends at this position */
+  int64_t stop_offset;      /* and at a batch whose first offset is above
+                            ** this (set by the caller; INT64_MAX): its
+                            ** header tells that much without a CRC, since
+                            ** the base offset is not covered by it */
+  int64_t verify_from;      /* batches before it are context: parsed for
+                            ** their offsets, CRC checked only if a
+                            ** decision rests on them */
+  int follow;               /* pass over the salvage map's holes */
+  int have_prev;            /* prev_* describe the previous batch */
+  int64_t prev_last;
+  int64_t prev_pos;
+  int prev_unverified;      /* the previous batch was context */
+  int end;                  /* KL_END_* after KL_DONE */
+  int64_t end_pos;          /* where the data ended */
+  kl_damage dmg;            /* after KL_CORRUPT; after KL_DONE with
+                            ** KL_END_TORN or KL_END_ZEROS, what ended it
+                            ** (kind KL_DMG_TRUNCATED or KL_DMG_ZERO_TAIL) */
+  uint64_t holes_passed;    /* holes of the salvage map passed over */
+} kl_scan;
+
+/*
+** Start walking s at pos (an entry boundary the walk from 0 passes:
+** position 0, a sync point, or a position a seek returned), ending at stop
+** (INT64_MAX: the end of the data).  Batches before verify_from are context
+** (see above).  In skip mode the segment's salvage map is built first if it
+** is not known (kl_scan_salvage).  Opens and pins the segment.
+*/
+kl_rc kl_scan_start(kl_scan *sc, kl_reader *rd, kl_segment *s, int64_t pos, int64_t stop,
+                    int64_t verify_from, kl_err *err);
+/* Unpin the segment; the walk is over (safe to call twice). */
+void kl_scan_end(kl_scan *sc);
+
+/*
+** The next entry.  KL_OK: *b is a batch that passed every rule above; its
+** bytes (b->bytes, b->size of them) are readable until the next call on the
+** reader.  KL_DONE: the data ended (sc->end says how).  KL_CORRUPT: damage,
+** described in sc->dmg and in err as "<file>: position N: <what>"; calling
+** kl_scan_next again goes on from the resume point (skip mode never sees
+** damage outside the holes it passes over, unless the file changed).
+** KL_IO, KL_NOMEM: reading failed.
+*/
+kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err);
+
+/* Open the records of batch b just returned by kl_scan_next (decompressing
+** into the reader's scratch); record-level damage is KL_CORRUPT naming the
+** file and the batch position. */
+kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *err);
+
+/* Name the batch at pos of s in a record-level error from batch.c (which
+** knows no file). */
+kl_rc kl_scan_batch_error(const kl_segment *s, int64_t pos, kl_rc rc, kl_err *err);
+
+/* Walk s once from position 0 and record its salvage map (segment.h).
+** Damage is not an error here; KL_IO and KL_NOMEM are. */
+kl_rc kl_scan_salvage(kl_reader *rd, kl_segment *s, kl_err *err);
+
+/* Where a lookup starts in a segment. */
+typedef struct kl_seek {
+  int64_t slot;             /* offset index slot used (Kafka's floor), -1 */
+  int64_t index_offset;     /* its offset, or the segment base */
+  int64_t index_position;   /* its position, or 0 */
+  int64_t start;            /* where the walk starts (a slot earlier, to
+                            ** see the batch before the slot's) */
+  int64_t verify_from;      /* where the lookup's own batches begin */
+  int64_t ti_slot;          /* time index slot used (time seeks), -1 */
+} kl_seek;
+
+/* Where a forward walk finds every record with offset >= target: the
+** offset index floor entry, checked against the batch it names. */
+kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek *out,
+                          kl_err *err);
+
+/* Where a forward walk finds every record with timestamp >= t: the time
+** index floor (T, O), checked, then the offset seek of O. */
+kl_rc kl_scan_seek_time(kl_reader *rd, kl_segment *s, int64_t t, kl_seek *out, kl_err *err);
+
+/* The offset index slots at which a walk may start, below slot `below`
+** (exclusive; INT64_MAX: all): the largest one whose entry holds, or -1
+** (start at position 0).  *pos gets its position.  For descending scans. */
+kl_rc kl_scan_checkpoint(kl_reader *rd, kl_segment *s, int64_t below, int64_t *slot, int64_t *pos,
+                         kl_err *err);
+
+/* The first batch with last offset >= target (Kafka's translateOffset),
+** from the offset seek.  KL_NOTFOUND when the segment has none. */
+kl_rc kl_scan_find_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_batch *b,
+                          kl_err *err);
+
+/* The segment's next offset, largest timestamp and end of data: in skip
+** mode from the salvage map, else from the last index entries and the
+** batches after them.  *out points into the segment. */
+kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *err);
+
+/* The offset (KL_INDEX_OFFSET) or time (KL_INDEX_TIME) index, opened, with
+** a zero first slot decided by the log: a real (base, 0) or (0, base) entry,
+** or a preallocated slot (what kafka_log_check reports on). */
+kl_rc kl_scan_index(kl_reader *rd, kl_segment *s, int kind, kl_index **out, kl_err *err);
+/* The time index as seeks use it: its stale entries trimmed by the tail and
+** its last entry checked (no entries when that cannot be done). */
+kl_rc kl_scan_time_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *err);
+
+#endif

@@ -1,0 +1,35 @@
+/*
+** glue.c - result codes and counters shared by the modules of vtab/.
+*/
+#include "glue.h"
+
+SQLITE_EXTENSION_INIT3
+
+int kl_sqlite_rc(kl_rc rc) {
+  switch (rc) {
+    case KL_OK: case KL_DONE: case KL_NOTFOUND: return SQLITE_OK;
+    case KL_NOMEM: return SQLITE_NOMEM;
+    case KL_IO: return SQLITE_IOERR;
+    case KL_CORRUPT: return SQLITE_CORRUPT;
+    case KL_RANGE: return SQLITE_RANGE;
+    case KL_READONLY: return SQLITE_READONLY;
+    case KL_BUSY: return SQLITE_BUSY;
+    case KL_MISUSE: return SQLITE_MISUSE;
+    case KL_UNSUPPORTED: return SQLITE_ERROR;
+  }
+  return SQLITE_ERROR;
+}
+
+char *kl_stats_json(const kl_stats *s) {
+  return sqlite3_mprintf(
+      "{\"segments_opened\":%llu,\"index_probes\":%llu,\"index_fallbacks\":%llu,"
+      "\"batch_headers\":%llu,\"batches_decoded\":%llu,\"batches_skipped\":%llu,"
+      "\"records_decoded\":%llu,\"bytes_decompressed\":%llu,\"crc_checks\":%llu,"
+      "\"bytes_read\":%llu,\"reads\":%llu}",
+      (unsigned long long)s->segments_opened, (unsigned long long)s->index_probes,
+      (unsigned long long)s->index_fallbacks, (unsigned long long)s->batch_headers,
+      (unsigned long long)s->batches_decoded, (unsigned long long)s->batches_skipped,
+      (unsigned long long)s->records_decoded, (unsigned long long)s->bytes_decompressed,
+      (unsigned long long)s->crc_checks, (unsigned long long)s->bytes_read,
+      (unsigned long long)s->reads);
+}

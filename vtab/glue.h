@@ -1,0 +1,34 @@
+/*
+** glue.h - what the SQLite modules of vtab/ share: the per-connection
+** context (work counters), the one place where a core result code becomes a
+** SQLite one, and the registration of each module.
+*/
+#ifndef KL_GLUE_H
+#define KL_GLUE_H
+
+#include "klog.h"
+#include "sqlite3ext.h"
+
+/* Per-connection state, owned by the kafka_log module (freed with the
+** connection).  Every reader of a statement counts into stats directly,
+** planning included, so a statement's work is what stats gained while it
+** ran: a self-join counts each side once. */
+typedef struct kl_conn {
+  kl_stats stats;           /* work done since the last reset */
+} kl_conn;
+
+/* The SQLite result code for a core result code. */
+int kl_sqlite_rc(kl_rc rc);
+
+/* kafka_log_stats() as JSON text (sqlite3_malloc'd, NULL when out of
+** memory). */
+char *kl_stats_json(const kl_stats *s);
+
+/* Register the kafka_log module on db; conn is handed over (freed by the
+** module's destructor, also on failure).  log_vtab.c */
+int kl_log_vtab_register(sqlite3 *db, kl_conn *conn);
+
+/* Register the kafka_log_check table-valued function.  check_vtab.c */
+int kl_check_vtab_register(sqlite3 *db);
+
+#endif
