@@ -10,10 +10,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The first read after a jump covers an index interval (4 KiB by default)
-** on each side of a lookup's start with room to spare; reads that continue
-** where the last one ended double up to 1 MiB, so a scan makes few calls. */
-#define KL_WINDOW_FIRST ((size_t)16 << 10)
+/* The first read after a jump covers an index interval (4 KiB by default,
+** where a lookup's batches are); reads that continue where the last one
+** ended double up to 1 MiB, so a scan makes few calls.  A read is never
+** smaller than what was asked (a whole batch to verify). */
+#define KL_WINDOW_FIRST ((size_t)4 << 10)
 #define KL_WINDOW_MAX ((size_t)1 << 20)
 
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err) {
@@ -114,6 +115,7 @@ kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const
   int sequential = w->f == f && pos >= w->start && pos <= w->start + (int64_t)w->len;
   if (sequential) keep = (size_t)(w->start + (int64_t)w->len - pos);
   size_t want = sequential ? w->next : KL_WINDOW_FIRST;
+  if (want < w->min_read) want = w->min_read;
   if (want < n) want = n;
   if ((int64_t)want > f->size - pos) want = (size_t)(f->size - pos);
   w->next = sequential && w->next < KL_WINDOW_MAX ? w->next * 2 : KL_WINDOW_FIRST * 2;

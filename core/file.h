@@ -61,6 +61,9 @@ typedef struct kl_window {
   int64_t start;            /* file position of buf.p[0] */
   size_t len;               /* valid bytes */
   size_t next;              /* size of the next sequential read */
+  size_t min_read;          /* no read smaller than this (the owner sets
+                            ** it to the size of the batches it meets, so
+                            ** that one read holds a header and its batch) */
   kl_buf buf;
 } kl_window;
 

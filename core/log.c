@@ -346,7 +346,7 @@ kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
       out->ti_timestamp = -1;
       out->ti_offset = s->base;
     }
-    out->start_position = sk.verify_from;
+    out->start_position = sk.index_position;
     rc = first_record_at_or_after(rd, s, &sk, t, 0, out, err);
     if (rc != KL_NOTFOUND) return rc;
   }

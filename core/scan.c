@@ -16,6 +16,7 @@ void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_co
 
 void kl_reader_free(kl_reader *rd) {
   kl_window_free(&rd->win, rd->env);
+  kl_window_free(&rd->ctx, rd->env);
   kl_buf_free(rd->env, &rd->scratch);
 }
 
@@ -62,10 +63,11 @@ static kl_rc zero_from(kl_reader *rd, kl_segment *s, int64_t pos, int *zero, kl_
   return rc;
 }
 
-/* Classify the entry at pos; for E_BATCH and E_HEADER, *b holds what
-** parsed (b->size is the entry's size) and b->bytes its first bytes. */
-static kl_rc entry_at(kl_reader *rd, kl_segment *s, int64_t pos, kl_batch *b, int *st,
-                      char *msg, size_t msgn, kl_err *err) {
+/* Classify the entry at pos, read through window w; for E_BATCH and
+** E_HEADER, *b holds what parsed (b->size is the entry's size) and
+** b->bytes its first bytes. */
+static kl_rc entry_in(kl_reader *rd, kl_window *w, kl_segment *s, int64_t pos, kl_batch *b,
+                      int *st, char *msg, size_t msgn, kl_err *err) {
   int64_t avail = s->size - pos;
   memset(b, 0, sizeof *b);
   b->position = pos;
@@ -83,7 +85,8 @@ static kl_rc entry_at(kl_reader *rd, kl_segment *s, int64_t pos, kl_batch *b, in
   }
   const uint8_t *p;
   size_t n = avail < KL_V2_HEADER ? (size_t)avail : KL_V2_HEADER;
-  if ((rc = kl_window_get(&rd->win, &s->log, pos, n, &p, rd->stats, err)) != KL_OK) return rc;
+  if (w == &rd->win) w->min_read = (size_t)s->read_hint;
+  if ((rc = kl_window_get(w, &s->log, pos, n, &p, rd->stats, err)) != KL_OK) return rc;
   rd->stats->batch_headers++;
   int32_t len = kl_get_i32(p + 8);
   if (len < KL_LEGACY_MIN_SIZE) {
@@ -125,7 +128,15 @@ static kl_rc entry_at(kl_reader *rd, kl_segment *s, int64_t pos, kl_batch *b, in
     return KL_OK;
   }
   *st = E_BATCH;
+  /* Later reads of this segment take a header and a batch of this size at
+  ** once (up to the window's largest read). */
+  s->read_hint = b->size + KL_V2_HEADER < (1 << 20) ? b->size + KL_V2_HEADER : (1 << 20);
   return rc;
+}
+
+static kl_rc entry_at(kl_reader *rd, kl_segment *s, int64_t pos, kl_batch *b, int *st, char *msg,
+                      size_t msgn, kl_err *err) {
+  return entry_in(rd, &rd->win, s, pos, b, st, msg, msgn, err);
 }
 
 /* Read a whole batch into the window and check its CRC (once per batch
@@ -302,7 +313,7 @@ static kl_rc walk_context(kl_scan *sc, kl_err *err) {
     kl_batch b;
     char msg[600];
     int st;
-    kl_rc rc = entry_at(sc->rd, s, sc->pos, &b, &st, msg, sizeof msg, err);
+    kl_rc rc = entry_in(sc->rd, &sc->rd->ctx, s, sc->pos, &b, &st, msg, sizeof msg, err);
     if (rc) return rc;
     if (st != E_BATCH || sc->pos + b.size > sc->verify_from) {
       sc->have_prev = 0;
@@ -507,18 +518,27 @@ kl_rc kl_scan_salvage(kl_reader *rd, kl_segment *s, kl_err *err) {
 
 /*
 ** Is the offset index entry in slot usable for a walk towards target?  The
-** batch it points to must verify and must not start after target: then,
+** batch it points to must be intact and must not start after target: then,
 ** offsets being increasing in a log, nothing at or above target lies before
 ** it.  For a legacy compressed wrapper the first offset is unknown without
 ** decompressing, so the entry must agree with both index generations
 ** instead (key = first offset before Kafka 2.0, last offset since).  In
 ** skip mode the batch must also be one the canonical walk keeps.
+**
+** "Intact" is the CRC, unless the entry witnesses the header: since Kafka
+** 2.0 an entry's key is the last offset of the batch it points to, written
+** from the batch as it was appended, so a header whose offsets agree with
+** it exactly is the batch the entry was made for (*size is then set; a
+** walk that needs its records still checks the CRC).  An entry that
+** points anywhere else, or at damage, does not hold: the walk starts
+** earlier and meets what is there itself.
 */
 static kl_rc entry_holds(kl_reader *rd, kl_segment *s, kl_index *ix, int64_t slot, int64_t target,
-                         int *holds, kl_err *err) {
+                         int *holds, int32_t *witnessed_size, kl_err *err) {
   int64_t key = kl_index_offset_at(ix, slot);
   int64_t pos = kl_index_position_at(ix, slot);
   *holds = 0;
+  if (witnessed_size) *witnessed_size = 0;
   if (pos <= 0 || key > target) return KL_OK;
   if (slot > 0 && (kl_index_offset_at(ix, slot - 1) >= key ||
                    kl_index_position_at(ix, slot - 1) >= pos)) {
@@ -526,9 +546,17 @@ static kl_rc entry_holds(kl_reader *rd, kl_segment *s, kl_index *ix, int64_t slo
   }
   if (rd->skip && kl_segment_hole_at(s, pos)) return KL_OK;
   kl_batch b;
+  char msg[600];
+  int st;
+  kl_rc rc = entry_in(rd, &rd->ctx, s, pos, &b, &st, msg, sizeof msg, err);
+  if (rc || st != E_BATCH) return rc;
+  if (b.first_known && b.base_offset <= key && b.last_offset == key) {
+    if (witnessed_size) *witnessed_size = b.size;
+    *holds = 1;
+    return KL_OK;
+  }
   int ok;
-  kl_rc rc = verifies_at(rd, s, pos, &b, &ok, err);
-  if (rc || !ok) return rc;
+  if ((rc = verify(rd, s, &b, &ok, msg, sizeof msg, err)) != KL_OK || !ok) return rc;
   if (b.first_known) *holds = b.base_offset <= target;
   else *holds = b.last_offset >= key && (slot == 0 || b.last_offset > kl_index_offset_at(ix, slot - 1));
   return KL_OK;
@@ -568,7 +596,8 @@ kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek 
   if (kl_index_failed(ix)) return index_error(ix, err);
   if (i < 0) return KL_OK;
   int holds;
-  if ((rc = entry_holds(rd, s, ix, i, target, &holds, err)) != KL_OK) return rc;
+  int32_t wsize;
+  if ((rc = entry_holds(rd, s, ix, i, target, &holds, &wsize, err)) != KL_OK) return rc;
   if (!holds) {
     rd->stats->index_fallbacks++;
     return KL_OK;
@@ -576,12 +605,20 @@ kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek 
   out->slot = i;
   out->index_offset = kl_index_offset_at(ix, i);
   out->index_position = out->start = out->verify_from = kl_index_position_at(ix, i);
-  /* One entry earlier, so that the walk knows the batch before the slot's
-  ** and can tell whether the slot's batch follows it (the salvage map
-  ** decides that in skip mode). */
-  if (!rd->skip && i > 0) {
-    if ((rc = entry_holds(rd, s, ix, i - 1, target, &holds, err)) != KL_OK) return rc;
-    if (holds) out->start = kl_index_position_at(ix, i - 1);
+  if (wsize > 0 && out->index_offset < target) {
+    /* The entry's batch ends below target (the entry says so): it is the
+    ** context of the walk, whose own batches start after it. */
+    out->verify_from += wsize;
+  } else if (!rd->skip && i > 0) {
+    /* One entry earlier, so that the walk knows the batch before the
+    ** slot's and can tell whether the slot's batch follows it (the salvage
+    ** map decides that in skip mode).  Only its offsets are read there,
+    ** and a walk that does not lead to the slot's position drops them
+    ** (walk_context), so the entry need only be in order with the slot's. */
+    int64_t p = kl_index_position_at(ix, i - 1);
+    if (p > 0 && p < out->start && kl_index_offset_at(ix, i - 1) < out->index_offset) {
+      out->start = p;
+    }
   }
   return kl_index_failed(ix) ? index_error(ix, err) : KL_OK;
 }
@@ -596,7 +633,9 @@ kl_rc kl_scan_checkpoint(kl_reader *rd, kl_segment *s, int64_t below, int64_t *s
   if (rc) return rc;
   for (int64_t j = (below < ix->n ? below : ix->n) - 1; j >= 0; j--) {
     int holds;
-    if ((rc = entry_holds(rd, s, ix, j, kl_index_offset_at(ix, j), &holds, err)) != KL_OK) return rc;
+    if ((rc = entry_holds(rd, s, ix, j, kl_index_offset_at(ix, j), &holds, NULL, err)) != KL_OK) {
+      return rc;
+    }
     if (kl_index_failed(ix)) return index_error(ix, err);
     if (holds) {
       *slot = j;

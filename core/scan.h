@@ -71,6 +71,9 @@ typedef struct kl_reader {
   kl_stats *stats;          /* where work is counted (never NULL) */
   int skip;                 /* KL_ON_CORRUPT_SKIP: follow salvage maps */
   kl_window win;            /* bytes of the .log being read */
+  kl_window ctx;            /* and of the context before a seek, apart so
+                            ** that reading it does not drop the batches
+                            ** the seek checked */
   kl_buf scratch;           /* decompressed payloads */
   kl_stats own;             /* stats points here unless given */
 } kl_reader;

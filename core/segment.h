@@ -93,6 +93,8 @@ struct kl_segment {
                             ** offsets strictly increase (entries may then
                             ** serve as resume points); 0: they do not */
   int64_t zero_from;        /* the file is zero from here on; -1 unknown */
+  int32_t read_hint;        /* bytes a read should take: the size of the
+                            ** batches met last, with the next header */
   int64_t verified[KL_VERIFIED_CACHE][2]; /* (position + 1, size) whose CRC held */
   int verified_next;
 };
