@@ -595,6 +595,7 @@ kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek 
   int64_t i = kl_index_floor(ix, target, rd->stats);
   if (kl_index_failed(ix)) return index_error(ix, err);
   if (i < 0) return KL_OK;
+  if (i == 0 && kl_index_position_at(ix, 0) == 0) return KL_OK; /* (base, 0): from 0 anyway */
   int holds;
   int32_t wsize;
   if ((rc = entry_holds(rd, s, ix, i, target, &holds, &wsize, err)) != KL_OK) return rc;

@@ -1,0 +1,270 @@
+/*
+** test_segment.c - a segment's files and facts (segment.c): the paths of
+** its three files, opening on first use, the bound on open segments shared
+** by a log and the pins that keep a reader's segment open, a .log replaced
+** or resized since it was first seen, indexes opened lazily, the cache of
+** verified batches, the holes of a salvage map, and reads of a file that
+** shrinks under an open descriptor.
+*/
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kwriter.h"
+#include "segment.h"
+
+/* A log of n one-record batches in segments of about segment_bytes. */
+static char *write_log(int n, int64_t segment_bytes) {
+  char *dir = t_mkdtemp("seg");
+  assert_non_null(dir);
+  kw_options o = {segment_bytes, 256, 0, 0};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  for (int i = 0; i < n; i++) {
+    char v[32];
+    int len = snprintf(v, sizeof v, "value-%d", i);
+    kl_rec_in r = {1700000000000 + i, "k", 1, v, len, NULL, 0};
+    assert_int_equal(kw_append(w, NULL, &r, 1), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  return dir;
+}
+
+static void seg_path(char *buf, size_t n, const char *dir, int64_t base, const char *suffix) {
+  snprintf(buf, n, "%s/%020lld%s", dir, (long long)base, suffix);
+}
+
+static void test_paths(void **state) {
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 1234, "/d/p-0/00000000000000001234.log"), KL_OK);
+  assert_string_equal(s.log_path, "/d/p-0/00000000000000001234.log");
+  assert_string_equal(s.index_path, "/d/p-0/00000000000000001234.index");
+  assert_string_equal(s.timeindex_path, "/d/p-0/00000000000000001234.timeindex");
+  assert_string_equal(s.name, "00000000000000001234.log");
+  assert_int_equal(s.base, 1234);
+  assert_int_equal(s.next_base, INT64_MAX);
+  assert_false(s.opened);
+  kl_segment_free(&s);
+  /* A path too short to end in .log is a misuse, not a crash. */
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "x"), KL_MISUSE);
+}
+
+/* Opening is lazy, counted, and remembered while open. */
+static void test_open_close(void **state) {
+  char *dir = write_log(20, 1 << 20);
+  char path[4200];
+  seg_path(path, sizeof path, dir, 0, ".log");
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, path), KL_OK);
+  kl_stats st = {0};
+  kl_err err = {0};
+  assert_int_equal(kl_segment_open(&s, &st, &err), KL_OK);
+  assert_int_equal(kl_segment_open(&s, &st, &err), KL_OK);
+  assert_int_equal(st.segments_opened, 1);
+  assert_true(s.opened && s.seen && s.size > 0);
+  assert_int_equal(set.open, 1);
+  /* Indexes are opened on first use only. */
+  assert_false(s.oidx_open || s.tidx_open);
+  kl_index *ix;
+  assert_int_equal(kl_segment_index(&s, KL_INDEX_OFFSET, &ix, &err), KL_OK);
+  assert_true(s.oidx_open && ix == &s.oidx && ix->n > 0);
+  kl_segment_close(&s);
+  assert_false(s.opened || s.oidx_open);
+  assert_int_equal(set.open, 0);
+  assert_true(s.seen); /* what is known stays */
+  /* The same file opens again. */
+  assert_int_equal(kl_segment_open(&s, &st, &err), KL_OK);
+  assert_int_equal(st.segments_opened, 2);
+  kl_segment_close(&s);
+
+  /* A .log resized since it was first seen is not the file the facts
+  ** were learnt from. */
+  assert_int_equal(truncate(path, s.size - 10), 0);
+  kl_err_clear(&err);
+  assert_int_equal(kl_segment_open(&s, &st, &err), KL_IO);
+  assert_non_null(strstr(err.msg, "changed"));
+  assert_false(s.opened);
+  assert_int_equal(set.open, 0);
+  kl_segment_free(&s);
+
+  /* A .log that is gone says so. */
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, path), KL_OK);
+  assert_int_equal(unlink(path), 0);
+  kl_err_clear(&err);
+  assert_int_equal(kl_segment_open(&s, &st, &err), KL_IO);
+  assert_non_null(strstr(err.msg, "No such file or directory"));
+  kl_segment_free(&s);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* The least recently used unpinned segment is closed beyond the bound;
+** pinned ones stay open (a reader is using them). */
+static void test_open_bound_and_pins(void **state) {
+  char *dir = write_log(400, 1024);
+  kl_segset set;
+  kl_segset_init(&set, 3);
+  kl_segment s[6];
+  char path[4200];
+  /* kwriter rolls at 1024 bytes: find the bases from the files. */
+  int n = 0;
+  for (int64_t b = 0; n < 6 && b < 400; b++) {
+    seg_path(path, sizeof path, dir, b, ".log");
+    if (access(path, F_OK) != 0) continue;
+    assert_int_equal(kl_segment_init(&s[n], NULL, &set, b, path), KL_OK);
+    n++;
+  }
+  assert_int_equal(n, 6);
+  kl_err err = {0};
+  kl_stats st = {0};
+  for (int i = 0; i < 3; i++) assert_int_equal(kl_segment_open(&s[i], &st, &err), KL_OK);
+  assert_int_equal(set.open, 3);
+  kl_segment_pin(&s[0]);
+  /* s[0] is the least recently used but pinned: s[1] goes. */
+  assert_int_equal(kl_segment_open(&s[3], &st, &err), KL_OK);
+  assert_int_equal(set.open, 3);
+  assert_true(s[0].opened);
+  assert_false(s[1].opened);
+  assert_true(s[2].opened && s[3].opened);
+  /* Using s[2] makes it the most recent: the next open closes the least
+  ** recently used unpinned one, s[3]. */
+  assert_int_equal(kl_segment_open(&s[2], &st, &err), KL_OK);
+  assert_int_equal(kl_segment_open(&s[4], &st, &err), KL_OK);
+  assert_false(s[3].opened);
+  assert_true(s[0].opened && s[2].opened && s[4].opened);
+  /* With everything pinned, the bound gives way rather than a reader. */
+  kl_segment_pin(&s[2]);
+  kl_segment_pin(&s[4]);
+  assert_int_equal(kl_segment_open(&s[5], &st, &err), KL_OK);
+  assert_int_equal(set.open, 4);
+  kl_segment_unpin(&s[0]);
+  kl_segment_unpin(&s[2]);
+  kl_segment_unpin(&s[4]);
+  kl_segment_unpin(&s[4]); /* more unpins than pins: harmless */
+  assert_int_equal(s[4].pins, 0);
+  assert_int_equal(st.segments_opened, 6);
+  for (int i = 0; i < 6; i++) kl_segment_free(&s[i]);
+  assert_int_equal(set.open, 0);
+  assert_null(set.mru);
+  assert_null(set.lru);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* Missing index files are empty indexes (Kafka creates them lazily). */
+static void test_missing_indexes(void **state) {
+  char *dir = write_log(20, 1 << 20);
+  char path[4200];
+  seg_path(path, sizeof path, dir, 0, ".index");
+  assert_int_equal(unlink(path), 0);
+  seg_path(path, sizeof path, dir, 0, ".timeindex");
+  assert_int_equal(unlink(path), 0);
+  seg_path(path, sizeof path, dir, 0, ".log");
+  kl_segset set;
+  kl_segset_init(&set, 0); /* 0: the default bound */
+  assert_int_equal(set.max_open, KL_SEGSET_MAX_OPEN);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, path), KL_OK);
+  kl_err err = {0};
+  assert_int_equal(kl_segment_open(&s, NULL, &err), KL_OK);
+  kl_index *ix;
+  assert_int_equal(kl_segment_index(&s, KL_INDEX_OFFSET, &ix, &err), KL_OK);
+  assert_int_equal(ix->file_len, -1);
+  assert_int_equal(ix->n, 0);
+  assert_int_equal(kl_segment_index(&s, KL_INDEX_TIME, &ix, &err), KL_OK);
+  assert_int_equal(ix->file_len, -1);
+  kl_segment_free(&s);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* The cache of verified batches holds the last KL_VERIFIED_CACHE. */
+static void test_verified_cache(void **state) {
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  assert_false(kl_segment_verified(&s, 0, 100));
+  for (int i = 0; i < KL_VERIFIED_CACHE; i++) kl_segment_set_verified(&s, i * 100, 100);
+  for (int i = 0; i < KL_VERIFIED_CACHE; i++) assert_true(kl_segment_verified(&s, i * 100, 100));
+  assert_false(kl_segment_verified(&s, 0, 99)); /* same place, other size */
+  kl_segment_set_verified(&s, 9999, 100);
+  assert_false(kl_segment_verified(&s, 0, 100)); /* the oldest went */
+  assert_true(kl_segment_verified(&s, 9999, 100));
+  kl_segment_free(&s);
+}
+
+/* Holes are found by binary search, [pos, end). */
+static void test_holes(void **state) {
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  assert_null(kl_segment_hole_at(&s, 0));
+  for (int i = 0; i < 50; i++) assert_int_equal(kl_segment_add_hole(&s, i * 100 + 10, i * 100 + 20, i), KL_OK);
+  for (int64_t p = 0; p < 5100; p++) {
+    const kl_hole *h = kl_segment_hole_at(&s, p);
+    int in = p % 100 >= 10 && p % 100 < 20 && p < 5000;
+    if (in != (h != NULL)) fail_msg("position %lld: %s", (long long)p, h ? "hole" : "none");
+    if (h) assert_int_equal(h->kind, p / 100);
+  }
+  kl_segment_free(&s);
+  /* Growing the list fails cleanly when memory does. */
+  t_failalloc fa;
+  assert_int_equal(kl_segment_init(&s, t_failenv(&fa, 0), &set, 0, "/x/00000000000000000000.log"),
+                   KL_OK);
+  fa.fail_at = fa.calls + 1;
+  assert_int_equal(kl_segment_add_hole(&s, 0, 1, 1), KL_NOMEM);
+  kl_segment_free(&s);
+  assert_int_equal(fa.live, 0);
+}
+
+/* A file that shrinks under an open descriptor: reads of what is gone
+** are KL_IO naming the file and the position, never a signal. */
+static void test_read_after_truncation(void **state) {
+  char *dir = write_log(200, 1 << 20);
+  char path[4200];
+  seg_path(path, sizeof path, dir, 0, ".log");
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, path), KL_OK);
+  kl_err err = {0};
+  assert_int_equal(kl_segment_open(&s, NULL, &err), KL_OK);
+  int64_t size = s.size;
+  assert_true(size > 8192);
+  assert_int_equal(truncate(path, 4096), 0);
+  uint8_t buf[100];
+  assert_int_equal(kl_file_read(&s.log, 0, buf, sizeof buf, &err), KL_OK);
+  assert_int_equal(kl_file_read(&s.log, 8000, buf, sizeof buf, &err), KL_IO);
+  assert_non_null(strstr(err.msg, "00000000000000000000.log: position 8000"));
+  kl_window w = {0};
+  const uint8_t *p;
+  kl_err_clear(&err);
+  assert_int_equal(kl_window_get(&w, &s.log, 4000, 200, &p, NULL, &err), KL_IO);
+  assert_int_equal(kl_window_get(&w, &s.log, 0, 100, &p, NULL, &err), KL_OK);
+  kl_window_free(&w, NULL);
+  kl_segment_free(&s);
+  t_rmdir(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_paths),
+      cmocka_unit_test(test_open_close),
+      cmocka_unit_test(test_open_bound_and_pins),
+      cmocka_unit_test(test_missing_indexes),
+      cmocka_unit_test(test_verified_cache),
+      cmocka_unit_test(test_holes),
+      cmocka_unit_test(test_read_after_truncation),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
