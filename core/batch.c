@@ -313,6 +313,7 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b, kl_b
                       kl_stats *stats, kl_err *err) {
   memset(it, 0, sizeof *it);
   it->b = *b;
+  it->last_delta = -1;
   if (stats) stats->batches_decoded++;
   if (b->magic < 2) {
     if (b->codec != KL_CODEC_NONE) return open_legacy_wrapper(it, env, scratch, stats, err);
@@ -396,9 +397,11 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
                      ? it->b.max_timestamp
                      : (int64_t)((uint64_t)it->b.base_timestamp + (uint64_t)d64);
   if (!(k = vget32(p, rend, &d32))) goto bad;
-  /* Offsets must stay inside the batch, or offset pushdown (which trusts
-  ** the header's last offset) and a full scan would disagree. */
-  if (d32 < 0 || d32 > it->b.last_offset_delta) goto bad;
+  /* Offsets must grow and stay inside the batch, or offset pushdown (which
+  ** trusts the header's last offset) and a full scan would disagree, and
+  ** rows would come out of order. */
+  if (d32 <= it->last_delta || d32 > it->b.last_offset_delta) goto bad;
+  it->last_delta = d32;
   p += k;
   r->offset = (int64_t)((uint64_t)it->b.base_offset + (uint64_t)(int64_t)d32);
   r->sequence = -1;
@@ -445,24 +448,6 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   return KL_OK;
 bad:
   return kl_err_set(err, KL_CORRUPT, "record %d is malformed", it->b.record_count - it->remaining);
-}
-
-void kl_records_skip(kl_records *it, int64_t target) {
-  if (it->b.magic < 2) return;
-  while (it->remaining > 0) {
-    const uint8_t *p = it->p, *end = it->end;
-    int32_t len, d32;
-    int64_t d64;
-    size_t k = vget32(p, end, &len);
-    if (!k || len < 0 || end - p - (ptrdiff_t)k < len) break; /* kl_records_next reports it */
-    const uint8_t *rend = p + k + len;
-    const uint8_t *q = p + k + 1;
-    size_t k2 = q <= rend ? vget64(q, rend, &d64) : 0;
-    size_t k3 = k2 ? vget32(q + k2, rend, &d32) : 0;
-    if (!k3 || (int64_t)((uint64_t)it->b.base_offset + (uint64_t)(int64_t)d32) >= target) break;
-    it->p = rend;
-    it->remaining--;
-  }
 }
 
 kl_rc kl_header_next(const uint8_t **pp, const uint8_t *end, kl_header *h) {

@@ -103,6 +103,7 @@ typedef struct kl_records {
   const uint8_t *p;         /* next record */
   const uint8_t *end;       /* end of the record bytes */
   int32_t remaining;        /* records still to produce */
+  int32_t last_delta;       /* offset delta of the last record, -1 */
   int64_t legacy_base;      /* legacy wrapper: absolute = base + stored */
   int legacy_inner;         /* records are inner legacy messages */
 } kl_records;
@@ -119,14 +120,9 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b,
                       kl_buf *scratch, kl_stats *stats, kl_err *err);
 
 /* Next record: KL_OK (*r filled), KL_DONE, or KL_CORRUPT when the bytes
-** do not hold exactly record_count well-formed records. */
+** do not hold exactly record_count well-formed records with offsets that
+** grow inside the batch's range. */
 kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err);
-
-/* Pass over the records whose offset is below target by their length
-** prefix alone, without decoding keys, values and headers: a point lookup
-** lands at the start of a batch (an index interval holds many records).
-** Records that do not parse are left for kl_records_next to report. */
-void kl_records_skip(kl_records *it, int64_t target);
 
 /* Next header from *p (advanced) below end: KL_OK, KL_DONE at end.  The
 ** bytes were validated when the record was decoded. */

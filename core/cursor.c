@@ -38,19 +38,23 @@ struct kl_cursor {
   kl_records it;            /* records of the current batch */
   int in_batch;             /* it is live */
 
+  /* Backward iteration only: the records of the current batch are all
+  ** decoded once, then each decoded again from where it starts when its
+  ** turn comes, last first. */
+  uint32_t *rpos;           /* where each record starts, relative to rbase:
+                            ** 4 bytes a record, so a hostile batch of tiny
+                            ** records costs at most 4/7 of its (capped)
+                            ** decompressed size */
+  const uint8_t *rbase;     /* start of the batch's record bytes */
+  kl_records rproto;        /* the batch's iterator, to decode one record */
+  size_t rn, rcap;
+  size_t ridx;              /* records still to produce: rpos[0..ridx) */
+
   /* Backward iteration only. */
   stretch cur, ahead;       /* producing cur; ahead is the stretch before */
   size_t ci;                /* batches of cur still to produce: b[0..ci) */
   int first_bad;            /* cur.b[0] does not follow ahead's last batch */
   kl_err first_err;
-  uint32_t *rpos;           /* where each record of the current batch
-                            ** starts, relative to rbase: 4 bytes a record,
-                            ** so a hostile batch of tiny records costs at
-                            ** most 4/7 of its (capped) decompressed size */
-  const uint8_t *rbase;     /* start of the batch's record bytes */
-  kl_records rproto;        /* the batch's iterator, to decode one record */
-  size_t rn, rcap;
-  size_t ridx;              /* records still to produce: rpos[0..ridx) */
 };
 
 kl_bounds kl_bounds_all(void) {
@@ -149,15 +153,62 @@ static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *er
   return KL_OK;
 }
 
-/* Decode the records of a batch that must be produced whole or not at all
-** (skip mode); KL_OK if they all decode. */
-static kl_rc probe_records(const kl_records *it) {
-  kl_records probe = *it;
-  kl_record r;
-  kl_err e = {0};
+/* The rows of a batch are its records up to the first that does not
+** decode, if any: every path decodes a batch from its start, so all agree
+** on them.  In the default mode a query that reads past that record fails;
+** in skip mode the rest of the batch is passed over. */
+
+/* Decode the records of batch b (its bytes are read again) into c->rpos,
+** for producing them last first; used = 0 when the batch is passed over on
+** its header alone. */
+static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, int *used, kl_err *err) {
+  *used = 0;
+  c->rn = c->ridx = 0;
+  c->batch = *b;
+  if ((c->batch.first_known && c->batch.base_offset > c->hi) || skip_batch(c, &c->batch)) {
+    c->rd.stats->batches_skipped++;
+    return KL_OK;
+  }
   kl_rc rc;
-  while ((rc = kl_records_next(&probe, &r, &e)) == KL_OK) {}
-  return rc == KL_DONE ? KL_OK : rc;
+  const uint8_t *p;
+  rc = kl_window_get(&c->rd.win, &c->seg->log, b->position, (size_t)b->size, &p, c->rd.stats, err);
+  if (rc) return rc;
+  c->batch.bytes = p;
+  kl_records it;
+  rc = kl_records_open(&it, c->rd.env, &c->batch, &c->rd.scratch, c->rd.stats, err);
+  if (rc && skip_damage(c, rc, err)) return KL_OK;
+  if (rc) return kl_scan_batch_error(c->seg, b->position, rc, err);
+  c->rproto = it;
+  c->rbase = it.p;
+  kl_record r;
+  for (;;) {
+    uint32_t at = (uint32_t)(it.p - c->rbase);
+    if ((rc = kl_records_next(&it, &r, err)) != KL_OK) break;
+    c->rd.stats->records_decoded++;
+    if (c->rn == c->rcap) {
+      size_t cap = c->rcap ? c->rcap * 2 : 64;
+      uint32_t *q = kl_realloc(c->rd.env, c->rpos, cap * sizeof *q);
+      if (!q) return kl_err_set(err, KL_NOMEM, "out of memory");
+      c->rpos = q;
+      c->rcap = cap;
+    }
+    c->rpos[c->rn++] = at;
+  }
+  if (rc != KL_DONE && !skip_damage(c, rc, err)) {
+    c->rn = 0;
+    return kl_scan_batch_error(c->seg, b->position, rc, err);
+  }
+  *used = 1;
+  return KL_OK;
+}
+
+/* Decode record i of the loaded batch again (it decoded when loaded). */
+static kl_rc record_at(kl_cursor *c, size_t i, kl_err *err) {
+  kl_records one = c->rproto;
+  one.p = c->rbase + c->rpos[i];
+  one.remaining = 1;
+  kl_rc rc = kl_records_next(&one, &c->rec, err);
+  return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc, err) : KL_OK;
 }
 
 /* ---- forward ---- */
@@ -201,7 +252,9 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
         continue;
       }
       c->in_batch = 0;
-      if (rc != KL_DONE) return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+      if (rc != KL_DONE && !skip_damage(c, rc, err)) {
+        return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+      }
     }
     rc = kl_scan_next(&c->sc, &c->batch, err);
     if (rc == KL_DONE && c->sc.end == KL_END_STOP) break; /* past hi */
@@ -219,13 +272,8 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
       continue;
     }
     rc = kl_scan_records(&c->sc, &c->batch, &c->it, err);
-    if (rc == KL_OK && c->rd.skip && (rc = probe_records(&c->it)) != KL_OK) {
-      /* Salvage produces a batch whole or not at all. */
-      kl_err_set(err, rc, "bad records");
-    }
     if (rc && skip_damage(c, rc, err)) continue;
     if (rc) return rc;
-    if (c->batch.base_offset < c->lo) kl_records_skip(&c->it, c->lo);
     c->in_batch = 1;
   }
   leave_segment(c);
@@ -355,66 +403,13 @@ static kl_rc prev_segment(kl_cursor *c, kl_err *err) {
   return KL_OK;
 }
 
-/* Decode every record of batch b into c->rpos (used = 0 when the batch is
-** passed over). */
-static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, int *used, kl_err *err) {
-  *used = 0;
-  c->batch = *b;
-  if ((c->batch.first_known && c->batch.base_offset > c->hi) || skip_batch(c, &c->batch)) {
-    c->rd.stats->batches_skipped++;
-    return KL_OK;
-  }
-  const uint8_t *p;
-  kl_rc rc = kl_window_get(&c->rd.win, &c->seg->log, b->position, (size_t)b->size, &p,
-                           c->rd.stats, err);
-  if (rc) return rc;
-  c->batch.bytes = p;
-  kl_records it;
-  rc = kl_records_open(&it, c->rd.env, &c->batch, &c->rd.scratch, c->rd.stats, err);
-  if (rc && skip_damage(c, rc, err)) return KL_OK;
-  if (rc) return kl_scan_batch_error(c->seg, b->position, rc, err);
-  c->rn = 0;
-  c->rproto = it;
-  c->rbase = it.p;
-  kl_record r;
-  for (;;) {
-    uint32_t at = (uint32_t)(it.p - c->rbase);
-    if ((rc = kl_records_next(&it, &r, err)) != KL_OK) break;
-    c->rd.stats->records_decoded++;
-    if (c->rn == c->rcap) {
-      size_t cap = c->rcap ? c->rcap * 2 : 64;
-      uint32_t *q = kl_realloc(c->rd.env, c->rpos, cap * sizeof *q);
-      if (!q) return kl_err_set(err, KL_NOMEM, "out of memory");
-      c->rpos = q;
-      c->rcap = cap;
-    }
-    c->rpos[c->rn++] = at;
-  }
-  if (rc != KL_DONE) {
-    c->rn = 0;
-    if (skip_damage(c, rc, err)) return KL_OK;
-    return kl_scan_batch_error(c->seg, b->position, rc, err);
-  }
-  c->ridx = c->rn;
-  *used = 1;
-  return KL_OK;
-}
-
 static kl_rc next_backward(kl_cursor *c, kl_err *err) {
   kl_rc rc;
   for (;;) {
     while (c->ridx > 0) {
-      /* Decode the record again from where it starts: it decoded cleanly
-      ** when the batch was loaded, so this cannot fail. */
-      kl_records one = c->rproto;
-      one.p = c->rbase + c->rpos[--c->ridx];
-      one.remaining = 1;
-      kl_record *r = &c->rec;
-      if ((rc = kl_records_next(&one, r, err)) != KL_OK) {
-        return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
-      }
-      if (r->offset < c->lo) goto done; /* everything earlier is lower */
-      if (record_in(c, r)) return KL_OK;
+      if ((rc = record_at(c, --c->ridx, err)) != KL_OK) return rc;
+      if (c->rec.offset < c->lo) goto done; /* everything earlier is lower */
+      if (record_in(c, &c->rec)) return KL_OK;
     }
     if (c->ci > 0) {
       const kl_batch *b = &c->cur.b[--c->ci];
@@ -426,6 +421,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       if (b->last_offset < c->lo) goto done;
       int used;
       if ((rc = load_batch_records(c, b, &used, err)) != KL_OK) return rc;
+      c->ridx = c->rn;
       continue;
     }
     if (c->ahead.live) {

@@ -114,11 +114,12 @@ kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const
   size_t keep = 0;
   int sequential = w->f == f && pos >= w->start && pos <= w->start + (int64_t)w->len;
   if (sequential) keep = (size_t)(w->start + (int64_t)w->len - pos);
-  size_t want = sequential ? w->next : KL_WINDOW_FIRST;
+  size_t first = w->first ? w->first : KL_WINDOW_FIRST;
+  size_t want = sequential ? w->next : first;
   if (want < w->min_read) want = w->min_read;
   if (want < n) want = n;
   if ((int64_t)want > f->size - pos) want = (size_t)(f->size - pos);
-  w->next = sequential && w->next < KL_WINDOW_MAX ? w->next * 2 : KL_WINDOW_FIRST * 2;
+  w->next = sequential && w->next < KL_WINDOW_MAX ? w->next * 2 : first * 2;
   if (keep && pos > w->start) memmove(w->buf.p, w->buf.p + (pos - w->start), keep);
   w->f = NULL; /* nothing valid until the read succeeds */
   w->len = 0;

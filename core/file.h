@@ -64,6 +64,7 @@ typedef struct kl_window {
   size_t min_read;          /* no read smaller than this (the owner sets
                             ** it to the size of the batches it meets, so
                             ** that one read holds a header and its batch) */
+  size_t first;             /* the first read after a jump (0: 4 KiB) */
   kl_buf buf;
 } kl_window;
 

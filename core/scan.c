@@ -12,6 +12,9 @@ void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_co
   rd->env = env;
   rd->stats = stats ? stats : &rd->own;
   rd->skip = on_corrupt == KL_ON_CORRUPT_SKIP;
+  /* Context is a header or a few: a lookup peeks at the batch its index
+  ** entry names, and reads on if it walks further. */
+  rd->ctx.first = 1024;
 }
 
 void kl_reader_free(kl_reader *rd) {
@@ -337,6 +340,11 @@ kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
   if (sc->pos < sc->verify_from && (rc = walk_context(sc, err)) != KL_OK) return rc;
   for (;;) {
     int64_t pos = sc->pos;
+    if (pos >= sc->stop) { /* before passing a hole that starts there */
+      sc->end = KL_END_STOP;
+      sc->end_pos = pos;
+      return KL_DONE;
+    }
     if (sc->follow && s->salvage.n) {
       const kl_hole *h = kl_segment_hole_at(s, pos);
       if (h) {
@@ -345,11 +353,6 @@ kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
         rd->stats->batches_skipped++;
         continue;
       }
-    }
-    if (pos >= sc->stop) {
-      sc->end = KL_END_STOP;
-      sc->end_pos = pos;
-      return KL_DONE;
     }
     int st;
     if ((rc = entry_at(rd, s, pos, b, &st, msg, sizeof msg, err)) != KL_OK) return rc;
@@ -404,9 +407,12 @@ kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
       }
       default: break;
     }
-    if (pos + b->size > sc->stop || (b->first_known && b->base_offset > sc->stop_offset)) {
+    if (pos + b->size > sc->stop ||
+        (b->first_known && b->base_offset > sc->stop_offset && b->last_offset < s->next_base &&
+         (b->magic < 2 || b->base_offset >= s->base))) {
       /* The caller's stop is not an entry boundary, or this batch is past
-      ** its offsets. */
+      ** its offsets (and where the segment's offsets are: a batch whose
+      ** offsets are out of place is damage, which the walk must meet). */
       sc->end = KL_END_STOP;
       sc->end_pos = pos;
       return KL_DONE;
@@ -610,16 +616,14 @@ kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek 
     /* The entry's batch ends below target (the entry says so): it is the
     ** context of the walk, whose own batches start after it. */
     out->verify_from += wsize;
-  } else if (!rd->skip && i > 0) {
-    /* One entry earlier, so that the walk knows the batch before the
-    ** slot's and can tell whether the slot's batch follows it (the salvage
-    ** map decides that in skip mode).  Only its offsets are read there,
-    ** and a walk that does not lead to the slot's position drops them
-    ** (walk_context), so the entry need only be in order with the slot's. */
-    int64_t p = kl_index_position_at(ix, i - 1);
-    if (p > 0 && p < out->start && kl_index_offset_at(ix, i - 1) < out->index_offset) {
-      out->start = p;
-    }
+  } else if (!rd->skip) {
+    /* One entry earlier (or from the segment's start), so that the walk
+    ** knows the batch before the slot's and can tell whether the slot's
+    ** batch follows it (the salvage map decides that in skip mode).  Only
+    ** offsets are read there, and a walk that does not lead to the slot's
+    ** position drops them (walk_context); entry_holds found the entry
+    ** before in order with the slot's. */
+    out->start = i > 0 ? kl_index_position_at(ix, i - 1) : 0;
   }
   return kl_index_failed(ix) ? index_error(ix, err) : KL_OK;
 }

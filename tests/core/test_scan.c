@@ -87,22 +87,6 @@ static int64_t sync_after(const char *index_path, int64_t pos) {
   return r;
 }
 
-static void edit(const char *path, int64_t at, const void *bytes, size_t n) {
-  size_t len;
-  uint8_t *p = t_read_file(path, &len);
-  assert_non_null(p);
-  assert_true(at >= 0 && (size_t)at + n <= len);
-  memcpy(p + at, bytes, n);
-  assert_int_equal(t_write_file(path, p, len), 0);
-  free(p);
-}
-
-static void put32_at(const char *path, int64_t at, uint32_t v) {
-  uint8_t b[4];
-  kl_put_u32(b, v);
-  edit(path, at, b, 4);
-}
-
 static kl_log *open_log(const char *dir) {
   kl_log *log = NULL;
   kl_err err = {0};
@@ -205,38 +189,38 @@ static void run_damage(enum dmg d) {
   int64_t resume = 0;
   switch (d) {
     case M_CRC:
-      put32_at(s->log_path, at + size - 4, 0xdeadbeef);
+      t_poke32(s->log_path, at + size - 4, 0xdeadbeef);
       kind = "crc_mismatch", resume = at + size;
       break;
     case M_HEADER: {
       uint8_t attr = 7; /* codec id 7 */
-      edit(s->log_path, at + 22, &attr, 1);
+      t_poke(s->log_path, at + 22, &attr, 1);
       kind = "bad_header", resume = at + size;
       break;
     }
     case M_MAGIC: {
       uint8_t m = 7;
-      edit(s->log_path, at + 16, &m, 1);
+      t_poke(s->log_path, at + 16, &m, 1);
       kind = "bad_magic", resume = sync;
       break;
     }
     case M_LENGTH:
-      put32_at(s->log_path, at + 8, 5);
+      t_poke32(s->log_path, at + 8, 5);
       kind = "bad_batch_length", resume = sync;
       break;
     case M_TRUNCATED:
-      put32_at(s->log_path, at + 8, 0x7ffffff0);
+      t_poke32(s->log_path, at + 8, 0x7ffffff0);
       kind = "truncated_batch", resume = sync;
       break;
     case M_TRAILING: {
       uint8_t z[12] = {0};
-      edit(s->log_path, at, z, 12);
+      t_poke(s->log_path, at, z, 12);
       kind = "trailing_bytes", resume = sync;
       break;
     }
     case M_ZEROS: {
       uint8_t *z = calloc(1, (size_t)(end - at));
-      edit(s->log_path, at, z, (size_t)(end - at));
+      t_poke(s->log_path, at, z, (size_t)(end - at));
       free(z);
       kind = "zero_filled_tail", resume = end;
       break;
@@ -244,7 +228,7 @@ static void run_damage(enum dmg d) {
     case M_REGRESSION: {
       size_t len;
       uint8_t *p = t_read_file(s->log_path, &len);
-      edit(s->log_path, at, p + pos[k - 1], 8); /* the previous batch's base */
+      t_poke(s->log_path, at, p + pos[k - 1], 8); /* the previous batch's base */
       free(p);
       kind = "offset_regression", resume = at + size;
       break;
@@ -292,7 +276,7 @@ static void test_offsets_out_of_place(void **state) {
   /* Segment 1's first batch claims an offset below the segment's base. */
   uint8_t b[8];
   kl_put_u64(b, (uint64_t)(base1 - 1));
-  edit(path1, 0, b, 8);
+  t_poke(path1, 0, b, 8);
   /* Segment 1 renamed to start 3 offsets earlier: segment 0's last batch
   ** (5 records) now reaches into it. */
   char moved[4200];
@@ -326,7 +310,7 @@ static void test_offsets_out_of_place(void **state) {
   /* Below the base: the first batch of a segment claims base - 10. */
   snprintf(path1, sizeof path1, "%s", moved);
   kl_put_u64(b, (uint64_t)(base1 - 13));
-  edit(path1, 0, b, 8);
+  t_poke(path1, 0, b, 8);
   log = open_log(dir);
   s1 = kl_log_next(log, kl_log_first(log));
   kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
@@ -376,7 +360,7 @@ static void test_last_segment_ends(void **state) {
     } else { /* a length past the end, with sound batches after it */
       int k = n / 2;
       int64_t sync = sync_after(path_of(dir, 0, ".index"), pos[k]);
-      put32_at(log_path, pos[k] + 8, 0x7ffffff0);
+      t_poke32(log_path, pos[k] + 8, 0x7ffffff0);
       expect_batches(want, &w, pos, 0, pos[k]);
       w += (size_t)sprintf(want + w, "Dtruncated_batch@%lld>%lld ", (long long)pos[k],
                            (long long)sync);
@@ -412,7 +396,7 @@ static void test_resume_stops_at_sync(void **state) {
   while (pos[j] >= 0 && pos[j] <= sync) j++;
   assert_true(pos[j] > sync && pos[j + 1] > 0);
   /* Batch k's length now reaches the boundary of batch j. */
-  put32_at(lp, pos[k] + 8, (uint32_t)(pos[j] - pos[k] - 12));
+  t_poke32(lp, pos[k] + 8, (uint32_t)(pos[j] - pos[k] - 12));
   kl_log *log = open_log(dir);
   kl_reader rd;
   kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
@@ -452,7 +436,7 @@ static void test_seek_context(void **state) {
   while (pos[k] != slot_pos) k++;
   uint8_t b[8];
   kl_put_u64(b, (uint64_t)(key - 1));
-  edit(lp, slot_pos, b, 8);
+  t_poke(lp, slot_pos, b, 8);
   kl_log *log = open_log(dir);
   kl_segment *s = kl_log_first(log);
   kl_reader rd;
@@ -495,7 +479,7 @@ static void test_stop_offset(void **state) {
   snprintf(lp, sizeof lp, "%s", path_of(dir, 0, ".log"));
   int n;
   int64_t *pos = positions(lp, &n);
-  put32_at(lp, pos[3] + 70, 0xdeadbeef); /* batch 3 (offsets 15..19): CRC */
+  t_poke32(lp, pos[3] + 70, 0xdeadbeef); /* batch 3 (offsets 15..19): CRC */
   kl_log *log = open_log(dir);
   kl_reader rd;
   kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
@@ -525,10 +509,10 @@ static void test_salvage_map(void **state) {
   snprintf(lp, sizeof lp, "%s", path_of(dir, 0, ".log"));
   int n;
   int64_t *pos = positions(lp, &n);
-  put32_at(lp, pos[5] + 70, 0xdeadbeef);             /* CRC of batch 5 */
+  t_poke32(lp, pos[5] + 70, 0xdeadbeef);             /* CRC of batch 5 */
   uint8_t m = 9;
-  edit(lp, pos[30] + 16, &m, 1);                      /* magic of batch 30 */
-  put32_at(lp, pos[n - 1] + 70, 0xdeadbeef);          /* CRC of the last batch */
+  t_poke(lp, pos[30] + 16, &m, 1);                      /* magic of batch 30 */
+  t_poke32(lp, pos[n - 1] + 70, 0xdeadbeef);          /* CRC of the last batch */
   int64_t sync = sync_after(path_of(dir, 0, ".index"), pos[30]);
   kl_log *log = open_log(dir);
   kl_segment *s = kl_log_first(log);

@@ -107,35 +107,7 @@ static void store(const char *path, const uint8_t *p, size_t n) {
   assert_int_equal(t_write_file(path, p, n), 0);
 }
 
-static void flip(const char *path, int64_t pos, uint8_t mask) {
-  size_t n;
-  uint8_t *p = load(path, &n);
-  assert_true(pos >= 0 && (size_t)pos < n);
-  p[pos] ^= mask;
-  store(path, p, n);
-  free(p);
-}
-
-/* Flip a bit, then recompute the v2 batch CRC so the damage reaches the
-** record decoder (a hostile rather than a damaged file). */
-static void flip_fix_crc(const char *path, int64_t bpos, int64_t size, int64_t at, uint8_t mask) {
-  size_t n;
-  uint8_t *p = load(path, &n);
-  p[bpos + at] ^= mask;
-  kl_put_u32(p + bpos + 17, kl_crc32c(0, p + bpos + 21, (size_t)size - 21));
-  store(path, p, n);
-  free(p);
-}
-
 static void truncate_to(const char *path, int64_t len) { assert_int_equal(truncate(path, len), 0); }
-
-static void put32(const char *path, int64_t pos, uint32_t v) {
-  size_t n;
-  uint8_t *p = load(path, &n);
-  kl_put_u32(p + pos, v);
-  store(path, p, n);
-  free(p);
-}
 
 /* ---- outcomes ---- */
 
@@ -327,19 +299,21 @@ static void run_batch_damage(const char *set, enum damage d) {
   char *want_skip = NULL, *want_check = NULL;
   switch (d) {
     case D_HEADER_BIT:
-      flip(f.log0, pos + (magic == 2 ? 45 : 17), 0x10); /* producer id / attributes */
+      t_flip(f.log0, pos + (magic == 2 ? 45 : 17), 0x10); /* producer id / attributes */
       want_check = strdup(line("crc_mismatch", log, pos, "error"));
       break;
     case D_PAYLOAD_BIT:
-      flip(f.log0, pos + size - 2, 0x04);
+      t_flip(f.log0, pos + size - 2, 0x04);
       want_check = strdup(line("crc_mismatch", log, pos, "error"));
       break;
     case D_VARINT_BIT:
-      flip_fix_crc(f.log0, pos, size, KL_V2_HEADER, 0x02);
+      t_flip(f.log0, pos + KL_V2_HEADER, 0x02);
+      t_fix_crc(f.log0, pos, size);
       want_check = strdup(line("bad_records", log, pos, "error"));
       break;
     case D_COMPRESSED_FIXED:
-      flip_fix_crc(f.log0, pos, size, size - 6, 0x01); /* gzip trailer CRC-32 */
+      t_flip(f.log0, pos + size - 6, 0x01); /* gzip trailer CRC-32 */
+      t_fix_crc(f.log0, pos, size);
       want_check = strdup(line("bad_records", log, pos, "error"));
       break;
     case D_BASE_OFFSET: {
@@ -354,15 +328,15 @@ static void run_batch_damage(const char *set, enum damage d) {
       break;
     }
     case D_LEN_PAST_END:
-      put32(f.log0, pos + 8, 0x7ffffff0);
+      t_poke32(f.log0, pos + 8, 0x7ffffff0);
       want_check = strdup(line("truncated_batch", log, pos, silent ? "warning" : "error"));
       break;
     case D_LEN_TINY:
-      put32(f.log0, pos + 8, 5);
+      t_poke32(f.log0, pos + 8, 5);
       want_check = strdup(line("bad_batch_length", log, pos, "error"));
       break;
     case D_MAGIC:
-      flip(f.log0, pos + 16, 0x05); /* 2 -> 7, 1 -> 4, 0 -> 5 */
+      t_flip(f.log0, pos + 16, 0x05); /* 2 -> 7, 1 -> 4, 0 -> 5 */
       want_check = strdup(line("bad_magic", log, pos, "error"));
       break;
     default: break;

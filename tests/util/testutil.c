@@ -3,6 +3,8 @@
 */
 #include "testutil.h"
 
+#include "crc32c.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -107,6 +109,60 @@ int t_copy_dir(const char *src, const char *dst) {
   }
   closedir(d);
   return rc;
+}
+
+/* Read path, let edit change the bytes, write them back. */
+static void edit(const char *path, void (*fn)(uint8_t *p, size_t n, const void *arg),
+                 const void *arg) {
+  size_t n;
+  uint8_t *p = t_read_file(path, &n);
+  assert_non_null(p);
+  fn(p, n, arg);
+  assert_int_equal(t_write_file(path, p, n), 0);
+  free(p);
+}
+
+typedef struct poke_arg {
+  int64_t pos;
+  const void *bytes;
+  size_t n;
+  uint8_t mask;             /* XOR instead of copying when bytes is NULL */
+  int64_t size;             /* t_fix_crc */
+} poke_arg;
+
+static void do_poke(uint8_t *p, size_t n, const void *arg) {
+  const poke_arg *a = arg;
+  size_t k = a->bytes ? a->n : 1;
+  assert_true(a->pos >= 0 && (size_t)a->pos + k <= n);
+  if (a->bytes) memcpy(p + a->pos, a->bytes, a->n);
+  else p[a->pos] ^= a->mask;
+}
+
+static void do_fix_crc(uint8_t *p, size_t n, const void *arg) {
+  const poke_arg *a = arg;
+  assert_true(a->pos >= 0 && a->size >= 61 && (size_t)(a->pos + a->size) <= n);
+  kl_put_u32(p + a->pos + 17, kl_crc32c(0, p + a->pos + 21, (size_t)a->size - 21));
+}
+
+void t_flip(const char *path, int64_t pos, uint8_t mask) {
+  poke_arg a = {pos, NULL, 0, mask, 0};
+  edit(path, do_poke, &a);
+}
+
+void t_poke(const char *path, int64_t pos, const void *p, size_t n) {
+  poke_arg a = {pos, p, n, 0, 0};
+  edit(path, do_poke, &a);
+}
+
+void t_poke32(const char *path, int64_t pos, uint32_t v) {
+  uint8_t b[4];
+  kl_put_u32(b, v);
+  t_poke(path, pos, b, 4);
+}
+
+void t_fix_crc(const char *path, int64_t pos, int64_t size) {
+  poke_arg a = {pos, NULL, 0, 0, size};
+  edit(path, do_fix_crc, &a);
 }
 
 const char *t_fixture(const char *set) {

@@ -35,6 +35,16 @@ int t_write_file(const char *path, const void *p, size_t n);
 /* Copy every regular file of src into dst (dst must exist). */
 int t_copy_dir(const char *src, const char *dst);
 
+/* Damage: edit a file in place (failing the current test if it cannot).
+** t_flip XORs the byte at pos with mask; t_poke writes n bytes at pos;
+** t_poke32 a big-endian u32; t_fix_crc recomputes the CRC-32C of the v2
+** batch of size bytes at pos, so that damage under it reaches the record
+** decoder (a hostile rather than a damaged file). */
+void t_flip(const char *path, int64_t pos, uint8_t mask);
+void t_poke(const char *path, int64_t pos, const void *p, size_t n);
+void t_poke32(const char *path, int64_t pos, uint32_t v);
+void t_fix_crc(const char *path, int64_t pos, int64_t size);
+
 /* Path of a fixture partition directory, e.g. t_fixture("a-tiny"):
 ** KL_FIXTURES "/a-tiny/orders-0" (static buffer). */
 const char *t_fixture(const char *set);
