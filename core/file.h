@@ -44,6 +44,10 @@ void kl_file_close(kl_file *f);
 ** and the position. */
 kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err);
 
+/* Is the file still the one opened, with the size it had then?  0 when it
+** was resized or replaced (or cannot be looked at). */
+int kl_file_same(const kl_file *f);
+
 /* Is every byte of [pos, f->size) zero?  Holes of a sparse file (a
 ** preallocated segment) are passed over without reading them. */
 kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err);

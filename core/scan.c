@@ -271,10 +271,20 @@ void kl_scan_end(kl_scan *sc) {
   sc->seg = NULL;
 }
 
+/* Bytes that end or break where they should not may be a file changed
+** under the walk (truncated, rewritten): then that is what to report. */
+static kl_rc file_changed(kl_segment *s, kl_err *err) {
+  if (kl_file_same(&s->log)) return KL_OK;
+  return kl_err_set(err, KL_IO, "%s: the file changed while being read (%lld bytes when opened)",
+                    s->log_path, (long long)s->size);
+}
+
 /* Record damage at pos and where the walk resumes. */
 static kl_rc damage(kl_scan *sc, int kind, int64_t pos, int64_t resume, const kl_batch *b,
                     const char *what, kl_err *err) {
   kl_segment *s = sc->seg;
+  kl_rc rc = file_changed(s, err);
+  if (rc) return rc;
   sc->dmg.kind = kind;
   sc->dmg.pos = pos;
   sc->dmg.resume = resume;
@@ -359,6 +369,9 @@ kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
     int64_t resume;
     switch (st) {
       case E_END:
+        /* A segment that is not the last ends where it did when opened,
+        ** or it changed (Kafka never rewrites one). */
+        if (!s->is_last && (rc = file_changed(s, err)) != KL_OK) return rc;
         sc->end = KL_END_CLEAN;
         sc->end_pos = pos;
         return KL_DONE;

@@ -528,7 +528,9 @@ static int cmp_i64(const void *a, const void *b) {
 }
 
 static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
-  if (rc == KL_IO || rc == KL_NOMEM) forget_log((kl_vtab *)c->base.pVtab);
+  /* What was learnt about the files may be what went wrong (they changed
+  ** under the query): the next query opens the directory afresh. */
+  if (rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT) forget_log((kl_vtab *)c->base.pVtab);
   return set_error(c->base.pVtab, kl_sqlite_rc(rc), "kafka_log: %s",
                    err->msg[0] ? err->msg : kl_rc_name(rc));
 }
