@@ -331,7 +331,7 @@ static void test_open_empty_dir(void **state) {
 ** format.md 1.2 / LogLoaderTest.testOpenDeletesObsoleteFiles: only
 ** "<20 digits>.log" is a segment; .deleted, .swap, .cleaned, snapshots,
 ** checkpoints, orphan indexes, 19- or 21-digit names, non-digits and
-** base offsets beyond INT64_MAX are ignored.  Opening maps nothing.
+** base offsets beyond INT64_MAX are ignored.  Opening opens no segment.
 */
 static void test_open_foreign_files(void **state) {
   char *dir = t_mkdtemp("log-foreign");

@@ -8,7 +8,7 @@
 ** Input: up to three sections separated by "\n--KLSEP--\n": the .log, the
 ** .index and the .timeindex of segment 0 (a missing section means a missing
 ** file).  Each run uses a fresh directory under $TMPDIR (default /dev/shm),
-** so the module's log cache never sees a file change under its mappings.
+** so the module's log cache never sees a file changed in place.
 */
 #include <stdint.h>
 #include <stdio.h>

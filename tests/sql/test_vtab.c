@@ -7,6 +7,7 @@
 #include "sqltest.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* CREATE VIRTUAL TABLE ... USING kafka_log('<dir>') for a fixture set. */
@@ -246,6 +247,143 @@ static void test_missing_dir(void **state) {
   st_close(db);
 }
 
+/* A named table's directory and options are fixed when it is created:
+** `WHERE dir = ...` is a comparison with the one it has, not a way to read
+** another directory. */
+static void test_named_table_is_fixed(void **state) {
+  char a[4096], b[4096]; /* t_fixture returns one static buffer */
+  snprintf(a, sizeof a, "%s", t_fixture("a-tiny"));
+  snprintf(b, sizeof b, "%s", t_fixture("b-multi-segment"));
+  sqlite3 *db = st_open();
+  create_vtab(db, "t", a);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 10);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE dir = ?1", "t", b), 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE dir = ?1", "t", a), 10);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE dir IN (?1, 'x')", "t", b), 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE on_corrupt = 'skip'", NULL), 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE on_corrupt = 'error'", NULL), 10);
+  char *d = st_text(db, "SELECT DISTINCT dir FROM t", NULL);
+  assert_string_equal(d, a);
+  free(d);
+  /* Options are kept too. */
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE s USING kafka_log(%Q, on_corrupt='skip')", a);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM s WHERE on_corrupt = 'skip'", NULL), 10);
+  /* A named table needs its directory. */
+  int rc;
+  free(expect_error(db, "CREATE VIRTUAL TABLE n USING kafka_log", &rc));
+  st_close(db);
+}
+
+/* A relative directory is stored absolute: the database opens from any
+** working directory.  The shadow table that keeps it follows the table
+** through ALTER TABLE RENAME and DROP TABLE, and a defensive connection
+** cannot write it. */
+static void test_named_table_relative_dir(void **state) {
+  char *tmp = t_mkdtemp("vtab-rel");
+  char dbpath[4200], cwd[4096];
+  snprintf(dbpath, sizeof dbpath, "%s/saved.db", tmp);
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(KL_FIXTURES), 0);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(dbpath, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
+  st_exec(db, "CREATE VIRTUAL TABLE r USING kafka_log('./a-tiny/orders-0', on_corrupt = 'skip')");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 10);
+  st_close(db);
+  assert_int_equal(chdir("/"), 0);
+  assert_int_equal(sqlite3_open(dbpath, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 10);
+  char *d = st_text(db, "SELECT DISTINCT dir || ' ' || on_corrupt FROM r", NULL);
+  char want[4200];
+  snprintf(want, sizeof want, "%s skip", t_fixture("a-tiny"));
+  assert_string_equal(d, want);
+  free(d);
+  d = st_text(db, "SELECT v FROM r_config WHERE k = 'dir'", NULL);
+  assert_string_equal(d, t_fixture("a-tiny"));
+  free(d);
+  /* Defensive connections cannot change where a table reads. */
+  int on = 1;
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on);
+  int rc;
+  free(expect_error(db, "UPDATE r_config SET v = '/etc' WHERE k = 'dir'", &rc));
+  sqlite3_db_config(db, SQLITE_DBCONFIG_DEFENSIVE, 0, &on);
+  st_exec(db, "ALTER TABLE r RENAME TO r2");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM r2", NULL), 10);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'r_config'", NULL), 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM sqlite_schema WHERE name = 'r2_config'", NULL), 1);
+  st_exec(db, "DROP TABLE r2");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM sqlite_schema WHERE name LIKE 'r%'", NULL), 0);
+  st_close(db);
+  assert_int_equal(chdir(cwd), 0);
+  t_rmdir(tmp);
+  free(tmp);
+}
+
+/* What is not a partition directory, and why a directory does not open,
+** in the error message. */
+static void test_not_a_partition(void **state) {
+  char *tmp = t_mkdtemp("vtab-np");
+  char path[4200];
+  sqlite3 *db = st_open();
+  int rc;
+  char *msg;
+  /* Empty: Kafka keeps a segment in every partition directory. */
+  char *sql = sqlite3_mprintf("SELECT * FROM kafka_log(%Q)", tmp);
+  msg = expect_error(db, sql, &rc);
+  assert_int_equal(rc, SQLITE_CANTOPEN);
+  assert_non_null(strstr(msg, "is not a Kafka partition directory"));
+  free(msg);
+  /* A log directory (topic partitions inside): named, to pick from. */
+  for (int i = 0; i < 5; i++) {
+    snprintf(path, sizeof path, "%s/orders-%d", tmp, i);
+    assert_int_equal(mkdir(path, 0755), 0);
+  }
+  snprintf(path, sizeof path, "%s/not-a-partition", tmp);
+  assert_int_equal(mkdir(path, 0755), 0);
+  msg = expect_error(db, sql, &rc);
+  assert_non_null(strstr(msg, "partition directories such as orders-"));
+  assert_null(strstr(msg, "not-a-partition"));
+  free(msg);
+  sqlite3_free(sql);
+  /* The OS says why a path does not open. */
+  snprintf(path, sizeof path, "%s/missing", tmp);
+  sql = sqlite3_mprintf("SELECT * FROM kafka_log(%Q)", path);
+  msg = expect_error(db, sql, &rc);
+  assert_int_equal(rc, SQLITE_CANTOPEN);
+  assert_non_null(strstr(msg, "No such file or directory"));
+  free(msg);
+  sqlite3_free(sql);
+  snprintf(path, sizeof path, "%s/file", tmp);
+  assert_int_equal(t_write_file(path, "x", 1), 0);
+  sql = sqlite3_mprintf("SELECT * FROM kafka_log(%Q)", path);
+  msg = expect_error(db, sql, &rc);
+  assert_non_null(strstr(msg, "Not a directory"));
+  free(msg);
+  sqlite3_free(sql);
+  if (geteuid() != 0) { /* root reads whatever it likes */
+    snprintf(path, sizeof path, "%s/orders-0", tmp);
+    assert_int_equal(chmod(path, 0), 0);
+    sql = sqlite3_mprintf("SELECT * FROM kafka_log(%Q)", path);
+    msg = expect_error(db, sql, &rc);
+    assert_non_null(strstr(msg, "Permission denied"));
+    free(msg);
+    sqlite3_free(sql);
+    assert_int_equal(chmod(path, 0755), 0);
+  }
+  st_close(db);
+  for (int i = 0; i < 5; i++) {
+    snprintf(path, sizeof path, "%s/orders-%d", tmp, i);
+    rmdir(path);
+  }
+  snprintf(path, sizeof path, "%s/not-a-partition", tmp);
+  rmdir(path);
+  t_rmdir(tmp);
+  free(tmp);
+}
+
 static void test_version(void **state) {
   sqlite3 *db = st_open();
   char *v = st_text(db, "SELECT kafka_log_version()", NULL);
@@ -385,6 +523,9 @@ int main(void) {
       cmocka_unit_test(test_edge_values),
       cmocka_unit_test(test_read_only),
       cmocka_unit_test(test_missing_dir),
+      cmocka_unit_test(test_named_table_is_fixed),
+      cmocka_unit_test(test_named_table_relative_dir),
+      cmocka_unit_test(test_not_a_partition),
       cmocka_unit_test(test_version),
       cmocka_unit_test(test_query_plan),
       cmocka_unit_test(test_truncated_log),
