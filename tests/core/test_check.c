@@ -113,6 +113,42 @@ static void test_nomem(void **state) {
   free(dir);
 }
 
+/* Kafka's own sanity checks pass on a segment whose time index is the one
+** entry (0, base) (its first record at the base offset with CreateTime 0,
+** the entry written on roll) and whose offset index is the one entry
+** (base, 0): twelve and eight zero bytes that are real entries, which the
+** log confirms.  The check agrees: nothing to report.  The same zeros where
+** the log does not confirm them are preallocated slots. */
+static void test_zero_entries_are_real(void **state) {
+  char *dir = t_mkdtemp("check-zero");
+  kw_options o = {10, 4096, 0, 0}; /* a segment per batch */
+  kw_writer *w = kw_open(dir, &o);
+  for (int i = 0; i < 3; i++) {
+    kl_rec_in r = {i == 0 ? 0 : 1000 + i, "k", 1, "v", 1, NULL, 0};
+    assert_int_equal(kw_append(w, NULL, &r, 1), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  char path[4200];
+  uint8_t z[8] = {0};
+  snprintf(path, sizeof path, "%s/%020d.index", dir, 0);
+  assert_int_equal(t_write_file(path, z, 8), 0);
+  found fd = {0};
+  kl_err err = {0};
+  assert_int_equal(kl_check_dir(NULL, dir, collect, &fd, &err), KL_OK);
+  for (int i = 0; i < fd.n; i++) print_message("  %s\n", fd.lines[i]);
+  assert_int_equal(fd.n, 0);
+  /* Segment 1 (record timestamp 1001): the same zeros are no entries. */
+  snprintf(path, sizeof path, "%s/%020d.timeindex", dir, 1);
+  uint8_t zz[24] = {0};
+  assert_int_equal(t_write_file(path, zz, 24), 0);
+  memset(&fd, 0, sizeof fd);
+  assert_int_equal(kl_check_dir(NULL, dir, collect, &fd, &err), KL_OK);
+  assert_true(fd.n >= 1);
+  assert_non_null(strstr(fd.lines[0], "1 00000000000000000001.timeindex 0 preallocated_index_slots warning"));
+  t_rmdir(dir);
+  free(dir);
+}
+
 static void test_missing_dir(void **state) {
   found fd = {0};
   kl_err err = {0};
@@ -169,6 +205,7 @@ int main(void) {
       cmocka_unit_test(test_cap_per_kind),
       cmocka_unit_test(test_nomem),
       cmocka_unit_test(test_missing_dir),
+      cmocka_unit_test(test_zero_entries_are_real),
       cmocka_unit_test(test_ceiling_equal_first),
       cmocka_unit_test(test_last_offset_max),
   };
