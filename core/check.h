@@ -3,33 +3,37 @@
 ** Kafka's LogLoader, LogSegment.recover() and the index sanity checks would
 ** find (behaviour.md section 7), plus what a reader of the records would
 ** trip over (record-level damage, which recover() does not look at).  No
-** file is changed.
+** file is changed.  The .log files are walked by the readers' own walker
+** (scan.h), so an error here is exactly damage that a query reading that
+** region meets, and that on_corrupt='skip' passes over.
 **
 ** Every problem is reported through a callback as one kl_finding: the
 ** segment, the file, the byte position, a kind from the table below, a
 ** severity and a message.  A sound directory produces no finding at all.
 **
 **   kind                      sev  file        what
-**   crc_mismatch              E    .log        stored CRC differs (batch skipped by on_corrupt='skip')
-**   bad_records               E    .log        records do not decode: varints, counts, decompression (skipped)
-**   bad_header                E    .log        header field invalid (codec, counts) but length sane (skipped)
-**   offset_regression         E    .log        batch offsets not above the previous batch's (skipped)
-**   offset_below_base         E    .log        v2 batch offset below the segment base (skipped)
-**   bad_magic                 E    .log        magic byte not 0, 1 or 2: rest of segment unreadable
-**   bad_batch_length          E    .log        length below the minimum: rest of segment unreadable
-**   truncated_batch           E/W  .log        entry extends past the end of the file: the data ends
-**                                              there (W in the last segment: a crash tail, which
-**                                              Kafka's recovery truncates)
+**   crc_mismatch              E    .log        stored CRC differs
+**   bad_records               E    .log        records do not decode: varints, counts, offsets,
+**                                              decompression (rows end before the first)
+**   bad_header                E    .log        header field invalid (codec, counts) but length sane
+**   offset_regression         E    .log        batch offsets not above the previous batch's
+**   offset_below_base         E    .log        v2 batch offset below the segment base
+**   segment_overlap           E    .log        batch offsets reach the next segment's base
+**   bad_magic                 E    .log        magic byte not 0, 1 or 2
+**   bad_batch_length          E    .log        length below the minimum
+**   truncated_batch           E/W  .log        entry extends past the end of the file (W at the end
+**                                              of the last segment with nothing readable after it:
+**                                              a torn append, which Kafka's recovery truncates)
 **   trailing_bytes            E    .log        non-zero bytes after a zero offset+length
-**   zero_filled_tail          I/W  .log        zeros after the last batch (I in the last segment:
-**                                              log.preallocate; W elsewhere, Kafka trims on roll)
+**   zero_filled_tail          I/E  .log        zeros to the end of the file (I in the last segment:
+**                                              log.preallocate; E elsewhere: Kafka trims on roll)
 **   offset_overflow           W    .log        last offset - base does not fit 31 bits
-**   segment_overlap           E    .log        a segment's offsets reach into the next segment
-**   unreadable                E    any         a file cannot be opened or mapped
+**   unreadable                E    any         a file cannot be opened or read
 **   missing_index             W/I  .index     .index absent (W: LogLoader recovers the segment),
 **                                  .timeindex  .timeindex absent (I: Kafka creates it empty)
 **   index_bad_length          W    .index etc  length not a multiple of the entry size
-**   preallocated_index_slots  I/W  .index etc  zero-filled slots at the end (I in the last segment)
+**   preallocated_index_slots  I/W  .index etc  zero-filled slots at the end (I in the last segment;
+**                                              a zero first slot the log confirms is an entry)
 **   index_not_monotonic       W    .index      offsets or positions not strictly increasing
 **   index_points_past_log     W    .index      position at or past the end of the batches
 **   index_entry_mismatch      W    .index      no batch starts at the position, or the offset is
@@ -46,13 +50,13 @@
 **   orphan_index              W    index files index without its .log (Kafka deletes it)
 **   no_segments               W    (dir)       no <20 digits>.log file at all
 **
-** Severity: E = error (record data is damaged or lost: queries fail with
-** SQLITE_CORRUPT unless on_corrupt='skip'), W = warning (an index or file
-** that Kafka would rebuild or delete; queries stay exact, they fall back to
-** scanning), I = info (the normal state of a live or uncleanly stopped
-** broker's active segment).  At most KL_CHECK_MAX_PER_KIND findings of one
-** kind are reported per file; one more finding then says how many were
-** left out.
+** Severity: E = error (record data is damaged or lost: a query reading it
+** fails with SQLITE_CORRUPT unless on_corrupt='skip'), W = warning (an index
+** or file that Kafka would rebuild or delete; queries stay exact, they fall
+** back to scanning), I = info (the normal state of a live or uncleanly
+** stopped broker's active segment).  At most KL_CHECK_MAX_PER_KIND findings
+** of one kind are reported per file; one more finding then says how many
+** were left out.
 */
 #ifndef KL_CHECK_H
 #define KL_CHECK_H

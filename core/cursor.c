@@ -220,14 +220,11 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     kl_rc rc = segment_wanted(c, s, &wanted, err);
     if (rc) return rc;
     if (!wanted) continue;
+    /* The lower time bound was folded into lo by the log's seek by time
+    ** (kl_cursor_start): the first segment starts at the first record
+    ** reaching it, later ones hold later offsets. */
     kl_seek sk;
     rc = kl_scan_seek_offset(&c->rd, s, c->lo, &sk, err);
-    if (rc == KL_OK && has_ts_lo(c)) {
-      /* Both seeks give a position before which nothing qualifies. */
-      kl_seek tk;
-      rc = kl_scan_seek_time(&c->rd, s, c->bnd.ts_lo, &tk, err);
-      if (rc == KL_OK && tk.verify_from > sk.verify_from) sk = tk;
-    }
     if (rc == KL_OK) rc = enter_segment(c, s, err);
     if (rc == KL_OK) rc = kl_scan_start(&c->sc, &c->rd, s, sk.start, INT64_MAX, sk.verify_from, err);
     if (rc) return rc;
@@ -351,12 +348,12 @@ static kl_rc collect(kl_cursor *c, stretch *st, int64_t start, int64_t slot, int
   return KL_OK;
 }
 
-/* Collect the stretch before cur (none when cur starts the segment) and
-** check that cur's first batch follows its last. */
-static kl_rc collect_ahead(kl_cursor *c, kl_err *err) {
-  c->ahead.live = 0;
-  c->first_bad = 0;
-  if (c->cur.start == 0) return KL_OK;
+/* The stretch before cur (none when cur starts the segment), collected
+** when it is needed: to check that cur's first batch follows its last,
+** before that batch is produced, or to go on once cur is done.  A query
+** that stops inside cur (ORDER BY offset DESC LIMIT 10) never reads it. */
+static kl_rc need_ahead(kl_cursor *c, kl_err *err) {
+  if (c->ahead.live || c->cur.start == 0) return KL_OK;
   int64_t slot, pos;
   kl_rc rc = kl_scan_checkpoint(&c->rd, c->seg, c->cur.slot, &slot, &pos, err);
   if (rc == KL_OK) rc = collect(c, &c->ahead, pos, slot, c->cur.start, err);
@@ -376,16 +373,19 @@ static kl_rc collect_ahead(kl_cursor *c, kl_err *err) {
   return KL_OK;
 }
 
-/* Start producing segment s backward from its stretch holding hi. */
+/* Start producing segment s backward from its stretch holding hi: from
+** the index entry of hi's floor (or position 0) to the end of the data. */
 static kl_rc enter_backward(kl_cursor *c, kl_segment *s, kl_err *err) {
   kl_seek sk;
   kl_rc rc = enter_segment(c, s, err);
   if (rc == KL_OK) rc = kl_scan_seek_offset(&c->rd, s, c->hi, &sk, err);
-  if (rc == KL_OK) rc = collect(c, &c->cur, sk.verify_from, sk.slot, INT64_MAX, err);
+  if (rc == KL_OK) rc = collect(c, &c->cur, sk.index_position, sk.slot, INT64_MAX, err);
   if (rc) return rc;
   if (c->cur.rc) return kl_err_set(err, c->cur.rc, "%s", c->cur.err.msg);
   c->ci = c->cur.n;
-  return collect_ahead(c, err);
+  c->ahead.live = 0;
+  c->first_bad = 0;
+  return KL_OK;
 }
 
 /* The previous segment worth reading, or done. */
@@ -412,6 +412,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       if (record_in(c, &c->rec)) return KL_OK;
     }
     if (c->ci > 0) {
+      if (c->ci == 1 && (rc = need_ahead(c, err)) != KL_OK) return rc;
       const kl_batch *b = &c->cur.b[--c->ci];
       if (c->ci == 0 && c->first_bad) {
         kl_err_set(err, KL_CORRUPT, "%s", c->first_err.msg);
@@ -424,6 +425,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       c->ridx = c->rn;
       continue;
     }
+    if ((rc = need_ahead(c, err)) != KL_OK) return rc;
     if (c->ahead.live) {
       if (c->ahead.rc) {
         kl_err_set(err, c->ahead.rc, "%s", c->ahead.err.msg);
@@ -432,8 +434,9 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       stretch t = c->cur;
       c->cur = c->ahead;
       c->ahead = t;
+      c->ahead.live = 0;
+      c->first_bad = 0;
       c->ci = c->cur.n;
-      if ((rc = collect_ahead(c, err)) != KL_OK) return rc;
       continue;
     }
     if ((rc = prev_segment(c, err)) != KL_OK) return rc;

@@ -55,14 +55,15 @@ enum {
   E_HEADER                  /* a field is invalid, the length is sane */
 };
 
-static kl_rc zero_from(kl_reader *rd, kl_segment *s, int64_t pos, int *zero, kl_err *err) {
+/* Is the file zero from pos on?  Remembered: a preallocated segment's
+** zeros are looked at once, not by every scan that reaches them. */
+static kl_rc zero_from(kl_segment *s, int64_t pos, int *zero, kl_err *err) {
   if (s->zero_from >= 0 && pos >= s->zero_from) {
     *zero = 1;
     return KL_OK;
   }
   kl_rc rc = kl_file_zero_from(&s->log, pos, zero, err);
   if (rc == KL_OK && *zero) s->zero_from = pos;
-  (void)rd;
   return rc;
 }
 
@@ -82,7 +83,7 @@ static kl_rc entry_in(kl_reader *rd, kl_window *w, kl_segment *s, int64_t pos, k
   int zero;
   kl_rc rc;
   if (avail < KL_ENTRY_PREFIX + 1) { /* Kafka: p >= end - 17 stops the scan */
-    if ((rc = zero_from(rd, s, pos, &zero, err)) != KL_OK) return rc;
+    if ((rc = zero_from(s, pos, &zero, err)) != KL_OK) return rc;
     *st = zero ? E_ZEROS : E_SHORT;
     return KL_OK;
   }
@@ -96,7 +97,7 @@ static kl_rc entry_in(kl_reader *rd, kl_window *w, kl_segment *s, int64_t pos, k
     int head_zero = 1;
     for (int i = 0; i < KL_LOG_OVERHEAD; i++) head_zero &= p[i] == 0;
     if (head_zero) {
-      if ((rc = zero_from(rd, s, pos, &zero, err)) != KL_OK) return rc;
+      if ((rc = zero_from(s, pos, &zero, err)) != KL_OK) return rc;
       if (zero) {
         *st = E_ZEROS;
         return KL_OK;
