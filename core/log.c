@@ -61,7 +61,7 @@ void kl_log_close(kl_log *log) {
 /* Note a "<topic>-<n>" directory for the hint of a directory that is not
 ** a partition. */
 static void note_partition_dir(kl_log *log, const char *dir, const struct dirent *de, int *seen) {
-  if (!partition_name(de->d_name)) return;
+  if (*seen > 3 || !partition_name(de->d_name)) return;
   int isdir = 0;
 #ifdef DT_DIR
   if (de->d_type == DT_DIR) isdir = 1;
