@@ -233,25 +233,36 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   return rc;
 }
 
-static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
-  kl_index *ix;
+/* The segment's index of kind, with what is wrong with the file as a
+** whole reported; *ix is NULL when there are no entries to look at. */
+static kl_rc open_index(checker *ck, kl_reader *rd, kl_segment *s, int kind, kl_index **ix) {
   kl_err e = {0};
-  kl_rc rc = kl_scan_index(rd, s, KL_INDEX_OFFSET, &ix, &e);
+  kl_rc rc = kl_scan_index(rd, s, kind, ix, &e);
   if (rc == KL_NOMEM) return rc;
   if (rc) {
     report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
-    return KL_OK;
+    *ix = NULL;
+  } else if ((*ix)->file_len < 0) {
+    if (kind == KL_INDEX_OFFSET) {
+      report(ck, "missing_index", KL_SEV_WARNING, -1, "the offset index is missing (Kafka's "
+             "LogLoader rebuilds it by recovering the segment)");
+    } else {
+      report(ck, "missing_index", KL_SEV_INFO, -1, "the time index is missing (Kafka creates it "
+             "empty)");
+    }
+    *ix = NULL;
+  } else if ((*ix)->unusable) {
+    report(ck, "index_bad_length", KL_SEV_WARNING, -1, "length %lld is not a multiple of %d",
+           (long long)(*ix)->file_len, kind);
+    *ix = NULL;
   }
-  if (ix->file_len < 0) {
-    report(ck, "missing_index", KL_SEV_WARNING, -1,
-           "the offset index is missing (Kafka's LogLoader rebuilds it by recovering the segment)");
-    return KL_OK;
-  }
-  if (ix->unusable) {
-    report(ck, "index_bad_length", KL_SEV_WARNING, -1,
-           "length %lld is not a multiple of 8", (long long)ix->file_len);
-    return KL_OK;
-  }
+  return KL_OK;
+}
+
+static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
+  kl_index *ix;
+  kl_rc rc = open_index(ck, rd, s, KL_INDEX_OFFSET, &ix);
+  if (rc || !ix) return rc;
   int64_t slots = ix->file_len / 8;
   int64_t n = slots - ix->zero_slots; /* entries before the zero slots, stale ones too */
   if (ix->zero_slots > 0) {
@@ -316,23 +327,8 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
 
 static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
   kl_index *ix;
-  kl_err e = {0};
-  kl_rc rc = kl_scan_index(rd, s, KL_INDEX_TIME, &ix, &e);
-  if (rc == KL_NOMEM) return rc;
-  if (rc) {
-    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
-    return KL_OK;
-  }
-  if (ix->file_len < 0) {
-    report(ck, "missing_index", KL_SEV_INFO, -1,
-           "the time index is missing (Kafka creates it empty)");
-    return KL_OK;
-  }
-  if (ix->unusable) {
-    report(ck, "index_bad_length", KL_SEV_WARNING, -1,
-           "length %lld is not a multiple of 12", (long long)ix->file_len);
-    return KL_OK;
-  }
+  kl_rc rc = open_index(ck, rd, s, KL_INDEX_TIME, &ix);
+  if (rc || !ix) return rc;
   int64_t slots = ix->file_len / 12;
   int64_t n = slots - ix->zero_slots;
   if (ix->zero_slots > 0) {

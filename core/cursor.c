@@ -53,7 +53,8 @@ struct kl_cursor {
   /* Backward iteration only. */
   stretch cur, ahead;       /* producing cur; ahead is the stretch before */
   size_t ci;                /* batches of cur still to produce: b[0..ci) */
-  int first_bad;            /* cur.b[0] does not follow ahead's last batch */
+  int first_checked;        /* cur.b[0] was checked against the batch before */
+  int first_bad;            /* and it did not pass (first_err says why) */
   kl_err first_err;
 };
 
@@ -348,29 +349,43 @@ static kl_rc collect(kl_cursor *c, stretch *st, int64_t start, int64_t slot, int
   return KL_OK;
 }
 
-/* The stretch before cur (none when cur starts the segment), collected
-** when it is needed: to check that cur's first batch follows its last,
-** before that batch is produced, or to go on once cur is done.  A query
-** that stops inside cur (ORDER BY offset DESC LIMIT 10) never reads it. */
-static kl_rc need_ahead(kl_cursor *c, kl_err *err) {
-  if (c->ahead.live || c->cur.start == 0) return KL_OK;
+/* Check, before cur's first batch is produced, that it follows the batch
+** before it (the previous stretch's last), as a forward walk checks it: a
+** walk from the previous index entry reads offsets up to it, then it, with
+** the walker's rules.  In skip mode the salvage map has decided already.
+** A query that stops inside cur (ORDER BY offset DESC LIMIT 10) never
+** reads further back than this. */
+static kl_rc check_first(kl_cursor *c, kl_err *err) {
+  c->first_checked = 1;
+  c->first_bad = 0;
+  if (c->rd.skip || c->cur.start == 0 || c->cur.n == 0) return KL_OK;
+  int64_t slot, pos;
+  kl_rc rc = kl_scan_checkpoint(&c->rd, c->seg, c->cur.slot, &slot, &pos, err);
+  if (rc) return rc;
+  const kl_batch *f = &c->cur.b[0];
+  kl_scan sc;
+  kl_batch b;
+  rc = kl_scan_start(&sc, &c->rd, c->seg, pos, f->position + f->size, c->cur.start, err);
+  if (rc) return rc;
+  kl_err_clear(&c->first_err);
+  rc = kl_scan_next(&sc, &b, &c->first_err);
+  kl_scan_end(&sc);
+  if (rc == KL_CORRUPT) {
+    c->first_bad = 1;
+    return KL_OK;
+  }
+  return rc == KL_OK || rc == KL_DONE ? KL_OK : kl_err_set(err, rc, "%s", c->first_err.msg);
+}
+
+/* The stretch before cur, once cur is done (none when cur starts the
+** segment). */
+static kl_rc collect_ahead(kl_cursor *c, kl_err *err) {
+  c->ahead.live = 0;
+  if (c->cur.start == 0) return KL_OK;
   int64_t slot, pos;
   kl_rc rc = kl_scan_checkpoint(&c->rd, c->seg, c->cur.slot, &slot, &pos, err);
   if (rc == KL_OK) rc = collect(c, &c->ahead, pos, slot, c->cur.start, err);
-  if (rc) return rc;
-  if (c->ahead.rc == KL_OK && c->ahead.have_last && c->cur.n > 0) {
-    const kl_batch *f = &c->cur.b[0];
-    int64_t first = f->first_known ? f->base_offset : f->last_offset;
-    if (first <= c->ahead.last_offset) {
-      c->first_bad = 1;
-      kl_err_clear(&c->first_err);
-      kl_err_set(&c->first_err, KL_CORRUPT, "%s: position %lld: batch offsets %lld..%lld do not "
-                 "follow the previous batch's last offset %lld", c->seg->log_path,
-                 (long long)f->position, (long long)first, (long long)f->last_offset,
-                 (long long)c->ahead.last_offset);
-    }
-  }
-  return KL_OK;
+  return rc;
 }
 
 /* Start producing segment s backward from its stretch holding hi: from
@@ -383,8 +398,7 @@ static kl_rc enter_backward(kl_cursor *c, kl_segment *s, kl_err *err) {
   if (rc) return rc;
   if (c->cur.rc) return kl_err_set(err, c->cur.rc, "%s", c->cur.err.msg);
   c->ci = c->cur.n;
-  c->ahead.live = 0;
-  c->first_bad = 0;
+  c->first_checked = 0;
   return KL_OK;
 }
 
@@ -412,7 +426,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       if (record_in(c, &c->rec)) return KL_OK;
     }
     if (c->ci > 0) {
-      if (c->ci == 1 && (rc = need_ahead(c, err)) != KL_OK) return rc;
+      if (c->ci == 1 && !c->first_checked && (rc = check_first(c, err)) != KL_OK) return rc;
       const kl_batch *b = &c->cur.b[--c->ci];
       if (c->ci == 0 && c->first_bad) {
         kl_err_set(err, KL_CORRUPT, "%s", c->first_err.msg);
@@ -425,7 +439,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       c->ridx = c->rn;
       continue;
     }
-    if ((rc = need_ahead(c, err)) != KL_OK) return rc;
+    if ((rc = collect_ahead(c, err)) != KL_OK) return rc;
     if (c->ahead.live) {
       if (c->ahead.rc) {
         kl_err_set(err, c->ahead.rc, "%s", c->ahead.err.msg);
@@ -435,7 +449,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       c->cur = c->ahead;
       c->ahead = t;
       c->ahead.live = 0;
-      c->first_bad = 0;
+      c->first_checked = 0;
       c->ci = c->cur.n;
       continue;
     }
@@ -459,7 +473,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->in_batch = 0;
   c->ci = c->rn = c->ridx = 0;
   c->cur.live = c->ahead.live = 0;
-  c->first_bad = 0;
+  c->first_checked = c->first_bad = 0;
   if (has_ts_lo(c)) {
     kl_time_lookup tl;
     kl_err e = {0};

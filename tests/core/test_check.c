@@ -33,18 +33,7 @@ static kl_rc collect(void *ud, const kl_finding *f) {
 
 /* A log of n single-record batches written like Kafka. */
 static char *write_log(int n, int64_t segment_bytes) {
-  char *dir = t_mkdtemp("check");
-  kw_options o = {segment_bytes, 256, 0, 0};
-  kw_writer *w = kw_open(dir, &o);
-  assert_non_null(w);
-  for (int i = 0; i < n; i++) {
-    char v[32];
-    int len = snprintf(v, sizeof v, "value-%d", i);
-    kl_rec_in r = {1700000000000 + i, "k", 1, v, len, NULL, 0};
-    assert_int_equal(kw_append(w, NULL, &r, 1), 0);
-  }
-  assert_int_equal(kw_close(w), 0);
-  return dir;
+  return kw_make_log("check", n, 1, segment_bytes, 256, 0, 1700000000000, 1);
 }
 
 static void test_clean_log(void **state) {

@@ -28,24 +28,7 @@
 /* n batches of per records each (timestamps 1000 + 10 * offset), segments
 ** of about segment_bytes, an index entry every interval bytes. */
 static char *write_log(int n, int per, int64_t segment_bytes, int64_t interval) {
-  char *dir = t_mkdtemp("scan");
-  assert_non_null(dir);
-  kw_options o = {segment_bytes, interval, 0, 0};
-  kw_writer *w = kw_open(dir, &o);
-  assert_non_null(w);
-  kl_rec_in r[64];
-  char v[64][40];
-  for (int b = 0; b < n; b++) {
-    for (int i = 0; i < per; i++) {
-      int64_t off = kw_next_offset(w) + i;
-      int len = snprintf(v[i], sizeof v[i], "value-%lld-xxxxxxxxxxxxxxxxxxx", (long long)off);
-      kl_rec_in x = {1000 + 10 * off, "key", 3, v[i], len, NULL, 0};
-      r[i] = x;
-    }
-    assert_int_equal(kw_append(w, NULL, r, per), 0);
-  }
-  assert_int_equal(kw_close(w), 0);
-  return dir;
+  return kw_make_log("scan", n, per, segment_bytes, interval, 30, 1000, 10);
 }
 
 static char *path_of(const char *dir, int64_t base, const char *suffix) {

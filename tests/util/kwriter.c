@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "testutil.h"
+
 struct kw_writer {
   char dir[4096];
   kw_options opt;
@@ -115,4 +117,28 @@ int kw_close(kw_writer *w) {
   kl_buf_free(NULL, &w->buf);
   free(w);
   return rc;
+}
+
+char *kw_make_log(const char *tag, int batches, int per_batch, int64_t segment_bytes,
+                  int64_t interval, int value_len, int64_t ts0, int64_t ts_step) {
+  char *dir = t_mkdtemp(tag);
+  assert_non_null(dir);
+  kw_options o = {segment_bytes, interval, 0, 0};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  assert_true(per_batch > 0 && per_batch <= 64 && value_len < 200);
+  kl_rec_in r[64];
+  char v[64][200];
+  for (int b = 0; b < batches; b++) {
+    for (int i = 0; i < per_batch; i++) {
+      int64_t off = kw_next_offset(w) + i;
+      int len = snprintf(v[i], sizeof v[i], "value-%lld", (long long)off);
+      while (len < value_len) v[i][len++] = 'x';
+      kl_rec_in x = {ts0 + ts_step * off, "k", 1, v[i], len, NULL, 0};
+      r[i] = x;
+    }
+    assert_int_equal(kw_append(w, NULL, r, per_batch), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  return dir;
 }

@@ -33,4 +33,13 @@ int64_t kw_next_offset(const kw_writer *w);
 /* Finish the active segment (final time index entry) and free. */
 int kw_close(kw_writer *w);
 
+/* A log in a new temporary directory (tag names it; the caller removes
+** it with t_rmdir and frees the path): batches of per_batch records, the
+** record at offset o with key "k", value "value-<o>" padded with 'x' to
+** value_len bytes (when longer) and timestamp ts0 + ts_step * o, in
+** segments of about segment_bytes with an index entry every interval
+** bytes.  Fails the current test when it cannot. */
+char *kw_make_log(const char *tag, int batches, int per_batch, int64_t segment_bytes,
+                  int64_t interval, int value_len, int64_t ts0, int64_t ts_step);
+
 #endif
