@@ -211,7 +211,7 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     while (rc == KL_OK && (rc = kl_records_next(&it, &r, &re)) == KL_OK) {}
     if (rc == KL_NOMEM) break;
     if (rc != KL_DONE) {
-      report(ck, "bad_records", KL_SEV_ERROR, b.position, "%s",
+      report(ck, kl_damage_name(KL_DMG_RECORDS), KL_SEV_ERROR, b.position, "%s",
              re.msg[0] ? re.msg : kl_rc_name(rc));
     }
     if ((rc = add_span(ck, &b, s->base)) != KL_OK) break;

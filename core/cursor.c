@@ -30,7 +30,6 @@ struct kl_cursor {
   kl_segment *seg;          /* current segment (pinned) */
   kl_batch batch;           /* current batch */
   kl_record rec;            /* current record */
-  uint64_t corrupt_skipped;
 
   /* Forward iteration only. */
   kl_scan sc;               /* the walk of seg */
@@ -103,17 +102,15 @@ void kl_cursor_free(kl_cursor *c) {
 }
 
 const kl_stats *kl_cursor_stats(const kl_cursor *c) { return c->rd.stats; }
-uint64_t kl_cursor_corrupt_skipped(const kl_cursor *c) { return c->corrupt_skipped; }
 const kl_record *kl_cursor_record(const kl_cursor *c) { return &c->rec; }
 const kl_batch *kl_cursor_batch(const kl_cursor *c) { return &c->batch; }
 const kl_segment *kl_cursor_segment(const kl_cursor *c) { return c->seg; }
 
-/* Skip mode: forget a corruption error and count the skip.  Returns
-** whether the caller may go on (else rc stands). */
+/* Skip mode: forget a corruption error.  Returns whether the caller may
+** go on (else rc stands). */
 static int skip_damage(kl_cursor *c, kl_rc rc, kl_err *err) {
   if (rc != KL_CORRUPT || !c->rd.skip) return 0;
   kl_err_clear(err);
-  c->corrupt_skipped++;
   return 1;
 }
 
@@ -333,7 +330,6 @@ static kl_rc collect(kl_cursor *c, stretch *st, int64_t start, int64_t slot, int
     }
     if (rc == KL_CORRUPT && c->rd.skip) { /* the file changed since the salvage walk */
       kl_err_clear(&st->err);
-      c->corrupt_skipped++;
       continue;
     }
     if (rc == KL_CORRUPT) {

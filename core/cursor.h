@@ -50,8 +50,6 @@ void kl_cursor_free(kl_cursor *c);
 
 /* The counters the cursor's work went to. */
 const kl_stats *kl_cursor_stats(const kl_cursor *c);
-/* Damaged batches and unreadable stretches passed over so far (skip mode). */
-uint64_t kl_cursor_corrupt_skipped(const kl_cursor *c);
 
 /* Position before the first record within bounds (may be called again to
 ** restart with other bounds).  Then kl_cursor_next moves to each record. */

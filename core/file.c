@@ -144,12 +144,8 @@ kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const
   return KL_OK;
 }
 
-void kl_window_drop(kl_window *w) {
-  w->f = NULL;
-  w->len = 0;
-}
-
 void kl_window_free(kl_window *w, const kl_env *env) {
   kl_buf_free(env, &w->buf);
-  kl_window_drop(w);
+  w->f = NULL;
+  w->len = 0;
 }

@@ -74,8 +74,6 @@ typedef struct kl_window {
 
 kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const uint8_t **out,
                     kl_stats *stats, kl_err *err);
-/* Forget the bytes held (the file may be closed or reopened). */
-void kl_window_drop(kl_window *w);
 void kl_window_free(kl_window *w, const kl_env *env);
 
 #endif

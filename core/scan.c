@@ -360,7 +360,6 @@ kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
       const kl_hole *h = kl_segment_hole_at(s, pos);
       if (h) {
         sc->pos = h->end;
-        sc->holes_passed++;
         rd->stats->batches_skipped++;
         continue;
       }

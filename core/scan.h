@@ -139,7 +139,6 @@ typedef struct kl_scan {
   kl_damage dmg;            /* after KL_CORRUPT; after KL_DONE with
                             ** KL_END_TORN or KL_END_ZEROS, what ended it
                             ** (kind KL_DMG_TRUNCATED or KL_DMG_ZERO_TAIL) */
-  uint64_t holes_passed;    /* holes of the salvage map passed over */
 } kl_scan;
 
 /*
