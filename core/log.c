@@ -260,13 +260,8 @@ static kl_rc first_record_at_or_after(kl_reader *rd, kl_segment *s, const kl_see
     while (rc == KL_OK && (rc = kl_records_next(&it, &r, &e)) == KL_OK) {
       rd->stats->records_decoded++;
       if (r.timestamp >= t) {
-        /* Salvage keeps a batch whole or not at all. */
-        if (rd->skip) {
-          kl_records rest = it;
-          kl_record x;
-          while ((rc = kl_records_next(&rest, &x, &e)) == KL_OK) {}
-          if (rc != KL_DONE) break;
-        }
+        /* A record that decodes is a row, whatever follows it in its
+        ** batch (cursor.c: the rows of a batch). */
         out->status = KL_LOOKUP_OK;
         out->offset = r.offset;
         out->timestamp = r.timestamp;
@@ -275,7 +270,7 @@ static kl_rc first_record_at_or_after(kl_reader *rd, kl_segment *s, const kl_see
       }
     }
     if (rc == KL_DONE) continue;
-    if (rc == KL_CORRUPT && rd->skip) continue; /* bad records: skipped whole */
+    if (rc == KL_CORRUPT && rd->skip) continue; /* the rest of the batch is passed over */
     if (opened) kl_scan_batch_error(s, b.position, rc, &e);
     kl_scan_end(&sc);
     return kl_err_set(err, rc, "%s", e.msg);
