@@ -356,6 +356,10 @@ static kl_rc next_legacy(kl_records *it, kl_record *r, kl_err *err) {
   /* LogAppendTime on the wrapper overrides every inner timestamp. */
   r->timestamp = (it->legacy_inner && it->b.ts_type == KL_TS_APPEND) ? it->b.max_timestamp
                                                                     : m.timestamp;
+  if (it->legacy_inner && r->timestamp > it->b.max_timestamp) { /* as for v2 records */
+    return kl_err_set(err, KL_CORRUPT, "inner message timestamp %lld above the wrapper's %lld",
+                      (long long)r->timestamp, (long long)it->b.max_timestamp);
+  }
   r->key = m.key;
   r->key_len = m.key_len;
   r->value = m.value;
@@ -396,6 +400,10 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   r->timestamp = it->b.ts_type == KL_TS_APPEND
                      ? it->b.max_timestamp
                      : (int64_t)((uint64_t)it->b.base_timestamp + (uint64_t)d64);
+  /* The header's max timestamp bounds every record's: lookups by time and
+  ** the dating of segments rest on it, so a record above it (a crafted
+  ** batch) would be found by a scan and missed by a seek. */
+  if (r->timestamp > it->b.max_timestamp) goto bad;
   if (!(k = vget32(p, rend, &d32))) goto bad;
   /* Offsets must grow and stay inside the batch, or offset pushdown (which
   ** trusts the header's last offset) and a full scan would disagree, and
