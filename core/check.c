@@ -259,17 +259,32 @@ static kl_rc open_index(checker *ck, kl_reader *rd, kl_segment *s, int kind, kl_
   return KL_OK;
 }
 
+/* Entries of ix before its zero-filled slots (stale ones included), the
+** slots reported. */
+static int64_t entries_before_zeros(checker *ck, const kl_segment *s, const kl_index *ix) {
+  int64_t n = ix->file_len / ix->kind - ix->zero_slots;
+  if (ix->zero_slots > 0) {
+    report(ck, "preallocated_index_slots", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING,
+           n * ix->kind, "%lld zero-filled slots after %lld entries%s",
+           (long long)ix->zero_slots, (long long)n,
+           s->is_last ? " (preallocated by the live segment)" : " (Kafka trims them on roll)");
+  }
+  return n;
+}
+
+/* A read of ix that failed while it was checked is a finding; running out
+** of memory also stops the check. */
+static kl_rc index_read_failure(checker *ck, const kl_index *ix) {
+  if (!kl_index_failed(ix)) return KL_OK;
+  report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", ix->ioerr.msg);
+  return ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
+}
+
 static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
   kl_index *ix;
   kl_rc rc = open_index(ck, rd, s, KL_INDEX_OFFSET, &ix);
   if (rc || !ix) return rc;
-  int64_t slots = ix->file_len / 8;
-  int64_t n = slots - ix->zero_slots; /* entries before the zero slots, stale ones too */
-  if (ix->zero_slots > 0) {
-    report(ck, "preallocated_index_slots", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, n * 8,
-           "%lld zero-filled slots after %lld entries%s", (long long)ix->zero_slots, (long long)n,
-           s->is_last ? " (preallocated by the live segment)" : " (Kafka trims them on roll)");
-  }
+  int64_t n = entries_before_zeros(ck, s, ix);
   int64_t prev_off = -1, prev_pos = -1;
   for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
     const uint8_t *slot = kl_index_slot(ix, i);
@@ -321,21 +336,14 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
              (long long)(j >= 0 ? ck->spans[j].last : -1), (long long)p);
     }
   }
-  if (kl_index_failed(ix)) report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", ix->ioerr.msg);
-  return kl_index_failed(ix) && ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
+  return index_read_failure(ck, ix);
 }
 
 static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
   kl_index *ix;
   kl_rc rc = open_index(ck, rd, s, KL_INDEX_TIME, &ix);
   if (rc || !ix) return rc;
-  int64_t slots = ix->file_len / 12;
-  int64_t n = slots - ix->zero_slots;
-  if (ix->zero_slots > 0) {
-    report(ck, "preallocated_index_slots", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING, n * 12,
-           "%lld zero-filled slots after %lld entries%s", (long long)ix->zero_slots, (long long)n,
-           s->is_last ? " (preallocated by the live segment)" : " (Kafka trims them on roll)");
-  }
+  int64_t n = entries_before_zeros(ck, s, ix);
   int64_t prev_ts = 0, prev_off = 0, last_ts = -1;
   for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
     const uint8_t *slot = kl_index_slot(ix, i);
@@ -370,10 +378,7 @@ static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const w
              (long long)ck->spans[k].max_ts, (long long)ck->spans[k].pos, (long long)off);
     }
   }
-  if (kl_index_failed(ix)) {
-    report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", ix->ioerr.msg);
-    return KL_OK;
-  }
+  if (kl_index_failed(ix)) return index_read_failure(ck, ix);
   if (w->max_ts >= 0 && last_ts < w->max_ts && !ck->rc) {
     report(ck, "timeindex_missing_final_entry", s->is_last ? KL_SEV_INFO : KL_SEV_WARNING,
            n * 12, "the last entry's timestamp %lld is below the segment's max timestamp %lld%s",
@@ -381,7 +386,7 @@ static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const w
            s->is_last ? " (a live segment gets it on roll or close)"
                       : " (Kafka appends it when the segment rolls)");
   }
-  return kl_index_failed(ix) && ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
+  return KL_OK;
 }
 
 static void check_txn_index(checker *ck, kl_segment *s, const char *path) {

@@ -157,10 +157,9 @@ static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *er
 ** in skip mode the rest of the batch is passed over. */
 
 /* Decode the records of batch b (its bytes are read again) into c->rpos,
-** for producing them last first; used = 0 when the batch is passed over on
-** its header alone. */
-static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, int *used, kl_err *err) {
-  *used = 0;
+** for producing them last first; none when the batch is passed over on its
+** header alone. */
+static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
   c->rn = c->ridx = 0;
   c->batch = *b;
   if ((c->batch.first_known && c->batch.base_offset > c->hi) || skip_batch(c, &c->batch)) {
@@ -196,7 +195,6 @@ static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, int *used, kl_e
     c->rn = 0;
     return kl_scan_batch_error(c->seg, b->position, rc, err);
   }
-  *used = 1;
   return KL_OK;
 }
 
@@ -430,8 +428,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
         return KL_CORRUPT;
       }
       if (b->last_offset < c->lo) goto done;
-      int used;
-      if ((rc = load_batch_records(c, b, &used, err)) != KL_OK) return rc;
+      if ((rc = load_batch_records(c, b, err)) != KL_OK) return rc;
       c->ridx = c->rn;
       continue;
     }

@@ -193,6 +193,10 @@ static kl_rc offset_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *
 
 /* ---- resume points ---- */
 
+static kl_rc index_error(kl_index *ix, kl_err *err) {
+  return kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
+}
+
 /* The first offset index entry past pos whose batch verifies, or -1. */
 static kl_rc next_sync(kl_reader *rd, kl_segment *s, int64_t pos, int64_t *sync, kl_err *err) {
   kl_index *ix;
@@ -207,7 +211,7 @@ static kl_rc next_sync(kl_reader *rd, kl_segment *s, int64_t pos, int64_t *sync,
   }
   for (int64_t j = lo; j < ix->n; j++) {
     int64_t p = kl_index_position_at(ix, j);
-    if (kl_index_failed(ix)) return kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
+    if (kl_index_failed(ix)) return index_error(ix, err);
     if (p <= pos) continue;
     kl_batch b;
     int ok;
@@ -217,7 +221,7 @@ static kl_rc next_sync(kl_reader *rd, kl_segment *s, int64_t pos, int64_t *sync,
       return KL_OK;
     }
   }
-  return kl_index_failed(ix) ? kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg) : KL_OK;
+  return kl_index_failed(ix) ? index_error(ix, err) : KL_OK;
 }
 
 /* Where the walk resumes after damage at pos: the nearer of cand (pos + a
@@ -254,12 +258,18 @@ static void scan_init(kl_scan *sc, kl_reader *rd, kl_segment *s, int64_t pos, in
   sc->verify_from = verify_from > pos ? verify_from : pos;
 }
 
+/* Open s and, in skip mode, know its salvage map. */
+static kl_rc prepare(kl_reader *rd, kl_segment *s, kl_err *err) {
+  kl_rc rc = kl_segment_open(s, rd->stats, err);
+  if (rc == KL_OK && rd->skip) rc = kl_scan_salvage(rd, s, err);
+  return rc;
+}
+
 kl_rc kl_scan_start(kl_scan *sc, kl_reader *rd, kl_segment *s, int64_t pos, int64_t stop,
                     int64_t verify_from, kl_err *err) {
   scan_init(sc, rd, s, pos, stop, verify_from);
   sc->seg = NULL;
-  kl_rc rc = kl_segment_open(s, rd->stats, err);
-  if (rc == KL_OK && rd->skip) rc = kl_scan_salvage(rd, s, err);
+  kl_rc rc = prepare(rd, s, err);
   if (rc) return rc;
   kl_segment_pin(s);
   sc->seg = s;
@@ -498,6 +508,16 @@ kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *er
 
 /* ---- the salvage map ---- */
 
+/* Count batch b, the next the walk keeps, into tail t. */
+static void tail_add(kl_tail *t, const kl_batch *b) {
+  if (b->max_timestamp > t->max_timestamp) {
+    t->max_timestamp = b->max_timestamp;
+    t->max_ts_offset = b->last_offset;
+  }
+  t->next_offset = b->last_offset + 1;
+  t->end = b->position + b->size;
+}
+
 kl_rc kl_scan_salvage(kl_reader *rd, kl_segment *s, kl_err *err) {
   if (s->salvage.known) return KL_OK;
   kl_rc rc = kl_segment_open(s, rd->stats, err);
@@ -511,12 +531,7 @@ kl_rc kl_scan_salvage(kl_reader *rd, kl_segment *s, kl_err *err) {
     kl_err e = {0};
     rc = kl_scan_next(&sc, &b, &e);
     if (rc == KL_OK) {
-      if (b.max_timestamp > t.max_timestamp) {
-        t.max_timestamp = b.max_timestamp;
-        t.max_ts_offset = b.last_offset;
-      }
-      t.next_offset = b.last_offset + 1;
-      t.end = b.position + b.size;
+      tail_add(&t, &b);
     } else if (rc == KL_CORRUPT) {
       if ((rc = kl_segment_add_hole(s, sc.dmg.pos, sc.dmg.resume, sc.dmg.kind)) != KL_OK) {
         return kl_err_set(err, rc, "out of memory reading %s", s->log_path);
@@ -581,10 +596,6 @@ static kl_rc entry_holds(kl_reader *rd, kl_segment *s, kl_index *ix, int64_t slo
   return KL_OK;
 }
 
-static kl_rc index_error(kl_index *ix, kl_err *err) {
-  return kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
-}
-
 static void seek_none(kl_segment *s, kl_seek *out) {
   out->slot = -1;
   out->index_offset = s->base;
@@ -592,12 +603,6 @@ static void seek_none(kl_segment *s, kl_seek *out) {
   out->start = 0;
   out->verify_from = 0;
   out->ti_slot = -1;
-}
-
-static kl_rc prepare(kl_reader *rd, kl_segment *s, kl_err *err) {
-  kl_rc rc = kl_segment_open(s, rd->stats, err);
-  if (rc == KL_OK && rd->skip) rc = kl_scan_salvage(rd, s, err);
-  return rc;
 }
 
 kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek *out,
@@ -725,12 +730,7 @@ static kl_rc walk_tail(kl_reader *rd, kl_segment *s, int64_t start, kl_tail *t, 
   t->end = start;
   int first = 1;
   while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
-    if (b.max_timestamp > t->max_timestamp) {
-      t->max_timestamp = b.max_timestamp;
-      t->max_ts_offset = b.last_offset;
-    }
-    t->next_offset = b.last_offset + 1;
-    t->end = b.position + b.size;
+    tail_add(t, &b);
     /* The first batch with last offset >= the entry's (what a lookup of
     ** it finds); the walk's first batch is surely that one only if it
     ** starts the segment or its first offset is not above the entry's. */

@@ -19,7 +19,6 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
   s->env = env;
   s->set = set;
   s->log.fd = -1;
-  s->sync_ok = -1;
   s->zero_from = -1;
   size_t n = strlen(log_path);
   if (n < 4) return KL_MISUSE;

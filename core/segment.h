@@ -89,9 +89,6 @@ struct kl_segment {
   uint64_t dev, ino;
   kl_tail tail;             /* from the indexes and the last stretch */
   kl_salvage salvage;       /* the canonical walk, when a reader asked */
-  int sync_ok;              /* -1 unknown; 1: offset index positions and
-                            ** offsets strictly increase (entries may then
-                            ** serve as resume points); 0: they do not */
   int64_t zero_from;        /* the file is zero from here on; -1 unknown */
   int32_t read_hint;        /* bytes a read should take: the size of the
                             ** batches met last, with the next header */

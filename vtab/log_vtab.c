@@ -157,17 +157,14 @@ static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
     vt->base.zErrMsg = sqlite3_mprintf(
         "kafka_log: %s is not a Kafka partition directory: it has no <20-digit offset>.log "
         "file%s%s", dir, hint ? "; " : "", hint ? hint : "");
-    r->refs = 1;
-    logref_release(r);
-    return SQLITE_CANTOPEN;
+    rc = KL_IO;
+  } else if (rc) {
+    set_error(&vt->base, 0, "kafka_log: %s", err.msg);
   }
   if (rc) {
-    close(dirfd);
-    kl_log_close(r->log);
-    sqlite3_free(r->dir);
-    sqlite3_free(r);
-    return set_error(&vt->base, rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc), "kafka_log: %s",
-                     err.msg);
+    r->refs = 1;
+    logref_release(r);
+    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
   }
   r->dir_mtime = st.st_mtim;
   kl_segment *last = kl_log_last(r->log);
