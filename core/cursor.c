@@ -36,6 +36,17 @@ struct kl_cursor {
   int scanning;             /* sc is live */
   kl_records it;            /* records of the current batch */
   int in_batch;             /* it is live */
+  int32_t count_left;       /* rows of the current batch still to produce
+                            ** from its header's record count */
+  int32_t count_at;         /* the current row's index in that batch */
+  int counting;             /* rows come from the count (no decoding) */
+  int lazy;                 /* the current row is not decoded yet */
+  int64_t fpos;             /* the next batch is the fact at this position
+                            ** (segment.h), -1 while walking */
+  int64_t yielded;          /* position of the batch before it in the
+                            ** segment (walked or known), -1 */
+  int64_t bmin;             /* smallest record timestamp of the current
+                            ** batch so far */
 
   /* Backward iteration only: the records of the current batch are all
   ** decoded once, then each decoded again from where it starts when its
@@ -136,6 +147,23 @@ static int record_in(const kl_cursor *c, const kl_record *r) {
          r->timestamp <= c->bnd.ts_hi;
 }
 
+/* Can every record of the batch be a row without being decoded?  Only
+** when its records all decoded once (a batch whose CRC holds may still
+** hold records that do not decode, and a row count must not depend on
+** whether the plan decodes them), and its offsets and timestamps lie
+** within the bounds.  Skip mode decodes every batch it produces. */
+static int batch_within(const kl_cursor *c, const kl_batch *b, const kl_fact *f) {
+  if (c->rd.skip || !f || !f->decoded || !b->first_known) return 0;
+  if (b->base_offset < c->lo || b->last_offset > c->hi) return 0;
+  return b->max_timestamp <= c->bnd.ts_hi && f->min_ts >= c->bnd.ts_lo;
+}
+
+/* A batch whose records were all seen once holds no record below its
+** smallest timestamp. */
+static int fact_outside(const kl_cursor *c, const kl_fact *f) {
+  return f && f->decoded && f->min_ts > c->bnd.ts_hi;
+}
+
 /* Segments whose largest timestamp is below the lower time bound hold
 ** nothing.  A segment whose tail cannot be read for damage is read: the
 ** walk then meets the damage where it is. */
@@ -209,6 +237,33 @@ static kl_rc record_at(kl_cursor *c, size_t i, kl_err *err) {
 
 /* ---- forward ---- */
 
+/* Does a chain of linked facts run from position 0 to the end of s's
+** data?  Then a seek needs no index: the facts are the batches. */
+static int facts_cover(const kl_segment *s) {
+  if (s->nfacts == 0 || s->facts[0].b.position != 0) return 0;
+  for (size_t i = 0; i < s->nfacts; i++) {
+    const kl_fact *f = &s->facts[i];
+    if (f->ends) return 1;
+    if (!f->linked || i + 1 == s->nfacts ||
+        s->facts[i + 1].b.position != f->b.position + f->b.size) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+/* Walk s from pos (a boundary the walk from 0 passes), checking batches
+** from verify_from on. */
+static kl_rc walk_from(kl_cursor *c, kl_segment *s, int64_t pos, int64_t verify_from,
+                       kl_err *err) {
+  kl_rc rc = kl_scan_start(&c->sc, &c->rd, s, pos, INT64_MAX, verify_from, err);
+  if (rc) return rc;
+  c->sc.stop_offset = c->hi;
+  c->scanning = 1;
+  c->fpos = -1;
+  return KL_OK;
+}
+
 static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
   for (; s; s = kl_log_next(c->log, s)) {
     if (s->base > c->hi) break;
@@ -216,55 +271,177 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     kl_rc rc = segment_wanted(c, s, &wanted, err);
     if (rc) return rc;
     if (!wanted) continue;
+    if ((rc = enter_segment(c, s, err)) != KL_OK) return rc;
+    c->yielded = -1;
+    if (!c->rd.skip && facts_cover(s)) {
+      /* The first batch with last offset >= lo, from what is known. */
+      size_t lo = 0, hi = s->nfacts;
+      while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (s->facts[mid].b.last_offset < c->lo) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo == s->nfacts) continue; /* nothing here reaches lo */
+      c->fpos = s->facts[lo].b.position;
+      return KL_OK;
+    }
     /* The lower time bound was folded into lo by the log's seek by time
     ** (kl_cursor_start): the first segment starts at the first record
     ** reaching it, later ones hold later offsets. */
     kl_seek sk;
-    rc = kl_scan_seek_offset(&c->rd, s, c->lo, &sk, err);
-    if (rc == KL_OK) rc = enter_segment(c, s, err);
-    if (rc == KL_OK) rc = kl_scan_start(&c->sc, &c->rd, s, sk.start, INT64_MAX, sk.verify_from, err);
-    if (rc) return rc;
-    c->sc.stop_offset = c->hi;
-    c->scanning = 1;
-    return KL_OK;
+    if ((rc = kl_scan_seek_offset(&c->rd, s, c->lo, &sk, err)) != KL_OK) return rc;
+    if (!c->rd.skip && kl_segment_fact(s, sk.verify_from)) {
+      c->fpos = sk.verify_from;
+      return KL_OK;
+    }
+    return walk_from(c, s, sk.start, sk.verify_from, err);
   }
   leave_segment(c);
   c->done = 1;
   return KL_OK;
 }
 
+/* The next batch of the segment from its facts, without reading it.
+** *got = 0 when the facts end: the data ends, or the walk takes over. */
+static kl_rc next_fact(kl_cursor *c, int *got, kl_err *err) {
+  *got = 0;
+  const kl_fact *f = kl_segment_fact(c->seg, c->fpos);
+  if (!f) {
+    /* Not known: walk from the batch before, so that the first batch
+    ** walked is checked against it as a walk from 0 would check it. */
+    int64_t from = c->yielded >= 0 ? c->yielded : c->fpos;
+    return walk_from(c, c->seg, from, c->fpos, err);
+  }
+  c->batch = f->b;
+  c->yielded = c->fpos;
+  if (f->ends) c->fpos = INT64_MAX;
+  else c->fpos = f->b.position + f->b.size;
+  *got = 1;
+  return KL_OK;
+}
+
+/* The bytes of the current batch, when it came from a fact. */
+static kl_rc batch_bytes(kl_cursor *c, kl_err *err) {
+  if (c->batch.bytes) return KL_OK;
+  const uint8_t *p;
+  kl_rc rc = kl_window_get(&c->rd.win, &c->seg->log, c->batch.position, (size_t)c->batch.size, &p,
+                           c->rd.stats, err);
+  if (rc == KL_OK) c->batch.bytes = p;
+  return rc;
+}
+
+static kl_rc open_records(kl_cursor *c, kl_err *err) {
+  kl_rc rc = batch_bytes(c, err);
+  if (rc) return rc;
+  rc = kl_records_open(&c->it, c->rd.env, &c->batch, &c->rd.scratch, c->rd.stats, err);
+  c->bmin = INT64_MAX;
+  return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc, err) : KL_OK;
+}
+
+/* All the records of the current batch were decoded: remember its
+** smallest timestamp. */
+static void learn_decoded(kl_cursor *c) {
+  if (c->rd.skip) return;
+  kl_fact *f = kl_segment_fact(c->seg, c->batch.position);
+  if (f && f->b.size == c->batch.size) {
+    f->min_ts = c->bmin;
+    f->decoded = 1;
+  }
+}
+
+/* A walk yielded the current batch: learn it, link it to the batch it
+** follows, and go on from the facts when the next batch is known. */
+static void learn_walked(kl_cursor *c) {
+  if (c->rd.skip) return;
+  kl_segment *s = c->seg;
+  if (c->yielded >= 0) {
+    kl_fact *p = kl_segment_fact(s, c->yielded);
+    if (p && p->b.position + p->b.size == c->batch.position) p->linked = 1;
+  }
+  c->yielded = c->batch.position;
+  kl_fact *f = kl_segment_learn(s, &c->batch);
+  if (f && kl_segment_fact(s, c->batch.position + c->batch.size)) {
+    kl_segment_fact(s, c->batch.position)->linked = 1;
+    c->fpos = c->batch.position + c->batch.size;
+  }
+}
+
+/* The walk reached the end of the data: the last batch it yielded ends
+** the segment. */
+static void learn_end(kl_cursor *c) {
+  if (c->rd.skip || c->yielded < 0) return;
+  kl_fact *f = kl_segment_fact(c->seg, c->yielded);
+  if (f && f->b.position + f->b.size == c->sc.end_pos) f->ends = 1;
+}
+
 static kl_rc next_forward(kl_cursor *c, kl_err *err) {
   kl_rc rc;
   for (;;) {
+    if (c->counting) {
+      if (c->count_left > 0) {
+        c->count_left--;
+        c->count_at++;
+        c->lazy = 1;
+        return KL_OK;
+      }
+      c->counting = c->lazy = 0;
+    }
     if (c->in_batch) {
       rc = kl_records_next(&c->it, &c->rec, err);
       if (rc == KL_OK) {
         c->rd.stats->records_decoded++;
+        if (c->rec.timestamp < c->bmin) c->bmin = c->rec.timestamp;
         if (c->rec.offset > c->hi) break;
         if (record_in(c, &c->rec)) return KL_OK;
         continue;
       }
       c->in_batch = 0;
-      if (rc != KL_DONE && !skip_damage(c, rc, err)) {
-        return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
-      }
+      if (rc == KL_DONE) learn_decoded(c);
+      else if (!skip_damage(c, rc, err)) return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
     }
-    rc = kl_scan_next(&c->sc, &c->batch, err);
-    if (rc == KL_DONE && c->sc.end == KL_END_STOP) break; /* past hi */
-    if (rc == KL_DONE) {
-      rc = enter_forward(c, kl_log_next(c->log, c->seg), err);
-      if (rc) return rc;
+    if (c->fpos == INT64_MAX) { /* the facts say the segment ends here */
+      if ((rc = enter_forward(c, kl_log_next(c->log, c->seg), err)) != KL_OK) return rc;
       if (c->done) return KL_DONE;
       continue;
     }
-    if (rc && skip_damage(c, rc, err)) continue;
-    if (rc) return rc;
+    if (c->fpos >= 0) {
+      if (c->scanning) {
+        kl_scan_end(&c->sc);
+        c->scanning = 0;
+      }
+      int got;
+      if ((rc = next_fact(c, &got, err)) != KL_OK) return rc;
+      if (!got) continue;
+    } else {
+      rc = kl_scan_next(&c->sc, &c->batch, err);
+      if (rc == KL_DONE && c->sc.end == KL_END_STOP) break; /* past hi */
+      if (rc == KL_DONE) {
+        if (c->sc.end == KL_END_CLEAN) learn_end(c);
+        rc = enter_forward(c, kl_log_next(c->log, c->seg), err);
+        if (rc) return rc;
+        if (c->done) return KL_DONE;
+        continue;
+      }
+      if (rc && skip_damage(c, rc, err)) continue;
+      if (rc) return rc;
+      learn_walked(c);
+    }
     if (c->batch.first_known && c->batch.base_offset > c->hi) break;
-    if (skip_batch(c, &c->batch)) {
+    const kl_fact *f = c->rd.skip ? NULL : kl_segment_fact(c->seg, c->batch.position);
+    if (skip_batch(c, &c->batch) || fact_outside(c, f)) {
       c->rd.stats->batches_skipped++;
       continue;
     }
-    rc = kl_scan_records(&c->sc, &c->batch, &c->it, err);
+    if (batch_within(c, &c->batch, f)) {
+      /* Its rows need not be decoded until a field of one is asked for
+      ** (kl_cursor_load): count(*) reads headers only, or nothing when
+      ** the batch is known. */
+      c->counting = 1;
+      c->count_left = c->batch.record_count;
+      c->count_at = -1;
+      continue;
+    }
+    rc = open_records(c, err);
     if (rc && skip_damage(c, rc, err)) continue;
     if (rc) return rc;
     c->in_batch = 1;
@@ -463,7 +640,8 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->lo = b->off_lo;
   c->hi = b->off_hi;
   c->done = 0;
-  c->in_batch = 0;
+  c->in_batch = c->counting = c->lazy = 0;
+  c->fpos = c->yielded = -1;
   c->ci = c->rn = c->ridx = 0;
   c->cur.live = c->ahead.live = 0;
   c->first_checked = c->first_bad = 0;
@@ -513,7 +691,35 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   return rc;
 }
 
+kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
+  if (!c->lazy) return KL_OK;
+  /* Decode the batch from its start up to the current row; the rest of it
+  ** is then produced by decoding, as any other batch. */
+  kl_rc rc = open_records(c, err);
+  for (int32_t i = 0; rc == KL_OK && i <= c->count_at; i++) {
+    rc = kl_records_next(&c->it, &c->rec, err);
+    if (rc == KL_OK) {
+      c->rd.stats->records_decoded++;
+      if (c->rec.timestamp < c->bmin) c->bmin = c->rec.timestamp;
+    } else if (rc == KL_DONE) {
+      rc = kl_err_set(err, KL_CORRUPT, "%s: position %lld: fewer records than the batch header "
+                      "counts", c->seg->log_path, (long long)c->batch.position);
+    } else {
+      rc = kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+    }
+  }
+  c->counting = c->lazy = 0;
+  if (rc) {
+    leave_segment(c);
+    c->done = 1;
+    return rc;
+  }
+  c->in_batch = 1;
+  return KL_OK;
+}
+
 kl_rc kl_cursor_next(kl_cursor *c, kl_err *err) {
+  c->lazy = 0;
   if (c->done) return KL_DONE;
   kl_rc rc = c->bnd.desc ? next_backward(c, err) : next_forward(c, err);
   if (rc != KL_OK && rc != KL_DONE) {

@@ -58,8 +58,16 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err);
 /* KL_OK: a record is current.  KL_DONE: no more.  Else an error. */
 kl_rc kl_cursor_next(kl_cursor *c, kl_err *err);
 
-/* The current record and its batch and segment; borrowed until the next
-** kl_cursor_next / kl_cursor_start. */
+/* A row is produced without decoding its batch when the batch lies wholly
+** within the bounds on its header alone (offsets, max timestamp, record
+** count, CRC): counting rows reads headers only.  Before reading a field
+** of the current record, call kl_cursor_load, which decodes the batch up
+** to it (KL_OK, or the record-level error a decoding walk would give).
+** The batch and segment are always there. */
+kl_rc kl_cursor_load(kl_cursor *c, kl_err *err);
+
+/* The current record (after kl_cursor_load) and its batch and segment;
+** borrowed until the next kl_cursor_next / kl_cursor_start. */
 const kl_record *kl_cursor_record(const kl_cursor *c);
 const kl_batch *kl_cursor_batch(const kl_cursor *c);
 const kl_segment *kl_cursor_segment(const kl_cursor *c);

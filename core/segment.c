@@ -71,6 +71,10 @@ void kl_segment_close(kl_segment *s) {
 void kl_segment_free(kl_segment *s) {
   kl_segment_close(s);
   kl_free(s->env, s->salvage.holes);
+  kl_free(s->env, s->vpos);
+  kl_free(s->env, s->vsize);
+  if (s->set) s->set->facts -= s->nfacts;
+  kl_free(s->env, s->facts);
   kl_free(s->env, s->log_path);
   memset(s, 0, sizeof *s);
   s->log.fd = -1;
@@ -138,17 +142,96 @@ kl_rc kl_segment_index(kl_segment *s, int kind, kl_index **out, kl_err *err) {
   return KL_OK;
 }
 
+/* The verified set holds at most this many batches of one segment; when
+** full it starts again (1 MiB at most). */
+#define KL_VERIFIED_MAX 65536
+
+static size_t vslot(int64_t pos, size_t cap) {
+  uint64_t h = (uint64_t)pos * 0x9e3779b97f4a7c15u;
+  return (size_t)(h >> 32) & (cap - 1);
+}
+
 int kl_segment_verified(const kl_segment *s, int64_t pos, int32_t size) {
-  for (int i = 0; i < KL_VERIFIED_CACHE; i++) {
-    if (s->verified[i][0] == pos + 1 && s->verified[i][1] == size) return 1;
+  if (s->vcap == 0) return 0;
+  for (size_t i = vslot(pos, s->vcap);; i = (i + 1) & (s->vcap - 1)) {
+    if (s->vpos[i] == 0) return 0;
+    if (s->vpos[i] == pos + 1) return s->vsize[i] == size;
   }
-  return 0;
 }
 
 void kl_segment_set_verified(kl_segment *s, int64_t pos, int32_t size) {
-  s->verified[s->verified_next][0] = pos + 1;
-  s->verified[s->verified_next][1] = size;
-  s->verified_next = (s->verified_next + 1) % KL_VERIFIED_CACHE;
+  if (s->vn + 1 > s->vcap / 2) {
+    size_t cap = s->vcap ? s->vcap * 2 : 64;
+    if (cap > KL_VERIFIED_MAX) {
+      /* Full: forget and start again at the same size. */
+      memset(s->vpos, 0, s->vcap * sizeof *s->vpos);
+      s->vn = 0;
+    } else {
+      int64_t *np = kl_malloc(s->env, cap * sizeof *np);
+      int32_t *ns = kl_malloc(s->env, cap * sizeof *ns);
+      if (!np || !ns) {
+        kl_free(s->env, np);
+        kl_free(s->env, ns);
+        return; /* only an optimisation */
+      }
+      memset(np, 0, cap * sizeof *np);
+      for (size_t i = 0; i < s->vcap; i++) {
+        if (!s->vpos[i]) continue;
+        size_t j = vslot(s->vpos[i] - 1, cap);
+        while (np[j]) j = (j + 1) & (cap - 1);
+        np[j] = s->vpos[i];
+        ns[j] = s->vsize[i];
+      }
+      kl_free(s->env, s->vpos);
+      kl_free(s->env, s->vsize);
+      s->vpos = np;
+      s->vsize = ns;
+      s->vcap = cap;
+    }
+  }
+  size_t i = vslot(pos, s->vcap);
+  while (s->vpos[i] && s->vpos[i] != pos + 1) i = (i + 1) & (s->vcap - 1);
+  if (!s->vpos[i]) s->vn++;
+  s->vpos[i] = pos + 1;
+  s->vsize[i] = size;
+}
+
+size_t kl_segment_fact_from(const kl_segment *s, int64_t pos) {
+  size_t lo = 0, hi = s->nfacts;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->facts[mid].b.position < pos) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+kl_fact *kl_segment_fact(const kl_segment *s, int64_t pos) {
+  size_t i = kl_segment_fact_from(s, pos);
+  return i < s->nfacts && s->facts[i].b.position == pos ? &s->facts[i] : NULL;
+}
+
+kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b) {
+  size_t i = kl_segment_fact_from(s, b->position);
+  if (i < s->nfacts && s->facts[i].b.position == b->position) return &s->facts[i];
+  if (s->set->facts >= KL_SEGSET_MAX_FACTS) return NULL;
+  if (s->nfacts == s->capfacts) {
+    size_t cap = s->capfacts ? s->capfacts * 2 : 16;
+    kl_fact *f = kl_realloc(s->env, s->facts, cap * sizeof *f);
+    if (!f) return NULL;
+    s->facts = f;
+    s->capfacts = cap;
+  }
+  /* Walks mostly go forward: the new fact is usually the last. */
+  memmove(&s->facts[i + 1], &s->facts[i], (s->nfacts - i) * sizeof *s->facts);
+  kl_fact *f = &s->facts[i];
+  memset(f, 0, sizeof *f);
+  f->b = *b;
+  f->b.bytes = NULL;
+  f->min_ts = INT64_MAX;
+  s->nfacts++;
+  s->set->facts++;
+  return f;
 }
 
 kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind) {

@@ -30,9 +30,14 @@ typedef struct kl_segset {
   kl_segment *mru, *lru;    /* ends of the list of open segments */
   int open;                 /* how many are open */
   int max_open;             /* the bound */
+  size_t facts;             /* batch facts kept by all its segments */
 } kl_segset;
 
 #define KL_SEGSET_MAX_OPEN 64
+/* Batch facts a log keeps at most (about 120 bytes each: 15 MiB).  With
+** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
+** queries read headers as they would without facts. */
+#define KL_SEGSET_MAX_FACTS 131072
 
 /* Where a segment's data ends and what it holds, as a reader found it. */
 typedef struct kl_tail {
@@ -59,9 +64,20 @@ typedef struct kl_salvage {
   kl_tail tail;             /* of the batches the walk keeps */
 } kl_salvage;
 
-/* How many recently verified batches a segment remembers (a lookup checks
-** the batches index entries point to, then reads them). */
-#define KL_VERIFIED_CACHE 4
+/* What a walk learnt about one batch it yielded (its CRC held and it
+** passed every rule of scan.h at its place).  The files of a segment do
+** not change while it is known (a change is an error, and the log is then
+** opened afresh), so a fact stays true: a later query reads a batch known
+** to lie outside its bounds, or counts a batch known to lie inside them,
+** without reading it. */
+typedef struct kl_fact {
+  kl_batch b;               /* the header (b.bytes is NULL) */
+  int64_t min_ts;           /* smallest record timestamp, when decoded */
+  uint8_t decoded;          /* every record decoded: min_ts is known */
+  uint8_t linked;           /* the walk goes on to the fact at the end of
+                            ** this batch (b.position + b.size) */
+  uint8_t ends;             /* the data ends after it (the file's end) */
+} kl_fact;
 
 struct kl_segment {
   int64_t base;             /* base offset from the file name */
@@ -92,8 +108,11 @@ struct kl_segment {
   int64_t zero_from;        /* the file is zero from here on; -1 unknown */
   int32_t read_hint;        /* bytes a read should take: the size of the
                             ** batches met last, with the next header */
-  int64_t verified[KL_VERIFIED_CACHE][2]; /* (position + 1, size) whose CRC held */
-  int verified_next;
+  int64_t *vpos;            /* positions + 1 of batches whose CRC held: */
+  int32_t *vsize;           /* an open-addressing set, grown with use */
+  size_t vcap, vn;
+  kl_fact *facts;           /* batches walks yielded, by position */
+  size_t nfacts, capfacts;
 };
 
 /* Initialise (no disk access).  log_path is copied. */
@@ -121,9 +140,21 @@ void kl_segment_unpin(kl_segment *s);
 ** first use; the segment must be open.  *out is NULL on error. */
 kl_rc kl_segment_index(kl_segment *s, int kind, kl_index **out, kl_err *err);
 
-/* Has the batch at pos with this size had its CRC verified? */
+/* Has the batch at pos with this size had its CRC verified?  (Once per
+** batch while the segment is known: a point lookup in a join checks the
+** batch an index entry names, then reads it, thousands of times.) */
 int kl_segment_verified(const kl_segment *s, int64_t pos, int32_t size);
 void kl_segment_set_verified(kl_segment *s, int64_t pos, int32_t size);
+
+/* The fact about the batch at pos, or NULL.  Pointers into the facts stay
+** valid until the next kl_segment_learn. */
+kl_fact *kl_segment_fact(const kl_segment *s, int64_t pos);
+/* The first fact at or after pos (its index), nfacts when none. */
+size_t kl_segment_fact_from(const kl_segment *s, int64_t pos);
+/* Record that a walk yielded b (b->bytes need not stay valid); returns the
+** fact, old or new, or NULL when out of memory or over the log's budget
+** (facts are an optimisation: callers go on without). */
+kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b);
 
 /* Add a hole to the salvage map being built (positions increase). */
 kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind);

@@ -40,10 +40,12 @@
 SQLITE_EXTENSION_INIT3
 
 static const char kl_schema[] =
-    "CREATE TABLE x(offset INTEGER, timestamp INTEGER, timestamp_type TEXT, key BLOB,"
-    " value BLOB, headers TEXT, partition_leader_epoch INTEGER, producer_id INTEGER,"
-    " producer_epoch INTEGER, sequence INTEGER, is_transactional INTEGER, compression TEXT,"
-    " segment INTEGER, position INTEGER, dir HIDDEN, on_corrupt HIDDEN)";
+    "CREATE TABLE x(offset INTEGER NOT NULL, timestamp INTEGER NOT NULL,"
+    " timestamp_type TEXT NOT NULL, key BLOB, value BLOB, headers TEXT NOT NULL,"
+    " partition_leader_epoch INTEGER NOT NULL, producer_id INTEGER NOT NULL,"
+    " producer_epoch INTEGER NOT NULL, sequence INTEGER NOT NULL,"
+    " is_transactional INTEGER NOT NULL, compression TEXT NOT NULL, segment INTEGER NOT NULL,"
+    " position INTEGER NOT NULL, dir HIDDEN, on_corrupt HIDDEN)";
 
 /* An open log shared by the table's cache and its cursors. */
 typedef struct kl_logref {
@@ -751,10 +753,23 @@ static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n) {
   else sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);
 }
 
+/* Decode the current row if it was produced from its batch's record count
+** (cursor.h): the columns below that come from the record need it. */
+static int load_row(kl_vcursor *c) {
+  kl_err err = {0};
+  kl_rc rc = kl_cursor_load(c->cur, &err);
+  return rc == KL_OK ? SQLITE_OK : report(c, rc, &err);
+}
+
 static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   kl_vcursor *c = (kl_vcursor *)cur;
   const kl_record *r = kl_cursor_record(c->cur);
   const kl_batch *b = kl_cursor_batch(c->cur);
+  if (col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
+      col == KL_COL_VALUE || col == KL_COL_HEADERS || col == KL_COL_SEQUENCE) {
+    int rc = load_row(c);
+    if (rc) return rc;
+  }
   switch (col) {
     case KL_COL_OFFSET: sqlite3_result_int64(ctx, r->offset); break;
     case KL_COL_TIMESTAMP: sqlite3_result_int64(ctx, r->timestamp); break;
@@ -786,7 +801,10 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
 }
 
 static int kl_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
-  *rowid = kl_cursor_record(((kl_vcursor *)cur)->cur)->offset;
+  kl_vcursor *c = (kl_vcursor *)cur;
+  int rc = load_row(c);
+  if (rc) return rc;
+  *rowid = kl_cursor_record(c->cur)->offset;
   return SQLITE_OK;
 }
 

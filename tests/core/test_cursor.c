@@ -95,6 +95,7 @@ static kl_rc run_cursor(kl_log *log, const kl_bounds *bd, recs *out, kl_err *err
   rc = kl_cursor_start(c, bd, err);
   while (rc == KL_OK) {
     rc = kl_cursor_next(c, err);
+    if (rc == KL_OK) rc = kl_cursor_load(c, err);
     if (rc == KL_OK) {
       push(out, kl_cursor_record(c));
       assert_non_null(kl_cursor_batch(c));
@@ -409,7 +410,8 @@ static kl_rc nomem_scenario(const char *dir, const kl_env *env, size_t *produced
 /*
 ** Allocation failure at every allocation (t_failenv given to kl_log_open):
 ** the failure surfaces as KL_NOMEM (never another code, never a crash) and
-** nothing leaks.
+** nothing leaks.  What only an optimisation allocates (batch facts, the set
+** of verified batches) may fail quietly: then the rows are all there.
 */
 static void test_nomem(void **state) {
   char *dir = t_mkdtemp("cur-nomem");
@@ -424,8 +426,9 @@ static void test_nomem(void **state) {
   for (long k = 1; k <= total; k++) {
     size_t n;
     kl_rc rc = nomem_scenario(dir, t_failenv(&fa, k), &n);
-    if (rc != KL_NOMEM) fail_msg("failing allocation %ld of %ld gave %s", k, total, kl_rc_name(rc));
     if (fa.live != 0) fail_msg("failing allocation %ld: %ld blocks leaked", k, fa.live);
+    if (rc == KL_OK && n == want_n) continue; /* an optimisation went without */
+    if (rc != KL_NOMEM) fail_msg("failing allocation %ld of %ld gave %s", k, total, kl_rc_name(rc));
   }
   t_rmdir(dir);
   free(dir);
@@ -456,6 +459,7 @@ static void test_work_counters(void **state) {
     b.desc = 1;
     assert_int_equal(kl_cursor_start(c, &b, &err), KL_OK);
     assert_int_equal(kl_cursor_next(c, &err), KL_OK);
+    assert_int_equal(kl_cursor_load(c, &err), KL_OK);
     assert_int_equal(kl_cursor_record(c)->offset, all.r[all.n - 1].offset);
     assert_int_equal(kl_cursor_stats(c)->batches_decoded, 1);
     const kl_stats *st = kl_cursor_stats(c);
@@ -478,6 +482,7 @@ static void test_work_counters(void **state) {
     b.desc = i & 1;
     assert_int_equal(kl_cursor_start(c, &b, &err), KL_OK);
     assert_int_equal(kl_cursor_next(c, &err), KL_OK);
+    assert_int_equal(kl_cursor_load(c, &err), KL_OK);
     assert_int_equal(kl_cursor_record(c)->offset, want->offset);
     assert_int_equal(kl_cursor_next(c, &err), KL_DONE);
     const kl_stats *st = kl_cursor_stats(c);

@@ -179,20 +179,70 @@ static void test_missing_indexes(void **state) {
   free(dir);
 }
 
-/* The cache of verified batches holds the last KL_VERIFIED_CACHE. */
+/* The set of verified batches: every one is remembered (by position and
+** size) until the set reaches its bound, then it starts again; growing it
+** fails quietly when memory does. */
 static void test_verified_cache(void **state) {
   kl_segset set;
   kl_segset_init(&set, 4);
   kl_segment s;
   assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
   assert_false(kl_segment_verified(&s, 0, 100));
-  for (int i = 0; i < KL_VERIFIED_CACHE; i++) kl_segment_set_verified(&s, i * 100, 100);
-  for (int i = 0; i < KL_VERIFIED_CACHE; i++) assert_true(kl_segment_verified(&s, i * 100, 100));
+  for (int i = 0; i < 5000; i++) kl_segment_set_verified(&s, i * 100, 100);
+  for (int i = 0; i < 5000; i++) assert_true(kl_segment_verified(&s, i * 100, 100));
   assert_false(kl_segment_verified(&s, 0, 99)); /* same place, other size */
-  kl_segment_set_verified(&s, 9999, 100);
-  assert_false(kl_segment_verified(&s, 0, 100)); /* the oldest went */
-  assert_true(kl_segment_verified(&s, 9999, 100));
+  assert_false(kl_segment_verified(&s, 50, 100));
+  kl_segment_set_verified(&s, 0, 99);          /* the batch there changed size */
+  assert_true(kl_segment_verified(&s, 0, 99));
+  for (int i = 5000; i < 70000; i++) kl_segment_set_verified(&s, i * 100, 100);
+  assert_true(s.vn <= 65536 / 2);              /* bounded: it started again */
+  assert_true(kl_segment_verified(&s, 69999 * 100, 100));
   kl_segment_free(&s);
+  t_failalloc fa;
+  assert_int_equal(kl_segment_init(&s, t_failenv(&fa, 2), &set, 0, "/x/00000000000000000000.log"),
+                   KL_OK);
+  kl_segment_set_verified(&s, 0, 100);         /* no memory: not remembered */
+  assert_false(kl_segment_verified(&s, 0, 100));
+  kl_segment_free(&s);
+}
+
+/* Facts are kept sorted by position whatever the order they are learnt in,
+** learning one twice returns the first, and the log's budget bounds them. */
+static void test_facts(void **state) {
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  kl_batch b;
+  memset(&b, 0, sizeof b);
+  int order[] = {5, 1, 9, 3, 7, 0, 2, 8, 4, 6};
+  for (int i = 0; i < 10; i++) {
+    b.position = order[i] * 100;
+    b.size = 100;
+    b.base_offset = order[i];
+    kl_fact *f = kl_segment_learn(&s, &b);
+    assert_non_null(f);
+    assert_int_equal(f->min_ts, INT64_MAX);
+    f->decoded = 1;
+  }
+  assert_int_equal(s.nfacts, 10);
+  assert_int_equal(set.facts, 10);
+  for (int i = 0; i < 10; i++) {
+    assert_int_equal(s.facts[i].b.position, i * 100);
+    assert_int_equal(kl_segment_fact(&s, i * 100)->b.base_offset, i);
+  }
+  assert_null(kl_segment_fact(&s, 150));
+  assert_int_equal(kl_segment_fact_from(&s, 150), 2);
+  assert_int_equal(kl_segment_fact_from(&s, 5000), 10);
+  b.position = 300;
+  assert_true(kl_segment_learn(&s, &b)->decoded); /* the one already known */
+  assert_int_equal(s.nfacts, 10);
+  set.facts = KL_SEGSET_MAX_FACTS;               /* the log's budget is spent */
+  b.position = 1000;
+  assert_null(kl_segment_learn(&s, &b));
+  set.facts = 10;
+  kl_segment_free(&s);
+  assert_int_equal(set.facts, 0);
 }
 
 /* Holes are found by binary search, [pos, end). */
@@ -254,6 +304,7 @@ int main(void) {
       cmocka_unit_test(test_open_bound_and_pins),
       cmocka_unit_test(test_missing_indexes),
       cmocka_unit_test(test_verified_cache),
+      cmocka_unit_test(test_facts),
       cmocka_unit_test(test_holes),
       cmocka_unit_test(test_read_after_truncation),
   };
