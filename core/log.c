@@ -17,6 +17,13 @@ struct kl_log {
   kl_skiplist *segs;        /* base offset -> kl_segment* */
   kl_segset open;           /* the segments holding files open */
   char hint[256];           /* see kl_log_hint; "" when none */
+  /* Seeks by time: the segments in order and the running maximum of their
+  ** largest timestamps (error-mode tails), known for a prefix that grows
+  ** only as far as a seek needs.  It never decreases, so the first
+  ** segment reaching t is found by binary search. */
+  kl_segment **arr;
+  int64_t *runmax;
+  size_t nseg, nknown;
 };
 
 /* "<20 digits>.log" and nothing else (not .log.deleted, .log.swap, ...). */
@@ -54,6 +61,8 @@ void kl_log_close(kl_log *log) {
     }
     kl_skiplist_free(log->segs);
   }
+  kl_free(env, log->arr);
+  kl_free(env, log->runmax);
   kl_free(env, log->dir);
   kl_free(env, log);
 }
@@ -319,12 +328,54 @@ kl_rc kl_log_lookup_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *
   return kl_log_seek_time(log, rd, t, out, err);
 }
 
+/* The first segment whose largest timestamp reaches t, or NULL (*s is
+** then the first segment to look at: the search goes on from it). */
+static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **s,
+                            kl_err *err) {
+  *s = kl_log_first(log);
+  if (rd->skip || !*s) return KL_OK; /* skip mode dates segments by their salvage */
+  if (!log->arr) {
+    size_t n = kl_log_segment_count(log);
+    log->arr = kl_malloc(log->env, n * sizeof *log->arr);
+    log->runmax = kl_malloc(log->env, n * sizeof *log->runmax);
+    if (!log->arr || !log->runmax) {
+      kl_free(log->env, log->arr);
+      kl_free(log->env, log->runmax);
+      log->arr = NULL;
+      log->runmax = NULL;
+      return kl_err_set(err, KL_NOMEM, "out of memory");
+    }
+    size_t i = 0;
+    for (kl_segment *g = *s; g; g = kl_log_next(log, g)) log->arr[i++] = g;
+    log->nseg = n;
+    log->nknown = 0;
+  }
+  while (log->nknown < log->nseg && (log->nknown == 0 || log->runmax[log->nknown - 1] < t)) {
+    const kl_tail *tl;
+    kl_rc rc = kl_scan_tail(rd, log->arr[log->nknown], &tl, err);
+    if (rc) return rc;
+    int64_t m = tl->max_timestamp;
+    if (log->nknown > 0 && log->runmax[log->nknown - 1] > m) m = log->runmax[log->nknown - 1];
+    log->runmax[log->nknown++] = m;
+  }
+  size_t lo = 0, hi = log->nknown;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (log->runmax[mid] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  *s = lo < log->nseg ? log->arr[lo] : NULL;
+  return KL_OK;
+}
+
 kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
   memset(out, 0, sizeof *out);
   out->status = KL_LOOKUP_NOT_FOUND;
   out->ti_timestamp = -1;
-  kl_rc rc;
-  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
+  kl_segment *from;
+  kl_rc rc = first_reaching(log, rd, t, &from, err);
+  if (rc) return rc;
+  for (kl_segment *s = from; s; s = kl_log_next(log, s)) {
     const kl_tail *tl;
     if ((rc = kl_scan_tail(rd, s, &tl, err)) != KL_OK) return rc;
     if (tl->max_timestamp < t) continue;

@@ -80,6 +80,17 @@ typedef struct kl_vcursor {
   int eof;
   kl_buf json;              /* headers column scratch */
   int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */
+  /* ORDER BY timestamp DESC (plan bit KL_P_TS_DESC). */
+  int tsd;
+  int tsd_pairs;            /* rows come from the pairs (KL_P_PAIRS) */
+  int have_first;           /* the first row came from the largest-timestamp
+                            ** lookup: first_off is not produced again */
+  int64_t first_off;
+  struct ts_pair { int64_t ts, off; } *pairs; /* sorted, once needed */
+  size_t n_pairs, i_pairs;
+  int pairs_built;
+  int on_pair;              /* the current row is pairs[i_pairs - 1] and
+                            ** c->cur is not on it */
 } kl_vcursor;
 
 /* ---- shared logs ---- */
@@ -451,6 +462,10 @@ static void end_scan(kl_vcursor *c) {
   sqlite3_free(c->in);
   c->in = NULL;
   c->n_in = c->i_in = 0;
+  sqlite3_free(c->pairs);
+  c->pairs = NULL;
+  c->n_pairs = c->i_pairs = 0;
+  c->tsd = c->tsd_pairs = c->have_first = c->pairs_built = c->on_pair = 0;
 }
 
 static int kl_close(sqlite3_vtab_cursor *cur) {
@@ -548,12 +563,116 @@ static kl_rc start_range(kl_vcursor *c, kl_err *err) {
   return kl_cursor_start(c->cur, &b, err);
 }
 
+/* ---- ORDER BY timestamp DESC ---- */
+
+/* Position the core cursor on the record at offset off (a point lookup). */
+static kl_rc seek_offset(kl_vcursor *c, int64_t off, kl_err *err) {
+  kl_bounds b = kl_bounds_all();
+  b.off_lo = b.off_hi = off;
+  kl_rc rc = kl_cursor_start(c->cur, &b, err);
+  if (rc == KL_OK) rc = kl_cursor_next(c->cur, err);
+  if (rc == KL_OK) rc = kl_cursor_load(c->cur, err);
+  if (rc == KL_DONE) {
+    rc = kl_err_set(err, KL_CORRUPT, "%s: the record at offset %lld is no longer there (the "
+                    "partition changed during the query)", c->ref->dir, (long long)off);
+  }
+  return rc;
+}
+
+/* The first row: the first record carrying the log's largest timestamp,
+** found as Kafka's ListOffsets MAX_TIMESTAMP finds it (each segment's
+** largest timestamp, then its time index).  *found = 0 when that record
+** is not a row (a control record) or the search does not apply: the rows
+** then all come from the pairs. */
+static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
+  *found = 0;
+  const kl_bounds *b0 = &c->bnd;
+  if (c->on_corrupt != KL_ON_CORRUPT_ERROR || b0->off_lo != INT64_MIN || b0->off_hi != INT64_MAX ||
+      b0->ts_lo != INT64_MIN || b0->ts_hi != INT64_MAX) {
+    return KL_OK;
+  }
+  kl_reader rd;
+  kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, KL_ON_CORRUPT_ERROR);
+  kl_time_lookup tl;
+  kl_rc rc = kl_log_lookup_time(c->ref->log, &rd, KL_TS_MAX, &tl, err);
+  kl_reader_free(&rd);
+  if (rc || tl.status != KL_LOOKUP_OK) return rc;
+  kl_bounds b = kl_bounds_all();
+  b.off_lo = b.off_hi = tl.offset;
+  if ((rc = kl_cursor_start(c->cur, &b, err)) != KL_OK) return rc;
+  rc = kl_cursor_next(c->cur, err);
+  if (rc == KL_OK) rc = kl_cursor_load(c->cur, err);
+  if (rc == KL_DONE) return KL_OK;
+  if (rc) return rc;
+  *found = kl_cursor_record(c->cur)->timestamp == tl.timestamp;
+  c->have_first = *found;
+  c->first_off = tl.offset;
+  return KL_OK;
+}
+
+static int cmp_pair(const void *a, const void *b) {
+  const struct ts_pair *x = a, *y = b;
+  if (x->ts != y->ts) return x->ts > y->ts ? -1 : 1;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Every matching record's (timestamp, offset), largest timestamp first
+** (ties: lowest offset first, as MAX_TIMESTAMP finds the first). */
+static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
+  size_t cap = 0;
+  c->pairs_built = 1;
+  kl_rc rc = kl_cursor_start(c->cur, &c->bnd, err);
+  while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
+    if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
+    const kl_record *r = kl_cursor_record(c->cur);
+    if (c->n_pairs == cap) {
+      cap = cap ? cap * 2 : 1024;
+      struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)cap * sizeof *p);
+      if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting by timestamp");
+      c->pairs = p;
+    }
+    c->pairs[c->n_pairs].ts = r->timestamp;
+    c->pairs[c->n_pairs].off = r->offset;
+    c->n_pairs++;
+  }
+  if (rc != KL_DONE) return rc;
+  qsort(c->pairs, c->n_pairs, sizeof *c->pairs, cmp_pair);
+  return KL_OK;
+}
+
+static kl_rc tsd_next(kl_vcursor *c, kl_err *err) {
+  kl_rc rc;
+  c->on_pair = 0;
+  if (!c->pairs_built && !c->have_first) {
+    int found;
+    if ((rc = tsd_first(c, &found, err)) != KL_OK) return rc;
+    if (found) return KL_OK;
+  }
+  if (!c->pairs_built && (rc = build_pairs(c, err)) != KL_OK) return rc;
+  while (c->i_pairs < c->n_pairs) {
+    const struct ts_pair *p = &c->pairs[c->i_pairs++];
+    if (c->have_first && p->off == c->first_off) continue;
+    if (c->tsd_pairs) {
+      c->on_pair = 1;
+      return KL_OK;
+    }
+    return seek_offset(c, p->off, err);
+  }
+  return KL_DONE;
+}
+
+/* The next row of the plan, before LIMIT and OFFSET. */
+static kl_rc advance(kl_vcursor *c, kl_err *err) {
+  if (c->tsd) return tsd_next(c, err);
+  return kl_cursor_next(c->cur, err);
+}
+
 /* Move to the next row that the plan admits. */
 static int step(kl_vcursor *c) {
   kl_err err = {0};
   for (;;) {
     if (c->limit == 0) break;
-    kl_rc rc = kl_cursor_next(c->cur, &err);
+    kl_rc rc = advance(c, &err);
     if (rc == KL_OK) {
       if (c->skip > 0) {
         c->skip--;
@@ -656,6 +775,11 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     c->n_in = m;
   }
   c->eof = 0;
+  if (idx & KL_P_TS_DESC) {
+    c->tsd = 1;
+    c->tsd_pairs = (idx & KL_P_PAIRS) != 0;
+    return step(c);
+  }
   kl_err err = {0};
   kl_rc krc = start_range(c, &err);
   if (krc) {
@@ -757,7 +881,13 @@ static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n) {
 ** (cursor.h): the columns below that come from the record need it. */
 static int load_row(kl_vcursor *c) {
   kl_err err = {0};
-  kl_rc rc = kl_cursor_load(c->cur, &err);
+  kl_rc rc;
+  if (c->on_pair) { /* a column the plan did not expect: read the record */
+    c->on_pair = 0;
+    rc = seek_offset(c, c->pairs[c->i_pairs - 1].off, &err);
+    return rc == KL_OK ? SQLITE_OK : report(c, rc, &err);
+  }
+  rc = kl_cursor_load(c->cur, &err);
   return rc == KL_OK ? SQLITE_OK : report(c, rc, &err);
 }
 
@@ -765,7 +895,12 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   kl_vcursor *c = (kl_vcursor *)cur;
   const kl_record *r = kl_cursor_record(c->cur);
   const kl_batch *b = kl_cursor_batch(c->cur);
-  if (col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
+  if (c->on_pair && (col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP)) {
+    const struct ts_pair *p = &c->pairs[c->i_pairs - 1];
+    sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? p->off : p->ts);
+    return SQLITE_OK;
+  }
+  if (c->on_pair || col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
       col == KL_COL_VALUE || col == KL_COL_HEADERS || col == KL_COL_SEQUENCE) {
     int rc = load_row(c);
     if (rc) return rc;
@@ -802,6 +937,10 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
 
 static int kl_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
   kl_vcursor *c = (kl_vcursor *)cur;
+  if (c->on_pair) {
+    *rowid = c->pairs[c->i_pairs - 1].off;
+    return SQLITE_OK;
+  }
   int rc = load_row(c);
   if (rc) return rc;
   *rowid = kl_cursor_record(c->cur)->offset;

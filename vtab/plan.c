@@ -57,6 +57,10 @@ static int rhs_int(sqlite3_index_info *info, int i, sqlite3_int64 *v) {
   return 1;
 }
 
+#ifndef KL_TS_DESC_COST
+#define KL_TS_DESC_COST 3
+#endif
+
 int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   int used[16];
   int idx = 0, n_usable_other = 0;
@@ -85,6 +89,26 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
     info->orderByConsumed = 1;
     order_ok = 1;
+  } else if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == KL_COL_TIMESTAMP &&
+             info->aOrderBy[0].desc && !(idx & KL_P_IN) && pi->records > 0 &&
+             pi->records <= KL_TS_DESC_MAX_RECORDS) {
+    /* max(timestamp) asks for this order and reads one row.  Other rows
+    ** are read again by offset, which beats SQLite's sorter only when few
+    ** are read (LIMIT) or none needs reading (only offset and timestamp). */
+    sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
+                           (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT);
+    int only_pairs = (info->colUsed & ~pairs) == 0;
+    int limit = 0;
+    for (int i = 0; i < info->nConstraint; i++) {
+      if (info->aConstraint[i].usable && info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_LIMIT) {
+        limit = 1;
+      }
+    }
+    if (only_pairs || limit) {
+      idx |= KL_P_TS_DESC | (only_pairs ? KL_P_PAIRS : 0);
+      info->orderByConsumed = 1;
+      order_ok = 1;
+    }
   }
   /* LIMIT and OFFSET are safe only when every other constraint is handled
   ** exactly here and the order is ours. */
@@ -136,6 +160,7 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   if (rows > 1e18) rows = 1e18; /* offsets near 2^63 (fuzz_sql): keep the cast defined */
   info->estimatedRows = (sqlite3_int64)rows;
   info->estimatedCost = lookup + rows;
+  if (idx & KL_P_TS_DESC) info->estimatedCost = lookup + rows * KL_TS_DESC_COST;
   info->idxNum = idx;
   char buf[256];
   kl_plan_describe(idx, buf, sizeof buf);
@@ -162,6 +187,7 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   }
   if (!any) ADD("full scan");
   if (idx & KL_P_ORDERED) ADD((idx & KL_P_DESC) ? "ORDER BY offset DESC" : "ORDER BY offset");
+  if (idx & KL_P_TS_DESC) ADD("ORDER BY timestamp DESC");
   if (idx & KL_P_LIMIT) ADD(names[11]);
   if (idx & KL_P_OFFSET) ADD(names[12]);
   if (idx & KL_P_ON_CORRUPT) ADD(names[13]);

@@ -23,6 +23,15 @@
 **   0x4000  no    rows come highest offset first (ORDER BY offset DESC)
 **   0x8000  no    the offset = value is an IN list, read all at once
 **  0x10000  no    ORDER BY offset is consumed (ascending unless 0x4000)
+**  0x20000  no    ORDER BY timestamp DESC is consumed: the first row is the
+**                 first record carrying the log's largest timestamp (found
+**                 from the segments' largest timestamps, as Kafka's
+**                 ListOffsets MAX_TIMESTAMP), later rows come from the
+**                 (timestamp, offset) pairs of the matching records, sorted
+**                 in memory, each then read by offset; consumed only when
+**                 LIMIT is given or only offset and timestamp are read
+**  0x40000  no    with 0x20000: only offset and timestamp are read, so rows
+**                 come from the sorted pairs without reading records again
 **
 ** Offset bounds go through the segment skip list and the offset index;
 ** timestamp lower bounds (=, >, >=) through each segment's largest
@@ -57,8 +66,15 @@ enum {
   KL_P_ARGV_COUNT = 14,    /* how many: bits 0 to 13 */
   KL_P_DESC = 0x4000,
   KL_P_IN = 0x8000,
-  KL_P_ORDERED = 0x10000
+  KL_P_ORDERED = 0x10000,
+  KL_P_TS_DESC = 0x20000,
+  KL_P_PAIRS = 0x40000
 };
+
+/* Largest log (in records, as estimated when planning) for which ORDER BY
+** timestamp DESC is consumed: beyond the first row it holds 16 bytes per
+** matching record in memory, where SQLite's own sorter would spill. */
+#define KL_TS_DESC_MAX_RECORDS 4000000.0
 
 /* Columns of the kafka_log table, in declaration order. */
 enum {

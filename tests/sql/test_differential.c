@@ -166,7 +166,23 @@ static char *gen_query(const domain *d) {
       "offset, timestamp, quote(key), quote(value), headers";
   int order = (int)rnd_below(4);  /* 0 none, 1 ASC, 2 DESC, 3 timestamp */
   int aggregate = chance(8);
-  if (aggregate) {
+  /* The shapes that rows counted from batch facts, min/max and the
+  ** timestamp order answer; the same connection keeps what earlier
+  ** queries learnt, so later ones take the known paths. */
+  static const char *const shapes[] = {
+      "SELECT count(*) FROM %%s%s",
+      "SELECT min(offset) FROM %%s%s",
+      "SELECT max(timestamp) FROM %%s%s",
+      "SELECT max(timestamp), count(*) FROM %%s%s",
+      "SELECT timestamp / 100 AS h, count(*) FROM %%s%s GROUP BY h ORDER BY h",
+      "SELECT timestamp FROM %%s%s ORDER BY timestamp DESC LIMIT 7",
+      "SELECT timestamp FROM %%s%s ORDER BY timestamp DESC",
+      "SELECT timestamp, length(value) FROM %%s%s ORDER BY timestamp DESC, offset LIMIT 5 OFFSET 3",
+      "SELECT count(*), sum(length(value)) FROM %%s%s",
+  };
+  if (chance(15)) {
+    st_buf_printf(&q, shapes[rnd_below(sizeof shapes / sizeof shapes[0])], w.p);
+  } else if (aggregate) {
     st_buf_printf(&q, "SELECT count(*), min(offset), max(offset), sum(timestamp),"
                       " total(length(value)) FROM %%s%s", w.p);
   } else if (order == 0) {
