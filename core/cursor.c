@@ -200,9 +200,9 @@ static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
   if (rc) return rc;
   c->batch.bytes = p;
   kl_records it;
-  rc = kl_records_open(&it, c->rd.env, &c->batch, &c->rd.scratch, c->rd.stats, err);
+  rc = kl_reader_records(&c->rd, c->seg, &c->batch, &it, err);
   if (rc && skip_damage(c, rc, err)) return KL_OK;
-  if (rc) return kl_scan_batch_error(c->seg, b->position, rc, err);
+  if (rc) return rc;
   c->rproto = it;
   c->rbase = it.p;
   kl_record r;
@@ -333,9 +333,8 @@ static kl_rc batch_bytes(kl_cursor *c, kl_err *err) {
 static kl_rc open_records(kl_cursor *c, kl_err *err) {
   kl_rc rc = batch_bytes(c, err);
   if (rc) return rc;
-  rc = kl_records_open(&c->it, c->rd.env, &c->batch, &c->rd.scratch, c->rd.stats, err);
   c->bmin = INT64_MAX;
-  return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc, err) : KL_OK;
+  return kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
 }
 
 /* All the records of the current batch were decoded: remember its

@@ -7,6 +7,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec.h"
+
 void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_corrupt) {
   memset(rd, 0, sizeof *rd);
   rd->env = env;
@@ -500,10 +502,28 @@ kl_rc kl_scan_batch_error(const kl_segment *s, int64_t pos, kl_rc rc, kl_err *er
   return rc;
 }
 
-kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *err) {
-  kl_reader *rd = sc->rd;
+kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, kl_records *it,
+                        kl_err *err) {
+  if (b->codec != KL_CODEC_NONE && rd->held_seg == s && rd->held_pos == b->position &&
+      rd->held_size == b->size) {
+    *it = rd->held;
+    rd->stats->batches_decoded++;
+    return KL_OK;
+  }
+  rd->held_seg = NULL;
   kl_rc rc = kl_records_open(it, rd->env, b, &rd->scratch, rd->stats, err);
-  return rc ? kl_scan_batch_error(sc->seg, b->position, rc, err) : KL_OK;
+  if (rc) return kl_scan_batch_error(s, b->position, rc, err);
+  if (b->codec != KL_CODEC_NONE) {
+    rd->held = *it;
+    rd->held_seg = s;
+    rd->held_pos = b->position;
+    rd->held_size = b->size;
+  }
+  return KL_OK;
+}
+
+kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *err) {
+  return kl_reader_records(sc->rd, sc->seg, b, it, err);
 }
 
 /* ---- the salvage map ---- */

@@ -75,6 +75,13 @@ typedef struct kl_reader {
                             ** that reading it does not drop the batches
                             ** the seek checked */
   kl_buf scratch;           /* decompressed payloads */
+  const kl_segment *held_seg; /* the batch scratch holds, decompressed, */
+  int64_t held_pos;         /* and its records as they were opened: */
+  int32_t held_size;
+  kl_records held;          /* lookups that fall in the batch the
+                            ** previous one decompressed (a join probing
+                            ** neighbouring offsets) do not decompress it
+                            ** again */
   kl_stats own;             /* stats points here unless given */
 } kl_reader;
 
@@ -168,6 +175,13 @@ kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err);
 ** into the reader's scratch); record-level damage is KL_CORRUPT naming the
 ** file and the batch position. */
 kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *err);
+
+/* Open the records of batch b of segment s (its bytes readable, its CRC
+** checked): kl_records_open into the reader's scratch, or the records the
+** scratch still holds when b is the batch last decompressed there.
+** Record-level damage is KL_CORRUPT naming the file and position. */
+kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, kl_records *it,
+                        kl_err *err);
 
 /* Name the batch at pos of s in a record-level error from batch.c (which
 ** knows no file). */

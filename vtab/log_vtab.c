@@ -91,6 +91,8 @@ typedef struct kl_vcursor {
   int pairs_built;
   int on_pair;              /* the current row is pairs[i_pairs - 1] and
                             ** c->cur is not on it */
+  int stale;                /* a read failed: the next xFilter opens the
+                            ** log afresh */
 } kl_vcursor;
 
 /* ---- shared logs ---- */
@@ -454,11 +456,9 @@ static int kl_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   return SQLITE_OK;
 }
 
-static void end_scan(kl_vcursor *c) {
-  kl_cursor_free(c->cur);
-  c->cur = NULL;
-  logref_release(c->ref);
-  c->ref = NULL;
+/* Forget the plan's state; the log and the core cursor stay for the next
+** xFilter of the same statement (a join probes once per outer row). */
+static void reset_scan(kl_vcursor *c) {
   sqlite3_free(c->in);
   c->in = NULL;
   c->n_in = c->i_in = 0;
@@ -466,6 +466,14 @@ static void end_scan(kl_vcursor *c) {
   c->pairs = NULL;
   c->n_pairs = c->i_pairs = 0;
   c->tsd = c->tsd_pairs = c->have_first = c->pairs_built = c->on_pair = 0;
+}
+
+static void end_scan(kl_vcursor *c) {
+  reset_scan(c);
+  kl_cursor_free(c->cur);
+  c->cur = NULL;
+  logref_release(c->ref);
+  c->ref = NULL;
 }
 
 static int kl_close(sqlite3_vtab_cursor *cur) {
@@ -544,7 +552,10 @@ static int cmp_i64(const void *a, const void *b) {
 static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
   /* What was learnt about the files may be what went wrong (they changed
   ** under the query): the next query opens the directory afresh. */
-  if (rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT) forget_log((kl_vtab *)c->base.pVtab);
+  if (rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT) {
+    forget_log((kl_vtab *)c->base.pVtab);
+    c->stale = 1;
+  }
   return set_error(c->base.pVtab, kl_sqlite_rc(rc), "kafka_log: %s",
                    err->msg[0] ? err->msg : kl_rc_name(rc));
 }
@@ -699,7 +710,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
                      sqlite3_value **argv) {
   kl_vcursor *c = (kl_vcursor *)cur;
   kl_vtab *vt = (kl_vtab *)cur->pVtab;
-  end_scan(c);
+  reset_scan(c);
   c->eof = 1;
   c->limit = -1;
   c->skip = 0;
@@ -742,12 +753,19 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     return set_error(cur->pVtab, SQLITE_ERROR, "%s",
                      "kafka_log: a partition directory is required: kafka_log('<dir>')");
   }
-  int rc = acquire_log(vt, dir, &c->ref);
-  if (rc) return rc;
-  if (kl_cursor_new(c->ref->log, &vt->conn->stats, on_corrupt, &c->cur) != KL_OK) {
-    return SQLITE_NOMEM;
+  /* The files are checked for changes once per statement: the same cursor
+  ** filtered again (once per row of an outer loop) keeps its log, its
+  ** buffers and the batch it decompressed last. */
+  int rc;
+  if (!c->cur || c->stale || c->on_corrupt != on_corrupt || strcmp(c->ref->dir, dir) != 0) {
+    end_scan(c);
+    c->stale = 0;
+    if ((rc = acquire_log(vt, dir, &c->ref)) != SQLITE_OK) return rc;
+    if (kl_cursor_new(c->ref->log, &vt->conn->stats, on_corrupt, &c->cur) != KL_OK) {
+      return SQLITE_NOMEM;
+    }
+    c->on_corrupt = on_corrupt;
   }
-  c->on_corrupt = on_corrupt;
   if (in_list) {
     /* All IN values at once, sorted, so rows come out in offset order. */
     sqlite3_value *v;
