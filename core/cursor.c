@@ -69,7 +69,7 @@ struct kl_cursor {
 };
 
 kl_bounds kl_bounds_all(void) {
-  kl_bounds b = {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, 0};
+  kl_bounds b = {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, 0, -1};
   return b;
 }
 
@@ -426,6 +426,12 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
       learn_walked(c);
     }
     if (c->batch.first_known && c->batch.base_offset > c->hi) break;
+    if (c->bnd.max_skew >= 0 && c->bnd.ts_hi < INT64_MAX - 1 - c->bnd.max_skew &&
+        c->batch.max_timestamp > c->bnd.ts_hi + c->bnd.max_skew && c->batch.last_offset < c->hi) {
+      /* The running maximum passes the bound here: with the caller's
+      ** bound on disorder, no later record is below ts_hi. */
+      c->hi = c->batch.last_offset;
+    }
     const kl_fact *f = c->rd.skip ? NULL : kl_segment_fact(c->seg, c->batch.position);
     if (skip_batch(c, &c->batch) || fact_outside(c, f)) {
       c->rd.stats->batches_skipped++;
@@ -662,6 +668,15 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
       return KL_OK;
     }
     if (tl.offset > c->lo) c->lo = tl.offset;
+  }
+  if (b->max_skew >= 0 && b->ts_hi < INT64_MAX - 1 - b->max_skew) {
+    int64_t at;
+    int found;
+    kl_err e = {0};
+    kl_rc rc = kl_log_time_reached(c->log, &c->rd, b->ts_hi + 1 + b->max_skew, &at, &found, &e);
+    if (rc == KL_OK && found && at < c->hi) c->hi = at;
+    /* Damage met on the way: the scan meets it too, or skips it. */
+    if (rc && rc != KL_CORRUPT) return kl_err_set(err, rc, "%s", e.msg);
   }
   if (c->lo > c->hi || b->ts_lo > b->ts_hi || !kl_log_first(c->log)) {
     c->done = 1;

@@ -30,6 +30,13 @@ typedef struct kl_bounds {
   int64_t off_lo, off_hi;   /* inclusive; INT64_MIN / INT64_MAX if open */
   int64_t ts_lo, ts_hi;     /* inclusive; INT64_MIN / INT64_MAX if open */
   int desc;                 /* nonzero: highest offset first */
+  int64_t max_skew;         /* a bound on disorder the caller vouches for
+                            ** (every record's timestamp is at least the
+                            ** largest before it minus max_skew), or -1:
+                            ** with it, ts_hi also ends the scan, where the
+                            ** running maximum reaches ts_hi + max_skew + 1
+                            ** (records after it that break the bound are
+                            ** not produced) */
 } kl_bounds;
 
 /* Bounds that admit everything, ascending. */

@@ -398,3 +398,26 @@ kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
   }
   return KL_OK;
 }
+
+kl_rc kl_log_time_reached(kl_log *log, kl_reader *rd, int64_t t, int64_t *offset, int *found,
+                          kl_err *err) {
+  *found = 0;
+  kl_segment *s;
+  kl_rc rc = first_reaching(log, rd, t, &s, err);
+  for (; rc == KL_OK && s; s = kl_log_next(log, s)) {
+    const kl_tail *tl;
+    if ((rc = kl_scan_tail(rd, s, &tl, err)) != KL_OK) break;
+    if (tl->max_timestamp < t) continue;
+    kl_index *tix;
+    if ((rc = kl_scan_time_index(rd, s, &tix, err)) != KL_OK) break;
+    int64_t i = kl_index_ceiling(tix, t, rd->stats);
+    int holds = 0;
+    if (i >= 0 && (rc = kl_scan_time_entry_holds(rd, s, tix, i, &holds, err)) != KL_OK) break;
+    /* An entry that does not hold is not trusted: the segment's largest
+    ** timestamp is reached later, at its tail's offset. */
+    *offset = holds ? kl_index_time_offset_at(tix, i) : tl->max_ts_offset;
+    *found = 1;
+    break;
+  }
+  return rc;
+}

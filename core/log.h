@@ -101,4 +101,13 @@ kl_rc kl_log_lookup_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *
 kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
                        kl_err *err);
 
+/* The offset at which the running maximum of record timestamps first
+** reaches t, or a later one (from the time index and the segment tails;
+** *found = 0 when nothing reaches t).  With a bound on disorder N (every
+** record's timestamp is at least the largest before it minus N), no
+** record after that offset has a timestamp below t - N: a scan for
+** timestamps below t - N ends there. */
+kl_rc kl_log_time_reached(kl_log *log, kl_reader *rd, int64_t t, int64_t *offset, int *found,
+                          kl_err *err);
+
 #endif

@@ -711,8 +711,8 @@ kl_rc kl_scan_find_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_batch
 ** segment is then read without its time index.  Damage met while checking
 ** only makes the entry not hold: the walk that needs those bytes reports it.
 */
-static kl_rc time_entry_holds(kl_reader *rd, kl_segment *s, kl_index *tix, int64_t i, int *holds,
-                              kl_err *err) {
+kl_rc kl_scan_time_entry_holds(kl_reader *rd, kl_segment *s, kl_index *tix, int64_t i, int *holds,
+                               kl_err *err) {
   int64_t t = kl_index_timestamp_at(tix, i);
   int64_t o = kl_index_time_offset_at(tix, i);
   *holds = 0;
@@ -776,7 +776,7 @@ static kl_rc time_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *er
     ** timestamp 0 first. */
     kl_index_keep_zero_first(tix);
     int holds;
-    if ((rc = time_entry_holds(rd, s, tix, 0, &holds, err)) != KL_OK) return rc;
+    if ((rc = kl_scan_time_entry_holds(rd, s, tix, 0, &holds, err)) != KL_OK) return rc;
     if (!holds) { /* decided: a preallocated slot */
       tix->n = 0;
       tix->zero_slots++;
@@ -838,7 +838,7 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
       holds = nb.max_ts == kl_index_timestamp_at(tix, i) && !(nb.first_known && nb.base > nb.offset) &&
               (i == 0 || (kl_index_timestamp_at(tix, i - 1) < kl_index_timestamp_at(tix, i) &&
                           kl_index_time_offset_at(tix, i - 1) <= nb.offset));
-    } else if ((rc = time_entry_holds(rd, s, tix, tix->n - 1, &holds, err)) != KL_OK) {
+    } else if ((rc = kl_scan_time_entry_holds(rd, s, tix, tix->n - 1, &holds, err)) != KL_OK) {
       return rc;
     }
     if (!holds) {
@@ -903,7 +903,7 @@ kl_rc kl_scan_seek_time(kl_reader *rd, kl_segment *s, int64_t t, kl_seek *out, k
   if (kl_index_failed(tix)) return index_error(tix, err);
   if (i >= 0) {
     int holds;
-    if ((rc = time_entry_holds(rd, s, tix, i, &holds, err)) != KL_OK) return rc;
+    if ((rc = kl_scan_time_entry_holds(rd, s, tix, i, &holds, err)) != KL_OK) return rc;
     if (!holds) {
       rd->stats->index_fallbacks++;
       return KL_OK;

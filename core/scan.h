@@ -207,6 +207,12 @@ typedef struct kl_seek {
 kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek *out,
                           kl_err *err);
 
+/* Does time index entry i of s name a batch that reaches exactly its
+** timestamp (and follow the entry before it)?  Damage met checking it only
+** makes it not hold. */
+kl_rc kl_scan_time_entry_holds(kl_reader *rd, kl_segment *s, kl_index *tix, int64_t i, int *holds,
+                               kl_err *err);
+
 /* Where a forward walk finds every record with timestamp >= t: the time
 ** index floor (T, O), checked, then the offset seek of O. */
 kl_rc kl_scan_seek_time(kl_reader *rd, kl_segment *s, int64_t t, kl_seek *out, kl_err *err);

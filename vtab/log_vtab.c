@@ -45,7 +45,7 @@ static const char kl_schema[] =
     " partition_leader_epoch INTEGER NOT NULL, producer_id INTEGER NOT NULL,"
     " producer_epoch INTEGER NOT NULL, sequence INTEGER NOT NULL,"
     " is_transactional INTEGER NOT NULL, compression TEXT NOT NULL, segment INTEGER NOT NULL,"
-    " position INTEGER NOT NULL, dir HIDDEN, on_corrupt HIDDEN)";
+    " position INTEGER NOT NULL, dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN)";
 
 /* An open log shared by the table's cache and its cursors. */
 typedef struct kl_logref {
@@ -65,6 +65,7 @@ typedef struct kl_vtab {
                             ** table live (NULL for the table-valued form) */
   char *dir;                /* named form: the directory, absolute */
   int on_corrupt;           /* KL_ON_CORRUPT_*: on_corrupt='error'|'skip' */
+  sqlite3_int64 max_skew;   /* max_skew_ms=N, or -1 */
   kl_logref *cache;         /* most recently used log (holds one ref) */
 } kl_vtab;
 
@@ -80,6 +81,7 @@ typedef struct kl_vcursor {
   int eof;
   kl_buf json;              /* headers column scratch */
   int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */
+  sqlite3_int64 max_skew;   /* max_skew_ms of the current scan, or -1 */
   /* ORDER BY timestamp DESC (plan bit KL_P_TS_DESC). */
   int tsd;
   int tsd_pairs;            /* rows come from the pairs (KL_P_PAIRS) */
@@ -229,20 +231,26 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
   const char *eq = strchr(arg, '=');
   size_t kn = eq ? (size_t)(eq - arg) : 0;
   while (kn > 0 && (arg[kn - 1] == ' ' || arg[kn - 1] == '\t')) kn--;
+  const char *v = eq ? eq + 1 : "";
+  while (*v == ' ' || *v == '\t') v++;
+  char *d = dequote(v);
+  if (!d) return SQLITE_NOMEM;
+  int ok = 0;
   if (eq && kn == 10 && strncmp(arg, "on_corrupt", 10) == 0) {
-    const char *v = eq + 1;
-    while (*v == ' ' || *v == '\t') v++;
-    char *d = dequote(v);
-    if (!d) return SQLITE_NOMEM;
     int mode = on_corrupt_mode(d);
-    sqlite3_free(d);
-    if (mode >= 0) {
-      vt->on_corrupt = mode;
-      return SQLITE_OK;
-    }
+    if (mode >= 0) vt->on_corrupt = mode;
+    ok = mode >= 0;
+  } else if (eq && kn == 11 && strncmp(arg, "max_skew_ms", 11) == 0) {
+    char *end;
+    errno = 0;
+    long long n = strtoll(d, &end, 10);
+    ok = d[0] >= '0' && d[0] <= '9' && *end == 0 && errno == 0;
+    if (ok) vt->max_skew = n;
   }
+  sqlite3_free(d);
+  if (ok) return SQLITE_OK;
   *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
-                            "on_corrupt='skip')", arg);
+                            "on_corrupt='skip', or max_skew_ms=<milliseconds>)", arg);
   return SQLITE_ERROR;
 }
 
@@ -284,6 +292,8 @@ static int read_config(kl_vtab *vt, int *found, char **errmsg) {
       vt->dir = sqlite3_mprintf("%s", v);
       if (!vt->dir) rc = SQLITE_NOMEM;
       *found = 1;
+    } else if (strcmp(k, "max_skew_ms") == 0) {
+      vt->max_skew = sqlite3_column_type(st, 1) == SQLITE_INTEGER ? sqlite3_column_int64(st, 1) : -1;
     } else if (strcmp(k, "on_corrupt") == 0) {
       vt->on_corrupt = on_corrupt_mode(v) == KL_ON_CORRUPT_SKIP ? KL_ON_CORRUPT_SKIP
                                                                 : KL_ON_CORRUPT_ERROR;
@@ -311,9 +321,9 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 5) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected the partition directory and at most one "
-                              "option, on_corrupt='error'|'skip'");
+  if (argc > 6) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected the partition directory and at most two "
+                              "options, on_corrupt='error'|'skip' and max_skew_ms=<milliseconds>");
     return SQLITE_ERROR;
   }
   if (argc < 4 && sqlite3_stricmp(argv[2], argv[0]) != 0) {
@@ -326,6 +336,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   memset(vt, 0, sizeof *vt);
   vt->db = db;
   vt->conn = aux;
+  vt->max_skew = -1;
   if (argc >= 4) {
     vt->schema = sqlite3_mprintf("%s", argv[1]);
     vt->name = sqlite3_mprintf("%s", argv[2]);
@@ -349,13 +360,16 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   }
   if (argc >= 4) {
     int found;
+    char skew[32] = "NULL";
+    if (vt->max_skew >= 0) snprintf(skew, sizeof skew, "%lld", (long long)vt->max_skew);
     rc = read_config(vt, &found, errmsg);
     if (rc == SQLITE_OK && !found && sqlite3_txn_state(db, argv[1]) == SQLITE_TXN_WRITE) {
       char *sql = sqlite3_mprintf(
           "CREATE TABLE \"%w\".\"%w_config\"(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
-          "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q);",
+          "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q),"
+          " ('max_skew_ms', %s);",
           vt->schema, vt->name, vt->schema, vt->name, vt->dir,
-          vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error");
+          vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", skew);
       rc = sql ? sqlite3_exec(db, sql, NULL, NULL, errmsg) : SQLITE_NOMEM;
       sqlite3_free(sql);
     }
@@ -647,7 +661,7 @@ static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
     c->n_pairs++;
   }
   if (rc != KL_DONE) return rc;
-  qsort(c->pairs, c->n_pairs, sizeof *c->pairs, cmp_pair);
+  if (c->n_pairs > 1) qsort(c->pairs, c->n_pairs, sizeof *c->pairs, cmp_pair);
   return KL_OK;
 }
 
@@ -720,6 +734,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   int a = 0;
   sqlite3_value *in_list = NULL;
   int on_corrupt = vt->on_corrupt;
+  sqlite3_int64 max_skew = vt->max_skew;
   for (int b = 0; b < KL_P_ARGV_COUNT; b++) {
     if (!(idx & (1 << b))) continue;
     if (a >= argc) return SQLITE_ERROR;
@@ -746,8 +761,18 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
         return set_error(cur->pVtab, SQLITE_ERROR,
                          "kafka_log: on_corrupt must be 'error' or 'skip', not %s", m ? m : "NULL");
       }
+    } else if (bit == KL_P_SKEW) {
+      int t = sqlite3_value_type(v);
+      max_skew = t == SQLITE_NULL ? -1 : sqlite3_value_int64(v);
+      if (t != SQLITE_NULL && (t != SQLITE_INTEGER || max_skew < 0)) {
+        return set_error(cur->pVtab, SQLITE_ERROR,
+                         "kafka_log: max_skew_ms must be a number of milliseconds >= 0, not %s",
+                         (const char *)sqlite3_value_text(v));
+      }
     }
   }
+  c->bnd.max_skew = max_skew;
+  c->max_skew = max_skew;
   (void)idx_str;
   if (!dir) {
     return set_error(cur->pVtab, SQLITE_ERROR, "%s",
@@ -949,6 +974,10 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KL_COL_ON_CORRUPT:
       sqlite3_result_text(ctx, c->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", -1, SQLITE_STATIC);
       break;
+    case KL_COL_MAX_SKEW:
+      if (c->max_skew < 0) sqlite3_result_null(ctx);
+      else sqlite3_result_int64(ctx, c->max_skew);
+      break;
   }
   return SQLITE_OK;
 }
@@ -992,6 +1021,54 @@ static const sqlite3_module kl_module = {
 
 static void conn_free(void *p) { sqlite3_free(p); }
 
+/*
+** kafka_log_max_skew('<dir>'): the smallest max_skew_ms the partition's
+** records honour, that is the most any record's timestamp lies below the
+** largest timestamp before it (0 when timestamps never go back, NULL for a
+** log without records).  It reads every record once, so that a bound can
+** be chosen from the data rather than guessed.
+*/
+static void fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  kl_conn *conn = sqlite3_user_data(ctx);
+  const char *dir = (const char *)sqlite3_value_text(argv[0]);
+  if (!dir) return;
+  kl_err err = {0};
+  kl_log *log = NULL;
+  kl_cursor *cur = NULL;
+  kl_rc rc = kl_log_open(NULL, dir, &log, &err);
+  if (rc == KL_OK && !kl_log_first(log)) {
+    rc = kl_err_set(&err, KL_IO, "%s is not a Kafka partition directory: it has no <20-digit "
+                    "offset>.log file", dir);
+  }
+  if (rc == KL_OK) rc = kl_cursor_new(log, &conn->stats, KL_ON_CORRUPT_ERROR, &cur);
+  kl_bounds all = kl_bounds_all();
+  if (rc == KL_OK) rc = kl_cursor_start(cur, &all, &err);
+  int64_t top = INT64_MIN, skew = -1;
+  while (rc == KL_OK && (rc = kl_cursor_next(cur, &err)) == KL_OK &&
+         (rc = kl_cursor_load(cur, &err)) == KL_OK) {
+    int64_t ts = kl_cursor_record(cur)->timestamp;
+    if (ts > top) top = ts;
+    if (top - ts > skew) skew = top - ts; /* top >= ts: no overflow */
+  }
+  kl_cursor_free(cur);
+  kl_log_close(log);
+  if (rc != KL_DONE) {
+    char *m = sqlite3_mprintf("kafka_log_max_skew: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
+    sqlite3_result_error(ctx, m ? m : "kafka_log_max_skew: out of memory", -1);
+    sqlite3_result_error_code(ctx, kl_sqlite_rc(rc));
+    sqlite3_free(m);
+    return;
+  }
+  if (skew >= 0) sqlite3_result_int64(ctx, skew);
+}
+
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn) {
+  /* The function first: the module's destructor owns conn from here. */
+  int rc = sqlite3_create_function(db, "kafka_log_max_skew", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
+                                   conn, fn_max_skew, NULL, NULL);
+  if (rc != SQLITE_OK) {
+    conn_free(conn);
+    return rc;
+  }
   return sqlite3_create_module_v2(db, "kafka_log", &kl_module, conn, conn_free);
 }

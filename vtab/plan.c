@@ -21,9 +21,9 @@ typedef struct slot {
 static int bit_for(int col, int op, const kl_plan_info *pi) {
   if (op == SQLITE_INDEX_CONSTRAINT_LIMIT) return KL_P_LIMIT;
   if (op == SQLITE_INDEX_CONSTRAINT_OFFSET) return KL_P_OFFSET;
-  if (col == KL_COL_DIR || col == KL_COL_ON_CORRUPT) {
+  if (col == KL_COL_DIR || col == KL_COL_ON_CORRUPT || col == KL_COL_MAX_SKEW) {
     if (!pi->need_dir || op != SQLITE_INDEX_CONSTRAINT_EQ) return 0;
-    return col == KL_COL_DIR ? KL_P_DIR : KL_P_ON_CORRUPT;
+    return col == KL_COL_DIR ? KL_P_DIR : col == KL_COL_ON_CORRUPT ? KL_P_ON_CORRUPT : KL_P_SKEW;
   }
   if (col == KL_COL_OFFSET || col == -1) {
     switch (op) {
@@ -90,13 +90,14 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     info->orderByConsumed = 1;
     order_ok = 1;
   } else if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == KL_COL_TIMESTAMP &&
-             info->aOrderBy[0].desc && !(idx & KL_P_IN) && pi->records > 0 &&
+             info->aOrderBy[0].desc && !(idx & KL_P_IN) &&
              pi->records <= KL_TS_DESC_MAX_RECORDS) {
     /* max(timestamp) asks for this order and reads one row.  Other rows
     ** are read again by offset, which beats SQLite's sorter only when few
     ** are read (LIMIT) or none needs reading (only offset and timestamp). */
     sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
-                           (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT);
+                           (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT) |
+                           (1ull << KL_COL_MAX_SKEW);
     int only_pairs = (info->colUsed & ~pairs) == 0;
     int limit = 0;
     for (int i = 0; i < info->nConstraint; i++) {
@@ -173,7 +174,7 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   static const char *const names[] = {
       "dir=?",        "offset=?",     "offset>?",     "offset>=?",     "offset<?",
       "offset<=?",    "timestamp=?",  "timestamp>?",  "timestamp>=?",  "timestamp<?",
-      "timestamp<=?", "LIMIT ?",      "OFFSET ?",     "on_corrupt=?"};
+      "timestamp<=?", "LIMIT ?",      "OFFSET ?",     "on_corrupt=?",  "max_skew_ms=?"};
   size_t len = 0;
   buf[0] = 0;
 #define ADD(s) do { int k_ = snprintf(buf + len, n - len, "%s%s", len ? " " : "", s); \
@@ -191,5 +192,6 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   if (idx & KL_P_LIMIT) ADD(names[11]);
   if (idx & KL_P_OFFSET) ADD(names[12]);
   if (idx & KL_P_ON_CORRUPT) ADD(names[13]);
+  if (idx & KL_P_SKEW) ADD(names[14]);
 #undef ADD
 }

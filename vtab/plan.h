@@ -30,14 +30,14 @@
 **                 (timestamp, offset) pairs of the matching records, sorted
 **                 in memory, each then read by offset; consumed only when
 **                 LIMIT is given or only offset and timestamp are read
-**  0x40000  no    with 0x20000: only offset and timestamp are read, so rows
+** 0x80000  no    with 0x40000: only offset and timestamp are read, so rows
 **                 come from the sorted pairs without reading records again
 **
 ** Offset bounds go through the segment skip list and the offset index;
 ** timestamp lower bounds (=, >, >=) through each segment's largest
 ** timestamp and the time index; timestamp upper bounds are applied while
 ** scanning (timestamps need not grow with offsets, so they cannot stop a
-** scan).  All of them are exact, so SQLite is told to omit its own check,
+** scan, unless max_skew_ms bounds how far they go back).  All of them are exact, so SQLite is told to omit its own check,
 ** which in turn lets it hand over LIMIT and OFFSET.
 */
 #ifndef KL_PLAN_H
@@ -62,18 +62,20 @@ enum {
   KL_P_LIMIT = 0x0800,
   KL_P_OFFSET = 0x1000,
   KL_P_ON_CORRUPT = 0x2000,
-  KL_P_ARGV_BITS = 0x3fff, /* bits that carry an argv value */
-  KL_P_ARGV_COUNT = 14,    /* how many: bits 0 to 13 */
-  KL_P_DESC = 0x4000,
-  KL_P_IN = 0x8000,
-  KL_P_ORDERED = 0x10000,
-  KL_P_TS_DESC = 0x20000,
-  KL_P_PAIRS = 0x40000
+  KL_P_SKEW = 0x4000,
+  KL_P_ARGV_BITS = 0x7fff, /* bits that carry an argv value */
+  KL_P_ARGV_COUNT = 15,    /* how many: bits 0 to 14 */
+  KL_P_DESC = 0x8000,
+  KL_P_IN = 0x10000,
+  KL_P_ORDERED = 0x20000,
+  KL_P_TS_DESC = 0x40000,
+  KL_P_PAIRS = 0x80000
 };
 
-/* Largest log (in records, as estimated when planning) for which ORDER BY
-** timestamp DESC is consumed: beyond the first row it holds 16 bytes per
-** matching record in memory, where SQLite's own sorter would spill. */
+/* Largest log (in records, as estimated when planning, when the directory
+** is known then) for which ORDER BY timestamp DESC is consumed: beyond the
+** first row it holds 16 bytes per matching record in memory, where
+** SQLite's own sorter would spill to disk. */
 #define KL_TS_DESC_MAX_RECORDS 4000000.0
 
 /* Columns of the kafka_log table, in declaration order. */
@@ -93,7 +95,8 @@ enum {
   KL_COL_SEGMENT,
   KL_COL_POSITION,
   KL_COL_DIR,       /* hidden: the table-valued function's first argument */
-  KL_COL_ON_CORRUPT /* hidden: its optional second argument */
+  KL_COL_ON_CORRUPT,/* hidden: its optional second argument */
+  KL_COL_MAX_SKEW   /* hidden: its optional third argument, max_skew_ms */
 };
 
 /* What xBestIndex knows about the data to estimate costs with; zeros when

@@ -253,7 +253,7 @@ static inline long st_first_diff(const char *x, const char *y, char *lx, char *l
 typedef struct st_stats {
   int64_t segments_opened, index_probes, index_fallbacks, batch_headers,
       batches_decoded, batches_skipped, records_decoded, bytes_decompressed,
-      crc_checks;
+      crc_checks, bytes_read;
 } st_stats;
 
 static inline st_stats st_get_stats(sqlite3 *db) {
@@ -263,16 +263,17 @@ static inline st_stats st_get_stats(sqlite3 *db) {
       " json_extract(j,'$.index_fallbacks'), json_extract(j,'$.batch_headers'),"
       " json_extract(j,'$.batches_decoded'), json_extract(j,'$.batches_skipped'),"
       " json_extract(j,'$.records_decoded'), json_extract(j,'$.bytes_decompressed'),"
-      " json_extract(j,'$.crc_checks') FROM (SELECT kafka_log_stats() AS j)", NULL);
+      " json_extract(j,'$.crc_checks'), json_extract(j,'$.bytes_read')"
+      " FROM (SELECT kafka_log_stats() AS j)", NULL);
   if (sqlite3_step(st) != SQLITE_ROW) fail_msg("kafka_log_stats(): %s", sqlite3_errmsg(db));
-  for (int i = 0; i < 9; i++)
+  for (int i = 0; i < 10; i++)
     if (sqlite3_column_type(st, i) != SQLITE_INTEGER)
       fail_msg("kafka_log_stats(): key #%d missing or not an integer: %s", i,
                (const char *)sqlite3_column_text(st, i));
-  int64_t *f[9] = {&s.segments_opened, &s.index_probes, &s.index_fallbacks,
-                   &s.batch_headers, &s.batches_decoded, &s.batches_skipped,
-                   &s.records_decoded, &s.bytes_decompressed, &s.crc_checks};
-  for (int i = 0; i < 9; i++) *f[i] = sqlite3_column_int64(st, i);
+  int64_t *f[10] = {&s.segments_opened, &s.index_probes, &s.index_fallbacks,
+                    &s.batch_headers, &s.batches_decoded, &s.batches_skipped,
+                    &s.records_decoded, &s.bytes_decompressed, &s.crc_checks, &s.bytes_read};
+  for (int i = 0; i < 10; i++) *f[i] = sqlite3_column_int64(st, i);
   sqlite3_finalize(st);
   return s;
 }
@@ -282,10 +283,10 @@ static inline void st_print_stats(const char *title, const st_stats *s) {
                 " index_fallbacks=%" PRId64 " batch_headers=%" PRId64
                 " batches_decoded=%" PRId64 " batches_skipped=%" PRId64
                 " records_decoded=%" PRId64 " bytes_decompressed=%" PRId64
-                " crc_checks=%" PRId64 "\n",
+                " crc_checks=%" PRId64 " bytes_read=%" PRId64 "\n",
                 title, s->segments_opened, s->index_probes, s->index_fallbacks,
                 s->batch_headers, s->batches_decoded, s->batches_skipped,
-                s->records_decoded, s->bytes_decompressed, s->crc_checks);
+                s->records_decoded, s->bytes_decompressed, s->crc_checks, s->bytes_read);
 }
 
 #endif

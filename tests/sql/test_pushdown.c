@@ -15,6 +15,8 @@
 */
 #include "sqltest.h"
 
+#include "kwriter.h"
+
 
 static const char *dir_b(void) {
   static char dir[4096];
@@ -215,6 +217,139 @@ static void test_counters_per_statement(void **state) {
   st_close(db);
 }
 
+/* Run sql on db (parameters: ?1 the directory, ?2 and ?3 integers) after
+** resetting the counters; the rendered result must equal want. */
+static st_stats measure_on(sqlite3 *db, const char *dir, const char *sql, int64_t a, int64_t b,
+                           const char *want) {
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  st_buf r = {0};
+  sqlite3_stmt *st = st_prep(db, sql, "t", dir);
+  if (sqlite3_bind_parameter_count(st) >= 2) assert_int_equal(sqlite3_bind_int64(st, 2, a), SQLITE_OK);
+  if (sqlite3_bind_parameter_count(st) >= 3) assert_int_equal(sqlite3_bind_int64(st, 3, b), SQLITE_OK);
+  st_render(db, st, &r);
+  st_stats s = st_get_stats(db);
+  print_message("  %s\n", sql);
+  st_print_stats("stats", &s);
+  if (want && strcmp(r.p, want)) fail_msg("result of %s:\n%s\nexpected:\n%s", sql, r.p, want);
+  st_buf_free(&r);
+  return s;
+}
+
+/* count(*) decodes each batch once, and then never reads the log again:
+** the batch facts hold every batch's record count, and that its records
+** decode (a count must not depend on whether the plan decodes them). */
+static void test_count_from_facts(void **state) {
+  static const char *const sets[] = {"b-multi-segment", "j-mixed-codecs", "g-transactions"};
+  for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", t_fixture(sets[k]));
+    sqlite3 *other = st_open();
+    char *want = st_text(other, "SELECT count(value IS NULL) || char(10) FROM kafka_log(?1)", "t", dir);
+    st_close(other);
+    sqlite3 *db = st_open();
+    st_stats first = measure_on(db, dir, "SELECT count(*) FROM kafka_log(?1)", 0, 0, want);
+    assert_true(first.batches_decoded > 0);
+    st_stats again = measure_on(db, dir, "SELECT count(*) FROM kafka_log(?1)", 0, 0, want);
+    assert_int_equal(again.batches_decoded, 0);
+    assert_int_equal(again.bytes_decompressed, 0);
+    assert_int_equal(again.records_decoded, 0);
+    assert_int_equal(again.batch_headers, 0);
+    assert_int_equal(again.bytes_read, 0);
+    assert_int_equal(again.crc_checks, 0);
+    /* Reading a column of the counted rows decodes them after all. */
+    st_stats vals = measure_on(db, dir, "SELECT count(*) FROM kafka_log(?1) WHERE value IS NOT NULL"
+                               " OR value IS NULL", 0, 0, want);
+    assert_true(vals.batches_decoded > 0);
+    free(want);
+    st_close(db);
+  }
+}
+
+/* A window on timestamps, once the table has read the batches: only the
+** batches whose [smallest, largest] timestamp meets the window are read. */
+static void test_window_from_facts(void **state) {
+  static const char q[] = "SELECT count(*), sum(length(value)) > 0 FROM kafka_log(?1)"
+                          " WHERE timestamp >= ?2 AND timestamp < ?3";
+  sqlite3 *db = st_open();
+  st_run(db, "SELECT count(*) FROM kafka_log(?1) WHERE value IS NOT NULL", "t", dir_b());
+  /* Records 5000..5099: 100 records in about 5 batches of 25. */
+  st_stats s = measure_on(db, dir_b(), q, INT64_C(1700000050000), INT64_C(1700000051000), "100|1\n");
+  /* The seek reads a few index intervals; the 586 batches after the
+  ** window are passed over in memory. */
+  assert_true(s.batches_decoded <= 6);
+  assert_true(s.batch_headers <= 64);
+  assert_true(s.bytes_read <= 40000);
+  assert_true(s.batches_skipped >= 500);
+  assert_true(s.records_decoded <= 6 * 30);
+  /* The same plan without facts (a fresh connection) decodes every batch
+  ** after the window's start: timestamps need not grow with offsets. */
+  sqlite3 *fresh = st_open();
+  st_stats f = measure_on(fresh, dir_b(), q, INT64_C(1700000050000), INT64_C(1700000051000),
+                          "100|1\n");
+  assert_true(f.batches_decoded > 500);
+  assert_true(f.bytes_read > 300000);
+  st_close(fresh);
+  st_close(db);
+}
+
+/* max_skew_ms: with a bound on disorder the upper time bound ends the
+** scan on the first run, where the running maximum passes it. */
+static void test_window_max_skew(void **state) {
+  sqlite3 *db = st_open();
+  assert_int_equal(st_int(db, "SELECT kafka_log_max_skew(?1)", "t", dir_b()), 0);
+  st_close(db);
+  db = st_open();
+  st_stats s = measure_on(db, dir_b(),
+                          "SELECT count(*), sum(length(value)) > 0 FROM kafka_log(?1)"
+                          " WHERE timestamp >= ?2 AND timestamp < ?3 AND max_skew_ms = 0",
+                          INT64_C(1700000050000), INT64_C(1700000051000), "100|1\n");
+  assert_true(s.batches_decoded <= 8);
+  assert_true(s.segments_opened <= 4);
+  st_close(db);
+}
+
+/* min(offset), the offset for a time and max(timestamp) are seeks. */
+static void test_min_max_seeks(void **state) {
+  st_stats s = measure("SELECT min(offset) FROM kafka_log(?1)", "0\n");
+  assert_true(s.batches_decoded <= 1);
+  s = measure("SELECT min(offset) FROM kafka_log(?1) WHERE timestamp >= 1700000123450",
+              "12345\n");
+  assert_true(s.batches_decoded <= 3);
+  assert_true(s.batch_headers <= 64);
+  s = measure("SELECT max(timestamp) FROM kafka_log(?1)", "1700000199990\n");
+  /* Each segment's largest timestamp comes from its indexes and tail;
+  ** then one batch holds the record. */
+  assert_true(s.batches_decoded <= 2);
+  assert_true(s.records_decoded <= 2 * 30);
+  s = measure("SELECT offset, timestamp FROM kafka_log(?1) ORDER BY timestamp DESC LIMIT 1",
+              "19999|1700000199990\n");
+  assert_true(s.batches_decoded <= 2);
+}
+
+/* A timestamp seek in a log of 1,500 segments, once their largest
+** timestamps are known, reads O(1) segments: a binary search over the
+** running maximum finds the segment. */
+static void test_seek_many_segments(void **state) {
+  char *dir = kw_make_log("pd-many", 3000, 10, 800, 4096, 20, INT64_C(1700000000000), 1000);
+  sqlite3 *db = st_open();
+  int64_t segs = st_int(db, "SELECT count(DISTINCT segment) FROM kafka_log(?1)", "t", dir);
+  assert_true(segs >= 1400);
+  static const char q[] = "SELECT offset FROM kafka_log(?1) WHERE timestamp >= ?2 LIMIT 1";
+  measure_on(db, dir, q, INT64_C(1700000000000) + 1000 * 29990, 0, "29990\n");
+  for (int i = 0; i < 20; i++) {
+    int64_t o = (int64_t)((i * 7919 + 13) % 30000);
+    char want[32];
+    snprintf(want, sizeof want, "%lld\n", (long long)o);
+    st_stats s = measure_on(db, dir, q, INT64_C(1700000000000) + 1000 * o, 0, want);
+    assert_true(s.segments_opened <= 1);
+    assert_true(s.index_probes <= 16);
+    assert_true(s.batch_headers <= 8);
+  }
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stats_accumulate_and_reset),
@@ -225,6 +360,11 @@ int main(void) {
       cmocka_unit_test(test_offset_range),
       cmocka_unit_test(test_full_scan_counts_everything),
       cmocka_unit_test(test_counters_per_statement),
+      cmocka_unit_test(test_count_from_facts),
+      cmocka_unit_test(test_window_from_facts),
+      cmocka_unit_test(test_window_max_skew),
+      cmocka_unit_test(test_min_max_seeks),
+      cmocka_unit_test(test_seek_many_segments),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

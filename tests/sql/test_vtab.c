@@ -437,6 +437,70 @@ static void test_query_plan(void **state) {
   st_close(db);
 }
 
+/*
+** max_skew_ms: a bound on disorder the user vouches for.  With the data's
+** real disorder (kafka_log_max_skew) or more, answers are exact and the
+** same as without it; with less, the upper time bound ends the scan where
+** the running maximum passes it, and the records after that point that
+** break the bound are not rows.  d-jitter-nulls-headers has timestamps
+** jittered by up to a second.
+*/
+static void test_max_skew(void **state) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", t_fixture("d-jitter-nulls-headers"));
+  sqlite3 *db = st_open();
+  int64_t skew = st_int(db, "SELECT kafka_log_max_skew(?1)", "t", dir);
+  assert_true(skew > 0);
+  /* It is the largest drop below the running maximum, computed in SQL. */
+  assert_int_equal(st_int(db, "SELECT max(m - timestamp) FROM (SELECT timestamp, max(timestamp)"
+                              " OVER (ORDER BY offset) AS m FROM kafka_log(?1))", "t", dir), skew);
+  int64_t t0 = st_int(db, "SELECT min(timestamp) FROM kafka_log(?1)", "t", dir);
+  int64_t t1 = st_int(db, "SELECT max(timestamp) FROM kafka_log(?1)", "t", dir);
+  int violated = 0;
+  for (int64_t hi = t0; hi <= t1 + 1; hi += (t1 - t0) / 37 + 1) {
+    char *q = sqlite3_mprintf("SELECT count(*), total(offset) FROM kafka_log(?1) WHERE timestamp >= %lld"
+                              " AND timestamp < %lld", (long long)(hi - 3000), (long long)hi);
+    char *exact = st_text(db, q, "t", dir);
+    char *pq = sqlite3_mprintf("%s AND timestamp + 0 < %lld", q, (long long)hi);
+    char *plain = st_text(db, pq, "t", dir);
+    sqlite3_free(pq);
+    assert_string_equal(exact, plain);
+    for (int64_t k = skew; k <= skew + 1; k++) {
+      char *b = sqlite3_mprintf("%s AND max_skew_ms = %lld", q, (long long)k);
+      char *got = st_text(db, b, "t", dir);
+      assert_string_equal(got, exact);
+      free(got);
+      sqlite3_free(b);
+    }
+    /* The table option says the same. */
+    char *b = sqlite3_mprintf("%s AND max_skew_ms = 0", q);
+    char *less = st_text(db, b, "t", dir);
+    if (strcmp(less, exact) != 0) violated++;
+    free(less);
+    sqlite3_free(b);
+    free(exact);
+    free(plain);
+    sqlite3_free(q);
+  }
+  /* A bound the data break loses rows: the case the option warns of. */
+  assert_true(violated > 0);
+  /* The named form keeps the option; the hidden column shows it. */
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE s USING kafka_log(%Q, max_skew_ms=%lld)", dir,
+                              (long long)skew);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  assert_int_equal(st_int(db, "SELECT DISTINCT max_skew_ms FROM s", NULL), skew);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM s WHERE timestamp < ?1", "i", t0 + 5000),
+                   st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE timestamp < ?2", "ti", dir,
+                          t0 + 5000));
+  assert_int_equal(st_int(db, "SELECT v FROM s_config WHERE k = 'max_skew_ms'", NULL), skew);
+  int rc;
+  free(expect_error(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp', max_skew_ms=-1)", &rc));
+  free(expect_error(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp', max_skew_ms=1e3)", &rc));
+  free(expect_error(db, "SELECT * FROM kafka_log('/tmp', 'error', 'soon')", &rc));
+  st_close(db);
+}
+
 /* A private copy of a-tiny whose .log is then damaged; returns the dir. */
 static char *damaged_copy(const char *tag, char **log_path) {
   char *dir = t_mkdtemp(tag);
@@ -528,6 +592,7 @@ int main(void) {
       cmocka_unit_test(test_not_a_partition),
       cmocka_unit_test(test_version),
       cmocka_unit_test(test_query_plan),
+      cmocka_unit_test(test_max_skew),
       cmocka_unit_test(test_truncated_log),
       cmocka_unit_test(test_corrupt_log),
   };
