@@ -705,6 +705,8 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   return rc;
 }
 
+int kl_cursor_lazy(const kl_cursor *c) { return c->lazy; }
+
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   if (!c->lazy) return KL_OK;
   /* Decode the batch from its start up to the current row; the rest of it

@@ -72,6 +72,8 @@ kl_rc kl_cursor_next(kl_cursor *c, kl_err *err);
 ** to it (KL_OK, or the record-level error a decoding walk would give).
 ** The batch and segment are always there. */
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err);
+/* Does the current row need kl_cursor_load before its fields are read? */
+int kl_cursor_lazy(const kl_cursor *c);
 
 /* The current record (after kl_cursor_load) and its batch and segment;
 ** borrowed until the next kl_cursor_next / kl_cursor_start. */

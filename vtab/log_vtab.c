@@ -694,7 +694,8 @@ static kl_rc advance(kl_vcursor *c, kl_err *err) {
 
 /* Move to the next row that the plan admits. */
 static int step(kl_vcursor *c) {
-  kl_err err = {0};
+  kl_err err; /* per row: set up without clearing its 512 bytes */
+  kl_err_clear(&err);
   for (;;) {
     if (c->limit == 0) break;
     kl_rc rc = advance(c, &err);
@@ -923,7 +924,9 @@ static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n) {
 /* Decode the current row if it was produced from its batch's record count
 ** (cursor.h): the columns below that come from the record need it. */
 static int load_row(kl_vcursor *c) {
-  kl_err err = {0};
+  if (!c->on_pair && !kl_cursor_lazy(c->cur)) return SQLITE_OK;
+  kl_err err; /* per column: set up without clearing its 512 bytes */
+  kl_err_clear(&err);
   kl_rc rc;
   if (c->on_pair) { /* a column the plan did not expect: read the record */
     c->on_pair = 0;
