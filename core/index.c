@@ -152,6 +152,15 @@ void kl_index_close(kl_index *ix, const kl_env *env) {
   ix->n = 0;
 }
 
+int kl_index_keep(kl_index *ix) {
+  if (ix->failed || ix->map || ix->nchunks > KL_INDEX_KEEP_CHUNKS) return 0;
+  for (int64_t c = 0; c < ix->nchunks; c++) {
+    if (!ix->chunks[c]) return 0;
+  }
+  kl_file_close(&ix->file);
+  return 1;
+}
+
 int64_t kl_index_offset_at(const kl_index *ix, int64_t i) {
   return ix->base + (int64_t)kl_get_u32(kl_index_slot(ix, i));
 }

@@ -82,6 +82,13 @@ kl_rc kl_index_open(kl_index *ix, const kl_env *env, int kind, const char *path,
                     int64_t log_size, kl_err *err);
 void kl_index_close(kl_index *ix, const kl_env *env);
 
+/* Close the file of an index whose entries are all in memory (at most
+** KL_INDEX_KEEP_CHUNKS pieces) and keep them: returns 1.  Else 0, and
+** nothing changes.  A segment closed for the bound on open files keeps its
+** small indexes this way, so opening it again reopens only its .log. */
+#define KL_INDEX_KEEP_CHUNKS 4
+int kl_index_keep(kl_index *ix);
+
 /* An index over entries already in memory (len bytes at p, borrowed),
 ** counted as kl_index_open counts a file. */
 void kl_index_mem(kl_index *ix, int kind, const uint8_t *p, size_t len, int64_t base,

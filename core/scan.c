@@ -791,6 +791,51 @@ kl_rc kl_scan_index(kl_reader *rd, kl_segment *s, int kind, kl_index **out, kl_e
   return kind == KL_INDEX_OFFSET ? offset_index(rd, s, out, err) : time_index(rd, s, out, err);
 }
 
+/* Make the time index what seeks may use, once the tail is known: entries
+** at or past the next offset are stale (a truncation left them; offsets in
+** the time index never decrease), and the last entry must name a batch
+** reaching its timestamp (nb: what a walk learnt of that batch, if it
+** passed it), else the index is not used. */
+static kl_rc settle_time_index(kl_reader *rd, kl_segment *s, kl_index *tix, const named_batch *nb,
+                               kl_err *err) {
+  int64_t n_before = tix->n;
+  int64_t lo = 0, hi = tix->n;
+  while (lo < hi) {
+    int64_t mid = lo + (hi - lo) / 2;
+    if (kl_index_time_offset_at(tix, mid) >= s->tail.next_offset) hi = mid;
+    else lo = mid + 1;
+  }
+  tix->stale += tix->n - lo;
+  tix->n = lo;
+  s->tix_settled = 1;
+  if (tix->n > 0) {
+    int holds;
+    kl_rc rc;
+    if (nb && tix->n == n_before && nb->found == 1) {
+      int64_t i = tix->n - 1;
+      holds = nb->max_ts == kl_index_timestamp_at(tix, i) &&
+              !(nb->first_known && nb->base > nb->offset) &&
+              (i == 0 || (kl_index_timestamp_at(tix, i - 1) < kl_index_timestamp_at(tix, i) &&
+                          kl_index_time_offset_at(tix, i - 1) <= nb->offset));
+    } else if ((rc = kl_scan_time_entry_holds(rd, s, tix, tix->n - 1, &holds, err)) != KL_OK) {
+      s->tix_settled = 0;
+      return rc;
+    }
+    if (!holds) {
+      tix->n = 0;
+      tix->unusable = 1;
+      rd->stats->index_fallbacks++;
+    }
+  }
+  return kl_index_failed(tix) ? index_error(tix, err) : KL_OK;
+}
+
+/* A segment this small (four index intervals at Kafka's default) is walked
+** whole to learn its tail: one read of a few KiB of .log costs less than
+** opening its two indexes, which matters when a log of thousands of small
+** segments is dated by its first timestamp query. */
+#define KL_TAIL_WALK_MAX 16384
+
 kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *err) {
   kl_rc rc = prepare(rd, s, err);
   if (rc) return rc;
@@ -800,6 +845,13 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   }
   *out = &s->tail;
   if (s->tail.known) return KL_OK;
+  if (s->size <= KL_TAIL_WALK_MAX) {
+    kl_tail t = {0, s->base, -1, s->base, 0};
+    if ((rc = walk_tail(rd, s, 0, &t, NULL, err)) != KL_OK) return rc;
+    t.known = 1;
+    s->tail = t;
+    return KL_OK;
+  }
   /* The next offset: walk from the last offset index entry. */
   kl_seek sk;
   kl_index *ix;
@@ -813,41 +865,16 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   } else {
     seek_none(s, &sk);
   }
-  /* Time index entries at or past the next offset are stale (a truncation
-  ** left them); offsets in the time index never decrease.  The last entry
-  ** is checked against the batch it names, which the walk usually passes. */
+  /* The last time index entry is checked against the batch it names,
+  ** which the walk usually passes. */
   kl_index *tix;
   if ((rc = time_index(rd, s, &tix, err)) != KL_OK) return rc;
   named_batch nb = {INT64_MAX, 0, 0, 0, 0};
-  int64_t n_before = tix->n;
-  if (n_before > 0) nb.offset = kl_index_time_offset_at(tix, n_before - 1);
+  if (tix->n > 0) nb.offset = kl_index_time_offset_at(tix, tix->n - 1);
   kl_tail t = {0, s->base, -1, s->base, 0};
-  if ((rc = walk_tail(rd, s, sk.verify_from, &t, n_before > 0 ? &nb : NULL, err)) != KL_OK) return rc;
-  int64_t lo = 0, hi = tix->n;
-  while (lo < hi) {
-    int64_t mid = lo + (hi - lo) / 2;
-    if (kl_index_time_offset_at(tix, mid) >= t.next_offset) hi = mid;
-    else lo = mid + 1;
-  }
-  tix->stale += tix->n - lo;
-  tix->n = lo;
-  if (tix->n > 0) {
-    int holds;
-    if (tix->n == n_before && nb.found == 1) {
-      int64_t i = tix->n - 1;
-      holds = nb.max_ts == kl_index_timestamp_at(tix, i) && !(nb.first_known && nb.base > nb.offset) &&
-              (i == 0 || (kl_index_timestamp_at(tix, i - 1) < kl_index_timestamp_at(tix, i) &&
-                          kl_index_time_offset_at(tix, i - 1) <= nb.offset));
-    } else if ((rc = kl_scan_time_entry_holds(rd, s, tix, tix->n - 1, &holds, err)) != KL_OK) {
-      return rc;
-    }
-    if (!holds) {
-      tix->n = 0;
-      tix->unusable = 1;
-      rd->stats->index_fallbacks++;
-    }
-  }
-  if (kl_index_failed(tix)) return index_error(tix, err);
+  if ((rc = walk_tail(rd, s, sk.verify_from, &t, tix->n > 0 ? &nb : NULL, err)) != KL_OK) return rc;
+  s->tail = t; /* not known yet: next_offset settles the time index */
+  if ((rc = settle_time_index(rd, s, tix, &nb, err)) != KL_OK) return rc;
   /* The largest timestamp: the time index entry written with the last
   ** offset index entry covers everything before that chunk, the walk the
   ** rest (a live segment lacks the final entry written on roll).  Without
@@ -890,6 +917,17 @@ kl_rc kl_scan_time_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *e
       return KL_OK;
     }
     if (rc) return kl_err_set(err, rc, "%s", e.msg);
+  }
+  if (!s->tix_settled) { /* the tail came from a walk of the whole segment */
+    kl_index *tix;
+    kl_err e = {0};
+    if ((rc = time_index(rd, s, &tix, err)) != KL_OK) return rc;
+    rc = settle_time_index(rd, s, tix, NULL, &e);
+    if (rc == KL_CORRUPT) {
+      tix->n = 0;
+    } else if (rc) {
+      return kl_err_set(err, rc, "%s", e.msg);
+    }
   }
   return kl_segment_index(s, KL_INDEX_TIME, out, err);
 }

@@ -57,10 +57,17 @@ static void link_mru(kl_segment *s) {
   set->open++;
 }
 
-void kl_segment_close(kl_segment *s) {
-  if (s->oidx_open) kl_index_close(&s->oidx, s->env);
-  if (s->tidx_open) kl_index_close(&s->tidx, s->env);
-  s->oidx_open = s->tidx_open = 0;
+/* Close the files; small indexes read whole stay in memory unless all
+** goes (free). */
+static void close_files(kl_segment *s, int all) {
+  if (s->oidx_open && (all || !kl_index_keep(&s->oidx))) {
+    kl_index_close(&s->oidx, s->env);
+    s->oidx_open = 0;
+  }
+  if (s->tidx_open && (all || !kl_index_keep(&s->tidx))) {
+    kl_index_close(&s->tidx, s->env);
+    s->tidx_open = 0;
+  }
   if (s->opened) {
     kl_file_close(&s->log);
     unlink_open(s);
@@ -68,8 +75,10 @@ void kl_segment_close(kl_segment *s) {
   }
 }
 
+void kl_segment_close(kl_segment *s) { close_files(s, 0); }
+
 void kl_segment_free(kl_segment *s) {
-  kl_segment_close(s);
+  close_files(s, 1);
   kl_free(s->env, s->salvage.holes);
   kl_free(s->env, s->vpos);
   kl_free(s->env, s->vsize);

@@ -104,6 +104,8 @@ struct kl_segment {
   int64_t size;             /* .log size when first opened */
   uint64_t dev, ino;
   kl_tail tail;             /* from the indexes and the last stretch */
+  int tix_settled;          /* the time index was trimmed and checked
+                            ** against the tail (scan.c) */
   kl_salvage salvage;       /* the canonical walk, when a reader asked */
   int64_t zero_from;        /* the file is zero from here on; -1 unknown */
   int32_t read_hint;        /* bytes a read should take: the size of the
@@ -129,7 +131,9 @@ void kl_segment_free(kl_segment *s);
 */
 kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err);
 
-/* Close the files (what is known is kept). */
+/* Close the files (what is known is kept, and so are indexes of at most
+** KL_INDEX_KEEP_CHUNKS pieces read whole: reopening the segment then opens
+** only its .log). */
 void kl_segment_close(kl_segment *s);
 
 /* Keep the segment open across calls (nested pins count). */
