@@ -47,6 +47,10 @@ struct kl_cursor {
                             ** segment (walked or known), -1 */
   int64_t bmin;             /* smallest record timestamp of the current
                             ** batch so far */
+  int64_t *tsb;             /* and its records' timestamps so far */
+  int32_t tsn, tscap;
+  const int64_t *cts;       /* counting a batch whose timestamps are known
+                            ** (kl_fact.ts): rows are filtered on them */
 
   /* Backward iteration only: the records of the current batch are all
   ** decoded once, then each decoded again from where it starts when its
@@ -109,6 +113,7 @@ void kl_cursor_free(kl_cursor *c) {
   kl_free(env, c->cur.b);
   kl_free(env, c->ahead.b);
   kl_free(env, c->rpos);
+  kl_free(env, c->tsb);
   kl_free(env, c);
 }
 
@@ -334,7 +339,27 @@ static kl_rc open_records(kl_cursor *c, kl_err *err) {
   kl_rc rc = batch_bytes(c, err);
   if (rc) return rc;
   c->bmin = INT64_MAX;
+  c->tsn = 0;
   return kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
+}
+
+/* A record of the current batch was decoded (in order, from its first). */
+static void note_record(kl_cursor *c) {
+  int64_t ts = c->rec.timestamp;
+  c->rd.stats->records_decoded++;
+  if (ts < c->bmin) c->bmin = ts;
+  if (c->tsn < 0) return;
+  if (c->tsn == c->tscap) {
+    int32_t cap = c->tscap ? c->tscap * 2 : 256;
+    int64_t *p = kl_realloc(c->rd.env, c->tsb, (size_t)cap * sizeof *p);
+    if (!p) {
+      c->tsn = -1; /* not kept: only an optimisation */
+      return;
+    }
+    c->tsb = p;
+    c->tscap = cap;
+  }
+  c->tsb[c->tsn++] = ts;
 }
 
 /* All the records of the current batch were decoded: remember its
@@ -345,6 +370,11 @@ static void learn_decoded(kl_cursor *c) {
   if (f && f->b.size == c->batch.size) {
     f->min_ts = c->bmin;
     f->decoded = 1;
+    const kl_batch *b = &f->b;
+    if (b->magic == 2 && c->tsn == b->record_count &&
+        b->last_offset - b->base_offset + 1 == b->record_count) {
+      kl_segment_learn_ts(c->seg, f, c->tsb, c->tsn);
+    }
   }
 }
 
@@ -377,19 +407,24 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
   kl_rc rc;
   for (;;) {
     if (c->counting) {
-      if (c->count_left > 0) {
+      while (c->count_left > 0) {
         c->count_left--;
         c->count_at++;
+        if (c->cts) {
+          int64_t off = c->batch.base_offset + c->count_at, ts = c->cts[c->count_at];
+          if (off > c->hi) break;
+          if (off < c->lo || ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
+        }
         c->lazy = 1;
         return KL_OK;
       }
       c->counting = c->lazy = 0;
+      c->cts = NULL;
     }
     if (c->in_batch) {
       rc = kl_records_next(&c->it, &c->rec, err);
       if (rc == KL_OK) {
-        c->rd.stats->records_decoded++;
-        if (c->rec.timestamp < c->bmin) c->bmin = c->rec.timestamp;
+        note_record(c);
         if (c->rec.offset > c->hi) break;
         if (record_in(c, &c->rec)) return KL_OK;
         continue;
@@ -437,13 +472,16 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
       c->rd.stats->batches_skipped++;
       continue;
     }
-    if (batch_within(c, &c->batch, f)) {
+    int known_ts = f && f->ts && !c->rd.skip;
+    if (known_ts || batch_within(c, &c->batch, f)) {
       /* Its rows need not be decoded until a field of one is asked for
-      ** (kl_cursor_load): count(*) reads headers only, or nothing when
-      ** the batch is known. */
+      ** (kl_cursor_load): count(*) reads nothing when the batch is known,
+      ** and with its timestamps known, neither do offsets and timestamps,
+      ** nor bounds that cut through it. */
       c->counting = 1;
       c->count_left = c->batch.record_count;
       c->count_at = -1;
+      c->cts = known_ts ? f->ts : NULL;
       continue;
     }
     rc = open_records(c, err);
@@ -646,6 +684,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->hi = b->off_hi;
   c->done = 0;
   c->in_batch = c->counting = c->lazy = 0;
+  c->cts = NULL;
   c->fpos = c->yielded = -1;
   c->ci = c->rn = c->ridx = 0;
   c->cur.live = c->ahead.live = 0;
@@ -707,6 +746,13 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
 
 int kl_cursor_lazy(const kl_cursor *c) { return c->lazy; }
 
+int kl_cursor_peek(const kl_cursor *c, int64_t *offset, int64_t *timestamp) {
+  if (!c->lazy || !c->cts) return 0;
+  *offset = c->batch.base_offset + c->count_at;
+  *timestamp = c->cts[c->count_at];
+  return 1;
+}
+
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   if (!c->lazy) return KL_OK;
   /* Decode the batch from its start up to the current row; the rest of it
@@ -715,8 +761,7 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   for (int32_t i = 0; rc == KL_OK && i <= c->count_at; i++) {
     rc = kl_records_next(&c->it, &c->rec, err);
     if (rc == KL_OK) {
-      c->rd.stats->records_decoded++;
-      if (c->rec.timestamp < c->bmin) c->bmin = c->rec.timestamp;
+      note_record(c);
     } else if (rc == KL_DONE) {
       rc = kl_err_set(err, KL_CORRUPT, "%s: position %lld: fewer records than the batch header "
                       "counts", c->seg->log_path, (long long)c->batch.position);
@@ -725,6 +770,7 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
     }
   }
   c->counting = c->lazy = 0;
+  c->cts = NULL;
   if (rc) {
     leave_segment(c);
     c->done = 1;

@@ -74,6 +74,9 @@ kl_rc kl_cursor_next(kl_cursor *c, kl_err *err);
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err);
 /* Does the current row need kl_cursor_load before its fields are read? */
 int kl_cursor_lazy(const kl_cursor *c);
+/* The current row's offset and timestamp without decoding it, when the
+** batch facts know them (segment.h): 1, else 0 (then load). */
+int kl_cursor_peek(const kl_cursor *c, int64_t *offset, int64_t *timestamp);
 
 /* The current record (after kl_cursor_load) and its batch and segment;
 ** borrowed until the next kl_cursor_next / kl_cursor_start. */

@@ -830,11 +830,11 @@ static kl_rc settle_time_index(kl_reader *rd, kl_segment *s, kl_index *tix, cons
   return kl_index_failed(tix) ? index_error(tix, err) : KL_OK;
 }
 
-/* A segment this small (four index intervals at Kafka's default) is walked
-** whole to learn its tail: one read of a few KiB of .log costs less than
+/* A segment this small (eight index intervals at Kafka's default) is
+** walked whole to learn its tail: one read of its .log costs less than
 ** opening its two indexes, which matters when a log of thousands of small
 ** segments is dated by its first timestamp query. */
-#define KL_TAIL_WALK_MAX 16384
+#define KL_TAIL_WALK_MAX 32768
 
 kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *err) {
   kl_rc rc = prepare(rd, s, err);
@@ -847,6 +847,11 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   if (s->tail.known) return KL_OK;
   if (s->size <= KL_TAIL_WALK_MAX) {
     kl_tail t = {0, s->base, -1, s->base, 0};
+    const uint8_t *p;
+    if (s->size > 0 && (rc = kl_window_get(&rd->win, &s->log, 0, (size_t)s->size, &p, rd->stats,
+                                          err)) != KL_OK) {
+      return rc; /* the walk below is served from this one read */
+    }
     if ((rc = walk_tail(rd, s, 0, &t, NULL, err)) != KL_OK) return rc;
     t.known = 1;
     s->tail = t;

@@ -82,6 +82,11 @@ void kl_segment_free(kl_segment *s) {
   kl_free(s->env, s->salvage.holes);
   kl_free(s->env, s->vpos);
   kl_free(s->env, s->vsize);
+  for (size_t i = 0; i < s->nfacts; i++) {
+    if (!s->facts[i].ts) continue;
+    kl_free(s->env, s->facts[i].ts);
+    if (s->set) s->set->ts_bytes -= (size_t)s->facts[i].b.record_count * sizeof(int64_t);
+  }
   if (s->set) s->set->facts -= s->nfacts;
   kl_free(s->env, s->facts);
   kl_free(s->env, s->log_path);
@@ -268,4 +273,15 @@ const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos) {
   }
   if (lo < s->salvage.n && s->salvage.holes[lo].pos <= pos) return &s->salvage.holes[lo];
   return NULL;
+}
+
+void kl_segment_learn_ts(kl_segment *s, kl_fact *f, const int64_t *ts, int32_t n) {
+  size_t bytes = (size_t)n * sizeof *ts;
+  if (f->ts || n <= 0 || n != f->b.record_count || s->set->ts_bytes + bytes > KL_SEGSET_MAX_TS_BYTES) {
+    return;
+  }
+  f->ts = kl_malloc(s->env, bytes);
+  if (!f->ts) return;
+  memcpy(f->ts, ts, bytes);
+  s->set->ts_bytes += bytes;
 }

@@ -31,6 +31,7 @@ typedef struct kl_segset {
   int open;                 /* how many are open */
   int max_open;             /* the bound */
   size_t facts;             /* batch facts kept by all its segments */
+  size_t ts_bytes;          /* bytes of record timestamps they keep */
 } kl_segset;
 
 #define KL_SEGSET_MAX_OPEN 64
@@ -38,6 +39,10 @@ typedef struct kl_segset {
 ** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
 ** queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
+/* Record timestamps a log keeps at most (8 bytes a record: 4M records).
+** They answer what SQLite's covering index on timestamp answers for a
+** table: queries that read only offsets and timestamps decode nothing. */
+#define KL_SEGSET_MAX_TS_BYTES ((size_t)32 << 20)
 
 /* Where a segment's data ends and what it holds, as a reader found it. */
 typedef struct kl_tail {
@@ -77,6 +82,9 @@ typedef struct kl_fact {
   uint8_t linked;           /* the walk goes on to the fact at the end of
                             ** this batch (b.position + b.size) */
   uint8_t ends;             /* the data ends after it (the file's end) */
+  int64_t *ts;              /* when decoded, v2 and its offsets have no
+                            ** gap (record i is at base + i): each record's
+                            ** timestamp (record_count of them), or NULL */
 } kl_fact;
 
 struct kl_segment {
@@ -159,6 +167,10 @@ size_t kl_segment_fact_from(const kl_segment *s, int64_t pos);
 ** fact, old or new, or NULL when out of memory or over the log's budget
 ** (facts are an optimisation: callers go on without). */
 kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b);
+/* Keep a copy of the n timestamps of fact f's records (n is its record
+** count), within the log's budget; quietly nothing when over it or out of
+** memory. */
+void kl_segment_learn_ts(kl_segment *s, kl_fact *f, const int64_t *ts, int32_t n);
 
 /* Add a hole to the salvage map being built (positions increase). */
 kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind);

@@ -648,16 +648,20 @@ static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
   c->pairs_built = 1;
   kl_rc rc = kl_cursor_start(c->cur, &c->bnd, err);
   while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
-    if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
-    const kl_record *r = kl_cursor_record(c->cur);
+    int64_t off, ts;
+    if (!kl_cursor_peek(c->cur, &off, &ts)) {
+      if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
+      off = kl_cursor_record(c->cur)->offset;
+      ts = kl_cursor_record(c->cur)->timestamp;
+    }
     if (c->n_pairs == cap) {
       cap = cap ? cap * 2 : 1024;
       struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)cap * sizeof *p);
       if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting by timestamp");
       c->pairs = p;
     }
-    c->pairs[c->n_pairs].ts = r->timestamp;
-    c->pairs[c->n_pairs].off = r->offset;
+    c->pairs[c->n_pairs].ts = ts;
+    c->pairs[c->n_pairs].off = off;
     c->n_pairs++;
   }
   if (rc != KL_DONE) return rc;
@@ -946,6 +950,12 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? p->off : p->ts);
     return SQLITE_OK;
   }
+  int64_t po, pt;
+  if ((col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP) && !c->on_pair &&
+      kl_cursor_peek(c->cur, &po, &pt)) { /* known without decoding */
+    sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? po : pt);
+    return SQLITE_OK;
+  }
   if (c->on_pair || col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
       col == KL_COL_VALUE || col == KL_COL_HEADERS || col == KL_COL_SEQUENCE) {
     int rc = load_row(c);
@@ -989,6 +999,11 @@ static int kl_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
   kl_vcursor *c = (kl_vcursor *)cur;
   if (c->on_pair) {
     *rowid = c->pairs[c->i_pairs - 1].off;
+    return SQLITE_OK;
+  }
+  int64_t off, ts;
+  if (kl_cursor_peek(c->cur, &off, &ts)) {
+    *rowid = off;
     return SQLITE_OK;
   }
   int rc = load_row(c);

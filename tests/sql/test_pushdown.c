@@ -292,6 +292,42 @@ static void test_window_from_facts(void **state) {
   st_close(db);
 }
 
+/* Once a table has decoded a batch, it keeps its records' timestamps (as
+** a covering index on timestamp would): queries that read only offsets
+** and timestamps, windows included, decode nothing more. */
+static void test_timestamps_from_facts(void **state) {
+  static const char *const sets[] = {"b-multi-segment", "j-mixed-codecs", "d-jitter-nulls-headers"};
+  for (size_t k = 0; k < sizeof sets / sizeof sets[0]; k++) {
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", t_fixture(sets[k]));
+    sqlite3 *other = st_open();
+    char *sum = st_text(other, "SELECT sum(timestamp % 1000) || '|' || coalesce(sum(offset), -1) || char(10)"
+                        " FROM kafka_log(?1) WHERE value IS NOT NULL OR value IS NULL", "t", dir);
+    int64_t t0 = st_int(other, "SELECT min(timestamp) FROM kafka_log(?1)", "t", dir);
+    int64_t t1 = st_int(other, "SELECT max(timestamp) FROM kafka_log(?1)", "t", dir);
+    int64_t a = t0 + (t1 - t0) / 3, b = t0 + (t1 - t0) / 2;
+    char *win = st_text(other, "SELECT count(*) || '|' || coalesce(sum(offset), -1) || char(10) FROM"
+                        " kafka_log(?1) WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3", "tii",
+                        dir, a, b);
+    st_close(other);
+    sqlite3 *db = st_open();
+    st_stats first = measure_on(db, dir, "SELECT sum(timestamp % 1000), coalesce(sum(offset), -1)"
+                                " FROM kafka_log(?1)", 0, 0, sum);
+    assert_true(first.batches_decoded > 0);
+    st_stats again = measure_on(db, dir, "SELECT sum(timestamp % 1000), coalesce(sum(offset), -1)"
+                                " FROM kafka_log(?1)", 0, 0, sum);
+    assert_int_equal(again.batches_decoded, 0);
+    assert_int_equal(again.bytes_read, 0);
+    st_stats w = measure_on(db, dir, "SELECT count(*), coalesce(sum(offset), -1) FROM kafka_log(?1)"
+                            " WHERE timestamp >= ?2 AND timestamp < ?3", a, b, win);
+    assert_true(w.batches_decoded <= 1); /* the seek by time finds its record (log.h) */
+    assert_true(w.records_decoded <= 100);
+    free(sum);
+    free(win);
+    st_close(db);
+  }
+}
+
 /* max_skew_ms: with a bound on disorder the upper time bound ends the
 ** scan on the first run, where the running maximum passes it. */
 static void test_window_max_skew(void **state) {
@@ -362,6 +398,7 @@ int main(void) {
       cmocka_unit_test(test_counters_per_statement),
       cmocka_unit_test(test_count_from_facts),
       cmocka_unit_test(test_window_from_facts),
+      cmocka_unit_test(test_timestamps_from_facts),
       cmocka_unit_test(test_window_max_skew),
       cmocka_unit_test(test_min_max_seeks),
       cmocka_unit_test(test_seek_many_segments),
