@@ -2,17 +2,22 @@
 # The benchmarks, in one command (not part of the test suite):
 #
 #   tests/bench/run.sh            full run: 1M x 100 B records (+ codecs), the
-#                                 ~1 GB log (1M x 1 KiB) and the two-zone study
+#                                 ~1 GB log (1M x 1 KiB), the everyday queries
+#                                 and the two-zone study
 #   tests/bench/run.sh --quick    smoke run (20k records, no 1 GB log)
 #   tests/bench/run.sh --no-big   full run without the 1 GB log
+#   tests/bench/run.sh --queries-only [--quick]   just the everyday queries
 #
 # Installs what the build needs (tests/setup.sh) plus gnuplot, builds into
 # build-bench/, and writes tests/bench/out/: bench.json, bench.png,
-# bench-big.json, bench-big.png, twozone.json, twozone.png, summary.md.
+# bench-big.json, bench-big.png, queries.json, queries.png, twozone.json,
+# twozone.png, summary.md (what this run made; --queries-only replaces only
+# the queries files).
 # The charts are copied to tests/bench/results/ (committed, shown by the
 # README).  Data goes to $TMPDIR (default /var/tmp, which must be a real
 # disk for the cold-cache figures, not tmpfs) and is deleted afterwards.
-# Extra arguments after -- go to bench, e.g. run.sh --no-big -- --records 200000
+# Extra arguments after -- go to bench (to queries with --queries-only), e.g.
+# run.sh --no-big -- --records 200000
 set -euo pipefail
 args="$*"
 here=$(cd "$(dirname "$0")/../.." && pwd)
@@ -20,13 +25,16 @@ bench_dir="$here/tests/bench"
 out="$bench_dir/out"
 quick=0
 big=1
+queries_only=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; big=0 ;;
     --no-big) big=0 ;;
+    --queries-only) queries_only=1; big=0 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: $0 [--quick] [--no-big] [-- bench arguments]" >&2; exit 2 ;;
+    *) echo "usage: $0 [--quick] [--no-big] [--queries-only] [-- bench or queries arguments]" >&2
+       exit 2 ;;
   esac
   shift
 done
@@ -49,30 +57,50 @@ if [ "$avail_gb" -lt "$need_gb" ]; then
 fi
 
 mkdir -p "$out" "$bench_dir/results"
-rm -f "$out"/*.json "$out"/*.dat "$out"/*.png "$out"/*.txt
+if [ $queries_only = 1 ]; then
+  rm -f "$out"/queries.* "$out/summary.md"
+else
+  rm -f "$out"/*.json "$out"/*.dat "$out"/*.png "$out"/*.txt "$out/summary.md"
+fi
 bin="$here/build-bench/tests/bench"
+q=()
+[ $quick = 1 ] && q=(--quick)
 cd "$out"
-if [ $quick = 1 ]; then
+ran=()
+if [ $queries_only = 1 ]; then
+  "$bin/queries" ${q[@]+"${q[@]}"} --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/queries.txt"
+  ran=(queries)
+elif [ $quick = 1 ]; then
   "$bin/bench" --quick --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench.txt"
+  "$bin/queries" --quick --out "$out" | tee "$out/queries.txt"
   "$bin/twozone" --out "$out" --file-mib 2 --grow-pages 16 | tee "$out/twozone.txt"
+  ran=(bench queries twozone)
 else
   "$bin/bench" --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench.txt"
+  ran=(bench)
   if [ $big = 1 ]; then
     "$bin/bench" --big --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench-big.txt"
+    ran+=(bench-big)
   fi
+  "$bin/queries" --out "$out" | tee "$out/queries.txt"
   "$bin/twozone" --out "$out" | tee "$out/twozone.txt"
+  ran+=(queries twozone)
 fi
 
-gnuplot -e "dir='$out'; tag='bench'" "$bench_dir/bench.gp"
-[ -f "$out/bench-big.dat" ] && gnuplot -e "dir='$out'; tag='bench-big'" "$bench_dir/bench.gp"
-gnuplot -e "dir='$out'" "$bench_dir/twozone.gp"
+for t in "${ran[@]}"; do
+  case $t in
+    bench|bench-big) gnuplot -e "dir='$out'; tag='$t'" "$bench_dir/bench.gp" ;;
+    queries) gnuplot -e "dir='$out'; tag='queries'" "$bench_dir/queries.gp" ;;
+    twozone) gnuplot -e "dir='$out'" "$bench_dir/twozone.gp" ;;
+  esac
+done
 
 {
   echo "# kafkalog benchmark run"
   echo
   echo "$(date -u '+%Y-%m-%d %H:%M UTC'), commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo '?')," \
        "command: tests/bench/run.sh $args"
-  for t in bench bench-big twozone; do
+  for t in "${ran[@]}"; do
     [ -f "$out/$t.txt" ] || continue
     echo
     echo "## $t"
@@ -84,6 +112,6 @@ gnuplot -e "dir='$out'" "$bench_dir/twozone.gp"
 } > "$out/summary.md"
 
 if [ $quick = 0 ]; then
-  cp "$out"/*.png "$bench_dir/results/"
+  for t in "${ran[@]}"; do cp "$out/$t.png" "$bench_dir/results/"; done
 fi
 echo "results: $out/summary.md"
