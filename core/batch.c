@@ -373,6 +373,41 @@ static kl_rc next_legacy(kl_records *it, kl_record *r, kl_err *err) {
   return KL_OK;
 }
 
+kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err) {
+  for (; n > 0; n--) {
+    if (it->remaining == 0) return kl_err_set(err, KL_CORRUPT, "fewer records than counted");
+    const uint8_t *p = it->p, *end = it->end;
+    if (it->b.magic < 2) {
+      if (end - p < KL_LOG_OVERHEAD) return kl_err_set(err, KL_CORRUPT, "short inner message");
+      int32_t len = kl_get_i32(p + 8);
+      if (len < 0 || end - p - KL_LOG_OVERHEAD < len) {
+        return kl_err_set(err, KL_CORRUPT, "bad inner message length");
+      }
+      it->p = p + KL_LOG_OVERHEAD + len;
+      it->remaining--;
+      continue;
+    }
+    int32_t len, d32;
+    int64_t d64;
+    size_t k;
+    if (!(k = vget32(p, end, &len)) || len < 1 || end - p - (ptrdiff_t)k < len) {
+      return kl_err_set(err, KL_CORRUPT, "record %d: bad length", it->b.record_count - it->remaining);
+    }
+    p += k;
+    const uint8_t *rend = p + len;
+    p++; /* attributes */
+    if (!(k = vget64(p, rend, &d64))) return kl_err_set(err, KL_CORRUPT, "bad record");
+    p += k;
+    if (!(k = vget32(p, rend, &d32)) || d32 <= it->last_delta) {
+      return kl_err_set(err, KL_CORRUPT, "bad record offset");
+    }
+    it->last_delta = d32;
+    it->p = rend;
+    it->remaining--;
+  }
+  return KL_OK;
+}
+
 kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   if (it->remaining == 0) {
     if (it->p != it->end) {

@@ -124,6 +124,12 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b,
 ** grow inside the batch's range. */
 kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err);
 
+/* Pass over the next n records without decoding them (their lengths and
+** offsets only), for a batch whose records are known to decode: a lookup
+** of one record in a batch decoded before.  KL_OK, or KL_CORRUPT when the
+** bytes say otherwise after all. */
+kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err);
+
 /* Next header from *p (advanced) below end: KL_OK, KL_DONE at end.  The
 ** bytes were validated when the record was decoded. */
 kl_rc kl_header_next(const uint8_t **p, const uint8_t *end, kl_header *h);

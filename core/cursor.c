@@ -6,6 +6,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "codec.h"
+
 /* Backward: the batches of one stretch of a segment, between two positions
 ** a walk may start from (index entries that hold, or position 0). */
 typedef struct stretch {
@@ -48,7 +50,14 @@ struct kl_cursor {
   int64_t bmin;             /* smallest record timestamp of the current
                             ** batch so far */
   int64_t *tsb;             /* and its records' timestamps so far */
+  uint32_t *reb;            /* and where they end in the batch (when it is
+                            ** not compressed: rends is set) */
   int32_t tsn, tscap;
+  int rends;
+  kl_buf one;               /* the one record a point lookup reads */
+  kl_fact *curfact;         /* the current batch's fact, or NULL, as of */
+  uint64_t curfact_gen;     /* this generation of the segment's facts
+                            ** (another cursor on the log may add some) */
   const int64_t *cts;       /* counting a batch whose timestamps are known
                             ** (kl_fact.ts): rows are filtered on them */
 
@@ -114,6 +123,8 @@ void kl_cursor_free(kl_cursor *c) {
   kl_free(env, c->ahead.b);
   kl_free(env, c->rpos);
   kl_free(env, c->tsb);
+  kl_free(env, c->reb);
+  kl_buf_free(env, &c->one);
   kl_free(env, c);
 }
 
@@ -242,13 +253,33 @@ static kl_rc record_at(kl_cursor *c, size_t i, kl_err *err) {
 
 /* ---- forward ---- */
 
+/* The current batch's fact, if any (found again if the facts moved). */
+static kl_fact *cur_fact(kl_cursor *c) {
+  if (c->curfact && c->curfact_gen != c->seg->facts_gen) {
+    c->curfact = kl_segment_fact(c->seg, c->batch.position);
+    c->curfact_gen = c->seg->facts_gen;
+  }
+  return c->curfact && c->curfact->b.position == c->batch.position &&
+                 c->curfact->b.size == c->batch.size
+             ? c->curfact
+             : NULL;
+}
+
+static void set_fact(kl_cursor *c, kl_fact *f) {
+  c->curfact = f;
+  c->curfact_gen = c->seg->facts_gen;
+}
+
+
 /* Does a chain of linked facts run from position 0 to the end of s's
 ** data?  Then a seek needs no index: the facts are the batches. */
-static int facts_cover(const kl_segment *s) {
+static int facts_cover(kl_segment *s) {
+  if (s->facts_cover >= 0) return s->facts_cover;
+  s->facts_cover = 0;
   if (s->nfacts == 0 || s->facts[0].b.position != 0) return 0;
   for (size_t i = 0; i < s->nfacts; i++) {
     const kl_fact *f = &s->facts[i];
-    if (f->ends) return 1;
+    if (f->ends) return s->facts_cover = 1;
     if (!f->linked || i + 1 == s->nfacts ||
         s->facts[i + 1].b.position != f->b.position + f->b.size) {
       return 0;
@@ -310,7 +341,8 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
 ** *got = 0 when the facts end: the data ends, or the walk takes over. */
 static kl_rc next_fact(kl_cursor *c, int *got, kl_err *err) {
   *got = 0;
-  const kl_fact *f = kl_segment_fact(c->seg, c->fpos);
+  kl_fact *f = kl_segment_fact(c->seg, c->fpos);
+  set_fact(c, f);
   if (!f) {
     /* Not known: walk from the batch before, so that the first batch
     ** walked is checked against it as a walk from 0 would check it. */
@@ -340,6 +372,7 @@ static kl_rc open_records(kl_cursor *c, kl_err *err) {
   if (rc) return rc;
   c->bmin = INT64_MAX;
   c->tsn = 0;
+  c->rends = c->batch.magic == 2 && c->batch.codec == KL_CODEC_NONE;
   return kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
 }
 
@@ -352,13 +385,16 @@ static void note_record(kl_cursor *c) {
   if (c->tsn == c->tscap) {
     int32_t cap = c->tscap ? c->tscap * 2 : 256;
     int64_t *p = kl_realloc(c->rd.env, c->tsb, (size_t)cap * sizeof *p);
-    if (!p) {
+    if (p) c->tsb = p;
+    uint32_t *q = p ? kl_realloc(c->rd.env, c->reb, (size_t)cap * sizeof *q) : NULL;
+    if (q) c->reb = q;
+    if (!p || !q) {
       c->tsn = -1; /* not kept: only an optimisation */
       return;
     }
-    c->tsb = p;
     c->tscap = cap;
   }
+  c->reb[c->tsn] = (uint32_t)(c->it.p - c->batch.bytes); /* meaningful when rends */
   c->tsb[c->tsn++] = ts;
 }
 
@@ -366,14 +402,14 @@ static void note_record(kl_cursor *c) {
 ** smallest timestamp. */
 static void learn_decoded(kl_cursor *c) {
   if (c->rd.skip) return;
-  kl_fact *f = kl_segment_fact(c->seg, c->batch.position);
-  if (f && f->b.size == c->batch.size) {
+  kl_fact *f = cur_fact(c);
+  if (f && !f->decoded) {
     f->min_ts = c->bmin;
     f->decoded = 1;
     const kl_batch *b = &f->b;
     if (b->magic == 2 && c->tsn == b->record_count &&
         b->last_offset - b->base_offset + 1 == b->record_count) {
-      kl_segment_learn_ts(c->seg, f, c->tsb, c->tsn);
+      kl_segment_learn_records(c->seg, f, c->tsb, c->rends ? c->reb : NULL, c->tsn);
     }
   }
 }
@@ -385,12 +421,17 @@ static void learn_walked(kl_cursor *c) {
   kl_segment *s = c->seg;
   if (c->yielded >= 0) {
     kl_fact *p = kl_segment_fact(s, c->yielded);
-    if (p && p->b.position + p->b.size == c->batch.position) p->linked = 1;
+    if (p && p->b.position + p->b.size == c->batch.position && !p->linked) {
+      p->linked = 1;
+      s->facts_cover = -1;
+    }
   }
   c->yielded = c->batch.position;
   kl_fact *f = kl_segment_learn(s, &c->batch);
+  set_fact(c, f);
   if (f && kl_segment_fact(s, c->batch.position + c->batch.size)) {
-    kl_segment_fact(s, c->batch.position)->linked = 1;
+    f->linked = 1;
+    s->facts_cover = -1;
     c->fpos = c->batch.position + c->batch.size;
   }
 }
@@ -400,7 +441,10 @@ static void learn_walked(kl_cursor *c) {
 static void learn_end(kl_cursor *c) {
   if (c->rd.skip || c->yielded < 0) return;
   kl_fact *f = kl_segment_fact(c->seg, c->yielded);
-  if (f && f->b.position + f->b.size == c->sc.end_pos) f->ends = 1;
+  if (f && f->b.position + f->b.size == c->sc.end_pos && !f->ends) {
+    f->ends = 1;
+    c->seg->facts_cover = -1;
+  }
 }
 
 static kl_rc next_forward(kl_cursor *c, kl_err *err) {
@@ -467,7 +511,8 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
       ** bound on disorder, no later record is below ts_hi. */
       c->hi = c->batch.last_offset;
     }
-    const kl_fact *f = c->rd.skip ? NULL : kl_segment_fact(c->seg, c->batch.position);
+    if (c->rd.skip) c->curfact = NULL;
+    const kl_fact *f = cur_fact(c);
     if (skip_batch(c, &c->batch) || fact_outside(c, f)) {
       c->rd.stats->batches_skipped++;
       continue;
@@ -685,6 +730,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->done = 0;
   c->in_batch = c->counting = c->lazy = 0;
   c->cts = NULL;
+  c->curfact = NULL;
   c->fpos = c->yielded = -1;
   c->ci = c->rn = c->ridx = 0;
   c->cur.live = c->ahead.live = 0;
@@ -753,12 +799,65 @@ int kl_cursor_peek(const kl_cursor *c, int64_t *offset, int64_t *timestamp) {
   return 1;
 }
 
+/* A point lookup in a batch whose record ends are known: read and decode
+** that one record (its batch's CRC held when it was learnt). */
+static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
+  int32_t i = c->count_at;
+  int64_t from = i == 0 ? KL_V2_HEADER : f->rend[i - 1], to = f->rend[i];
+  size_t n = (size_t)(to - from);
+  kl_rc rc = kl_buf_reserve(c->rd.env, &c->one, n);
+  if (rc) return kl_err_set(err, rc, "out of memory");
+  if ((rc = kl_file_read(&c->seg->log, c->batch.position + from, c->one.p, n, err)) != KL_OK) {
+    return rc;
+  }
+  c->rd.stats->reads++;
+  c->rd.stats->bytes_read += n;
+  const uint8_t *p = c->one.p;
+  kl_records one;
+  memset(&one, 0, sizeof one);
+  one.b = c->batch;
+  one.p = p;
+  one.end = p + (to - from);
+  one.remaining = 1;
+  one.last_delta = i - 1; /* record i is at base + i */
+  c->rd.stats->batches_decoded++;
+  rc = kl_records_next(&one, &c->rec, err);
+  if (rc == KL_OK) c->rd.stats->records_decoded++;
+  return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc == KL_DONE ? KL_CORRUPT : rc, err)
+            : KL_OK;
+}
+
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   if (!c->lazy) return KL_OK;
+  if (c->lo == c->hi && c->cts) {
+    const kl_fact *f = cur_fact(c);
+    if (f && f->rend) {
+      /* Counting goes on: the next row is past hi. */
+      kl_rc rc = load_one(c, f, err);
+      c->lazy = 0;
+      if (rc) {
+        leave_segment(c);
+        c->done = 1;
+        c->counting = 0;
+        c->cts = NULL;
+      }
+      return rc;
+    }
+  }
   /* Decode the batch from its start up to the current row; the rest of it
   ** is then produced by decoding, as any other batch. */
   kl_rc rc = open_records(c, err);
-  for (int32_t i = 0; rc == KL_OK && i <= c->count_at; i++) {
+  int32_t i = 0;
+  const kl_fact *f = cur_fact(c);
+  if (rc == KL_OK && f && f->decoded && c->count_at > 0) {
+    /* Its records all decoded before: pass over those before the row
+    ** (a point lookup reads one record, not half a batch). */
+    rc = kl_records_skip(&c->it, c->count_at, err);
+    if (rc) rc = kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+    i = c->count_at;
+    c->tsn = -1;
+  }
+  for (; rc == KL_OK && i <= c->count_at; i++) {
     rc = kl_records_next(&c->it, &c->rec, err);
     if (rc == KL_OK) {
       note_record(c);

@@ -20,6 +20,7 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
   s->set = set;
   s->log.fd = -1;
   s->zero_from = -1;
+  s->facts_cover = -1;
   size_t n = strlen(log_path);
   if (n < 4) return KL_MISUSE;
   /* "<p>.log", "<p>.index", "<p>.timeindex" in one block. */
@@ -77,15 +78,22 @@ static void close_files(kl_segment *s, int all) {
 
 void kl_segment_close(kl_segment *s) { close_files(s, 0); }
 
+/* Bytes of what a fact keeps per record. */
+static size_t per_record(const kl_fact *f) {
+  return sizeof(int64_t) + (f->rend ? sizeof(uint32_t) : 0);
+}
+
 void kl_segment_free(kl_segment *s) {
   close_files(s, 1);
   kl_free(s->env, s->salvage.holes);
   kl_free(s->env, s->vpos);
   kl_free(s->env, s->vsize);
   for (size_t i = 0; i < s->nfacts; i++) {
-    if (!s->facts[i].ts) continue;
-    kl_free(s->env, s->facts[i].ts);
-    if (s->set) s->set->ts_bytes -= (size_t)s->facts[i].b.record_count * sizeof(int64_t);
+    kl_fact *f = &s->facts[i];
+    if (!f->ts) continue;
+    if (s->set) s->set->ts_bytes -= (size_t)f->b.record_count * per_record(f);
+    kl_free(s->env, f->ts);
+    kl_free(s->env, f->rend);
   }
   if (s->set) s->set->facts -= s->nfacts;
   kl_free(s->env, s->facts);
@@ -238,6 +246,8 @@ kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b) {
   }
   /* Walks mostly go forward: the new fact is usually the last. */
   memmove(&s->facts[i + 1], &s->facts[i], (s->nfacts - i) * sizeof *s->facts);
+  s->facts_cover = -1;
+  s->facts_gen++;
   kl_fact *f = &s->facts[i];
   memset(f, 0, sizeof *f);
   f->b = *b;
@@ -275,13 +285,22 @@ const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos) {
   return NULL;
 }
 
-void kl_segment_learn_ts(kl_segment *s, kl_fact *f, const int64_t *ts, int32_t n) {
-  size_t bytes = (size_t)n * sizeof *ts;
+void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
+                              int32_t n) {
+  size_t bytes = (size_t)n * (sizeof *ts + (rend ? sizeof *rend : 0));
   if (f->ts || n <= 0 || n != f->b.record_count || s->set->ts_bytes + bytes > KL_SEGSET_MAX_TS_BYTES) {
     return;
   }
-  f->ts = kl_malloc(s->env, bytes);
-  if (!f->ts) return;
-  memcpy(f->ts, ts, bytes);
+  f->ts = kl_malloc(s->env, (size_t)n * sizeof *ts);
+  f->rend = rend ? kl_malloc(s->env, (size_t)n * sizeof *rend) : NULL;
+  if (!f->ts || (rend && !f->rend)) {
+    kl_free(s->env, f->ts);
+    kl_free(s->env, f->rend);
+    f->ts = NULL;
+    f->rend = NULL;
+    return;
+  }
+  memcpy(f->ts, ts, (size_t)n * sizeof *ts);
+  if (rend) memcpy(f->rend, rend, (size_t)n * sizeof *rend);
   s->set->ts_bytes += bytes;
 }

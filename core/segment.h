@@ -31,7 +31,7 @@ typedef struct kl_segset {
   int open;                 /* how many are open */
   int max_open;             /* the bound */
   size_t facts;             /* batch facts kept by all its segments */
-  size_t ts_bytes;          /* bytes of record timestamps they keep */
+  size_t ts_bytes;          /* bytes of record timestamps (and ends) they keep */
 } kl_segset;
 
 #define KL_SEGSET_MAX_OPEN 64
@@ -85,6 +85,10 @@ typedef struct kl_fact {
   int64_t *ts;              /* when decoded, v2 and its offsets have no
                             ** gap (record i is at base + i): each record's
                             ** timestamp (record_count of them), or NULL */
+  uint32_t *rend;           /* and when uncompressed, where each record ends
+                            ** in the batch (record i starts where i - 1
+                            ** ends, record 0 after the header): a point
+                            ** lookup reads one record, not the batch */
 } kl_fact;
 
 struct kl_segment {
@@ -123,6 +127,11 @@ struct kl_segment {
   size_t vcap, vn;
   kl_fact *facts;           /* batches walks yielded, by position */
   size_t nfacts, capfacts;
+  uint64_t facts_gen;       /* counts the times the facts array moved: a
+                            ** pointer into it from before is stale */
+  int facts_cover;          /* the facts chain from position 0 to the end
+                            ** of the data: 1 yes, 0 no, -1 not known
+                            ** (whoever changes a fact resets it) */
 };
 
 /* Initialise (no disk access).  log_path is copied. */
@@ -168,9 +177,10 @@ size_t kl_segment_fact_from(const kl_segment *s, int64_t pos);
 ** (facts are an optimisation: callers go on without). */
 kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b);
 /* Keep a copy of the n timestamps of fact f's records (n is its record
-** count), within the log's budget; quietly nothing when over it or out of
-** memory. */
-void kl_segment_learn_ts(kl_segment *s, kl_fact *f, const int64_t *ts, int32_t n);
+** count) and, unless rend is NULL, where they end, within the log's
+** budget; quietly nothing when over it or out of memory. */
+void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
+                              int32_t n);
 
 /* Add a hole to the salvage map being built (positions increase). */
 kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind);
