@@ -270,7 +270,6 @@ static void set_fact(kl_cursor *c, kl_fact *f) {
   c->curfact_gen = c->seg->facts_gen;
 }
 
-
 /* Does a chain of linked facts run from position 0 to the end of s's
 ** data?  Then a seek needs no index: the facts are the batches. */
 static int facts_cover(kl_segment *s) {
@@ -394,7 +393,7 @@ static void note_record(kl_cursor *c) {
     }
     c->tscap = cap;
   }
-  c->reb[c->tsn] = (uint32_t)(c->it.p - c->batch.bytes); /* meaningful when rends */
+  if (c->rends) c->reb[c->tsn] = (uint32_t)(c->it.p - c->batch.bytes);
   c->tsb[c->tsn++] = ts;
 }
 

@@ -261,6 +261,21 @@ static kl_rc first_record_at_or_after(kl_reader *rd, kl_segment *s, const kl_see
       rd->stats->batches_skipped++;
       continue;
     }
+    /* A batch whose records' timestamps are known (segment.h) is not
+    ** decoded again. */
+    const kl_fact *f = rd->skip ? NULL : kl_segment_fact(s, b.position);
+    if (f && f->ts && f->b.size == b.size) {
+      int32_t i = 0;
+      while (i < f->b.record_count && (exact_ts ? f->ts[i] != t : f->ts[i] < t)) i++;
+      if (i < f->b.record_count) {
+        out->status = KL_LOOKUP_OK;
+        out->offset = f->b.base_offset + i;
+        out->timestamp = f->ts[i];
+        kl_scan_end(&sc);
+        return KL_OK;
+      }
+      continue;
+    }
     kl_records it;
     kl_record r;
     kl_err e = {0};
