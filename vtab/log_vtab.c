@@ -590,13 +590,20 @@ static kl_rc start_range(kl_vcursor *c, kl_err *err) {
 
 /* ---- ORDER BY timestamp DESC ---- */
 
-/* Position the core cursor on the record at offset off (a point lookup). */
-static kl_rc seek_offset(kl_vcursor *c, int64_t off, kl_err *err) {
+/* Position the core cursor on the record at offset off (a point lookup):
+** KL_DONE when there is none. */
+static kl_rc point(kl_vcursor *c, int64_t off, kl_err *err) {
   kl_bounds b = kl_bounds_all();
   b.off_lo = b.off_hi = off;
   kl_rc rc = kl_cursor_start(c->cur, &b, err);
   if (rc == KL_OK) rc = kl_cursor_next(c->cur, err);
   if (rc == KL_OK) rc = kl_cursor_load(c->cur, err);
+  return rc;
+}
+
+/* The same for a record known to be there. */
+static kl_rc seek_offset(kl_vcursor *c, int64_t off, kl_err *err) {
+  kl_rc rc = point(c, off, err);
   if (rc == KL_DONE) {
     rc = kl_err_set(err, KL_CORRUPT, "%s: the record at offset %lld is no longer there (the "
                     "partition changed during the query)", c->ref->dir, (long long)off);
@@ -622,11 +629,7 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
   kl_rc rc = kl_log_lookup_time(c->ref->log, &rd, KL_TS_MAX, &tl, err);
   kl_reader_free(&rd);
   if (rc || tl.status != KL_LOOKUP_OK) return rc;
-  kl_bounds b = kl_bounds_all();
-  b.off_lo = b.off_hi = tl.offset;
-  if ((rc = kl_cursor_start(c->cur, &b, err)) != KL_OK) return rc;
-  rc = kl_cursor_next(c->cur, err);
-  if (rc == KL_OK) rc = kl_cursor_load(c->cur, err);
+  rc = point(c, tl.offset, err);
   if (rc == KL_DONE) return KL_OK;
   if (rc) return rc;
   *found = kl_cursor_record(c->cur)->timestamp == tl.timestamp;
