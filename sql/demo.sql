@@ -43,6 +43,20 @@ SELECT json_extract(h.value, '$[0]') AS header, count(*) AS records
 EXPLAIN QUERY PLAN SELECT * FROM orders WHERE offset >= 1500 AND timestamp >= 1700000015000 ORDER BY offset DESC LIMIT 10;
 
 .print ''
+.print 'Newest timestamp and the offset for a time are seeks, not scans:'
+SELECT max(timestamp) AS newest,
+       (SELECT min(offset) FROM orders WHERE timestamp >= 1700000010000) AS first_offset_at_t
+  FROM orders;
+
+.print ''
+.print 'How far back timestamps go (the jitter), and a window that trusts that bound:'
+SELECT kafka_log_max_skew('tests/fixtures/d-jitter-nulls-headers/orders-0') AS max_skew_ms;
+SELECT count(*) AS records_in_window
+  FROM kafka_log('tests/fixtures/d-jitter-nulls-headers/orders-0')
+ WHERE timestamp >= 1700000010000 AND timestamp < 1700000011000
+   AND max_skew_ms = kafka_log_max_skew('tests/fixtures/d-jitter-nulls-headers/orders-0');
+
+.print ''
 .print 'The table-valued form, on another partition (every codec in one log):'
 SELECT compression, count(*) AS records, sum(length(value)) AS value_bytes
   FROM kafka_log('tests/fixtures/j-mixed-codecs/orders-0') GROUP BY 1 ORDER BY 1;
