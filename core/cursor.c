@@ -270,23 +270,6 @@ static void set_fact(kl_cursor *c, kl_fact *f) {
   c->curfact_gen = c->seg->facts_gen;
 }
 
-/* Does a chain of linked facts run from position 0 to the end of s's
-** data?  Then a seek needs no index: the facts are the batches. */
-static int facts_cover(kl_segment *s) {
-  if (s->facts_cover >= 0) return s->facts_cover;
-  s->facts_cover = 0;
-  if (s->nfacts == 0 || s->facts[0].b.position != 0) return 0;
-  for (size_t i = 0; i < s->nfacts; i++) {
-    const kl_fact *f = &s->facts[i];
-    if (f->ends) return s->facts_cover = 1;
-    if (!f->linked || i + 1 == s->nfacts ||
-        s->facts[i + 1].b.position != f->b.position + f->b.size) {
-      return 0;
-    }
-  }
-  return 0;
-}
-
 /* Walk s from pos (a boundary the walk from 0 passes), checking batches
 ** from verify_from on. */
 static kl_rc walk_from(kl_cursor *c, kl_segment *s, int64_t pos, int64_t verify_from,
@@ -308,7 +291,7 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     if (!wanted) continue;
     if ((rc = enter_segment(c, s, err)) != KL_OK) return rc;
     c->yielded = -1;
-    if (!c->rd.skip && facts_cover(s)) {
+    if (!c->rd.skip && kl_segment_facts_cover(s)) {
       /* The first batch with last offset >= lo, from what is known. */
       size_t lo = 0, hi = s->nfacts;
       while (lo < hi) {
@@ -737,7 +720,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   if (has_ts_lo(c)) {
     kl_time_lookup tl;
     kl_err e = {0};
-    kl_rc rc = kl_log_seek_time(c->log, &c->rd, b->ts_lo, &tl, &e);
+    kl_rc rc = kl_log_find_time(c->log, &c->rd, b->ts_lo, &tl, &e);
     if (rc == KL_CORRUPT) {
       /* The seek is only a shortcut (records are filtered by timestamp
       ** anyway): without it the scan meets the damage itself, and reports

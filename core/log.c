@@ -383,7 +383,9 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
   return KL_OK;
 }
 
-kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
+/* kl_log_seek_time, and with use_facts kl_log_find_time. */
+static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_time_lookup *out,
+                       kl_err *err) {
   memset(out, 0, sizeof *out);
   out->status = KL_LOOKUP_NOT_FOUND;
   out->ti_timestamp = -1;
@@ -394,6 +396,16 @@ kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
     const kl_tail *tl;
     if ((rc = kl_scan_tail(rd, s, &tl, err)) != KL_OK) return rc;
     if (tl->max_timestamp < t) continue;
+    int known = use_facts && !rd->skip ? kl_segment_facts_seek_time(s, t, &out->offset,
+                                                                     &out->timestamp)
+                                       : -1;
+    if (known == 0) continue;
+    if (known == 1) {
+      out->status = KL_LOOKUP_OK;
+      out->segment_base = s->base;
+      out->ti_offset = s->base;
+      return KL_OK;
+    }
     kl_seek sk;
     rc = kl_scan_seek_time(rd, s, t, &sk, err);
     if (rc) return rc;
@@ -412,6 +424,14 @@ kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
     if (rc != KL_NOTFOUND) return rc;
   }
   return KL_OK;
+}
+
+kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
+  return seek_time(log, rd, t, 0, out, err);
+}
+
+kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
+  return seek_time(log, rd, t, 1, out, err);
 }
 
 kl_rc kl_log_time_reached(kl_log *log, kl_reader *rd, int64_t t, int64_t *offset, int *found,

@@ -101,6 +101,12 @@ kl_rc kl_log_lookup_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *
 kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
                        kl_err *err);
 
+/* The same answer (status, offset, timestamp, segment) for a reader that
+** needs nothing else: a segment whose batch facts cover it (segment.h) is
+** searched in memory, without its indexes, so the index fields of *out
+** say nothing then. */
+kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err);
+
 /* The offset at which the running maximum of record timestamps first
 ** reaches t, or a later one (from the time index and the segment tails;
 ** *found = 0 when nothing reaches t).  With a bound on disorder N (every

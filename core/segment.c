@@ -97,6 +97,7 @@ void kl_segment_free(kl_segment *s) {
   }
   if (s->set) s->set->facts -= s->nfacts;
   kl_free(s->env, s->facts);
+  kl_free(s->env, s->runmax);
   kl_free(s->env, s->log_path);
   memset(s, 0, sizeof *s);
   s->log.fd = -1;
@@ -303,4 +304,52 @@ void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, cons
   memcpy(f->ts, ts, (size_t)n * sizeof *ts);
   if (rend) memcpy(f->rend, rend, (size_t)n * sizeof *rend);
   s->set->ts_bytes += bytes;
+}
+
+int kl_segment_facts_cover(kl_segment *s) {
+  if (s->facts_cover >= 0) return s->facts_cover;
+  s->facts_cover = 0;
+  if (s->nfacts == 0 || s->facts[0].b.position != 0) return 0;
+  for (size_t i = 0; i < s->nfacts; i++) {
+    const kl_fact *f = &s->facts[i];
+    if (f->ends) return s->facts_cover = 1;
+    if (!f->linked || i + 1 == s->nfacts ||
+        s->facts[i + 1].b.position != f->b.position + f->b.size) {
+      return 0;
+    }
+  }
+  return 0;
+}
+
+int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_t *ts) {
+  if (!kl_segment_facts_cover(s)) return -1;
+  if (s->runmax_gen != s->facts_gen + 1) {
+    int64_t *m = kl_realloc(s->env, s->runmax, s->nfacts * sizeof *m);
+    if (!m) return -1;
+    s->runmax = m;
+    for (size_t i = 0; i < s->nfacts; i++) {
+      int64_t x = s->facts[i].b.max_timestamp;
+      m[i] = i > 0 && m[i - 1] > x ? m[i - 1] : x;
+    }
+    s->runmax_gen = s->facts_gen + 1;
+  }
+  /* The first batch whose max reaches t holds the first record that does:
+  ** every record before it is below t. */
+  size_t lo = 0, hi = s->nfacts;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->runmax[mid] < t) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == s->nfacts) return 0;
+  const kl_fact *f = &s->facts[lo];
+  if (!f->ts) return -1;
+  for (int32_t i = 0; i < f->b.record_count; i++) {
+    if (f->ts[i] >= t) {
+      *offset = f->b.base_offset + i;
+      *ts = f->ts[i];
+      return 1;
+    }
+  }
+  return -1; /* its header's max is not among its records: read it */
 }

@@ -132,6 +132,9 @@ struct kl_segment {
   int facts_cover;          /* the facts chain from position 0 to the end
                             ** of the data: 1 yes, 0 no, -1 not known
                             ** (whoever changes a fact resets it) */
+  int64_t *runmax;          /* with facts_cover: the running maximum of the
+                            ** facts' max timestamps, for seeks by time, */
+  uint64_t runmax_gen;      /* as of this facts_gen + 1 (0: none) */
 };
 
 /* Initialise (no disk access).  log_path is copied. */
@@ -176,6 +179,18 @@ size_t kl_segment_fact_from(const kl_segment *s, int64_t pos);
 ** fact, old or new, or NULL when out of memory or over the log's budget
 ** (facts are an optimisation: callers go on without). */
 kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b);
+/* Does a chain of linked facts run from position 0 to the end of the
+** data?  Then the facts are the segment's batches, and a seek needs no
+** index (cached until a fact changes). */
+int kl_segment_facts_cover(kl_segment *s);
+
+/* A seek by time from the facts alone, when they cover the segment: the
+** first record whose timestamp is >= t (control records count, as in
+** Kafka's lookup).  1 with *offset and *ts; 0 when no record reaches t;
+** -1 when the facts cannot tell (a batch on the way without its records'
+** timestamps), or out of memory: then read the segment. */
+int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_t *ts);
+
 /* Keep a copy of the n timestamps of fact f's records (n is its record
 ** count) and, unless rend is NULL, where they end, within the log's
 ** budget; quietly nothing when over it or out of memory. */

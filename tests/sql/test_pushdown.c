@@ -322,6 +322,18 @@ static void test_timestamps_from_facts(void **state) {
                             " WHERE timestamp >= ?2 AND timestamp < ?3", a, b, win);
     assert_true(w.batches_decoded <= 1); /* the seek by time finds its record (log.h) */
     assert_true(w.records_decoded <= 100);
+    /* Once every batch's timestamps are known, the offset for a time is
+    ** found in memory: no index is searched, no byte read. */
+    st_run(db, "SELECT count(*) FROM kafka_log(?1) WHERE value IS NOT NULL", "t", dir);
+    char *want = st_text(other = st_open(), "SELECT min(offset) || char(10) FROM kafka_log(?1)"
+                         " WHERE timestamp + 0 >= ?2", "ti", dir, a);
+    st_close(other);
+    st_stats o = measure_on(db, dir, "SELECT min(offset) FROM kafka_log(?1) WHERE timestamp >= ?2",
+                            a, 0, want);
+    free(want);
+    assert_int_equal(o.index_probes, 0);
+    assert_int_equal(o.bytes_read, 0);
+    assert_int_equal(o.batches_decoded, 0);
     free(sum);
     free(win);
     st_close(db);
