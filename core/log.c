@@ -456,3 +456,25 @@ kl_rc kl_log_time_reached(kl_log *log, kl_reader *rd, int64_t t, int64_t *offset
   }
   return rc;
 }
+
+void kl_log_smallest_time(kl_log *log, int *known, int *found, int64_t *offset, int64_t *ts) {
+  *known = *found = 0;
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
+    if (!kl_segment_facts_cover(s)) return;
+    for (size_t i = 0; i < s->nfacts; i++) {
+      const kl_fact *f = &s->facts[i];
+      if (f->b.is_control || f->b.record_count == 0) continue;
+      if (!f->ts) return;
+      if (*found && f->min_ts >= *ts) continue; /* ties: the first keeps it */
+      for (int32_t k = 0; k < f->b.record_count; k++) {
+        if (f->ts[k] == f->min_ts) {
+          *found = 1;
+          *offset = f->b.base_offset + k;
+          *ts = f->ts[k];
+          break;
+        }
+      }
+    }
+  }
+  *known = 1;
+}

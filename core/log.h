@@ -107,6 +107,13 @@ kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
 ** say nothing then. */
 kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err);
 
+/* The first data record (control records are not rows) carrying the
+** smallest timestamp, from the batch facts alone (segment.h), reading
+** nothing: *known = 0 when they cannot tell (a segment they do not cover,
+** a batch whose timestamps are not kept); else *found says whether there
+** is a record, and *offset and *ts what it is. */
+void kl_log_smallest_time(kl_log *log, int *known, int *found, int64_t *offset, int64_t *ts);
+
 /* The offset at which the running maximum of record timestamps first
 ** reaches t, or a later one (from the time index and the segment tails;
 ** *found = 0 when nothing reaches t).  With a bound on disorder N (every

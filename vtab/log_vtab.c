@@ -82,8 +82,9 @@ typedef struct kl_vcursor {
   kl_buf json;              /* headers column scratch */
   int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */
   sqlite3_int64 max_skew;   /* max_skew_ms of the current scan, or -1 */
-  /* ORDER BY timestamp DESC (plan bit KL_P_TS_DESC). */
+  /* ORDER BY timestamp (plan bit KL_P_TS_ORDER). */
   int tsd;
+  int tsd_desc;             /* largest first */
   int tsd_pairs;            /* rows come from the pairs (KL_P_PAIRS) */
   int have_first;           /* the first row came from the largest-timestamp
                             ** lookup: first_off is not produced again */
@@ -479,7 +480,7 @@ static void reset_scan(kl_vcursor *c) {
   sqlite3_free(c->pairs);
   c->pairs = NULL;
   c->n_pairs = c->i_pairs = 0;
-  c->tsd = c->tsd_pairs = c->have_first = c->pairs_built = c->on_pair = 0;
+  c->tsd = c->tsd_desc = c->tsd_pairs = c->have_first = c->pairs_built = c->on_pair = 0;
 }
 
 static void end_scan(kl_vcursor *c) {
@@ -613,9 +614,10 @@ static kl_rc seek_offset(kl_vcursor *c, int64_t off, kl_err *err) {
 
 /* The first row: the first record carrying the log's largest timestamp,
 ** found as Kafka's ListOffsets MAX_TIMESTAMP finds it (each segment's
-** largest timestamp, then its time index).  *found = 0 when that record
-** is not a row (a control record) or the search does not apply: the rows
-** then all come from the pairs. */
+** largest timestamp, then its time index), or for ascending order the
+** first carrying the smallest, when the batch facts know it.  *found = 0
+** when that record is not a row (a control record) or the search does not
+** apply: the rows then all come from the pairs. */
 static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
   *found = 0;
   const kl_bounds *b0 = &c->bnd;
@@ -623,12 +625,19 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
       b0->ts_lo != INT64_MIN || b0->ts_hi != INT64_MAX) {
     return KL_OK;
   }
-  kl_reader rd;
-  kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, KL_ON_CORRUPT_ERROR);
   kl_time_lookup tl;
-  kl_rc rc = kl_log_lookup_time(c->ref->log, &rd, KL_TS_MAX, &tl, err);
-  kl_reader_free(&rd);
-  if (rc || tl.status != KL_LOOKUP_OK) return rc;
+  kl_rc rc;
+  if (!c->tsd_desc) {
+    int known, any;
+    kl_log_smallest_time(c->ref->log, &known, &any, &tl.offset, &tl.timestamp);
+    if (!known || !any) return KL_OK;
+  } else {
+    kl_reader rd;
+    kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, KL_ON_CORRUPT_ERROR);
+    rc = kl_log_lookup_time(c->ref->log, &rd, KL_TS_MAX, &tl, err);
+    kl_reader_free(&rd);
+    if (rc || tl.status != KL_LOOKUP_OK) return rc;
+  }
   rc = point(c, tl.offset, err);
   if (rc == KL_DONE) return KL_OK;
   if (rc) return rc;
@@ -638,13 +647,19 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
   return KL_OK;
 }
 
-static int cmp_pair(const void *a, const void *b) {
+static int cmp_pair_desc(const void *a, const void *b) {
   const struct ts_pair *x = a, *y = b;
   if (x->ts != y->ts) return x->ts > y->ts ? -1 : 1;
   return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Every matching record's (timestamp, offset), largest timestamp first
+static int cmp_pair_asc(const void *a, const void *b) {
+  const struct ts_pair *x = a, *y = b;
+  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Every matching record's (timestamp, offset) in the timestamp order
 ** (ties: lowest offset first, as MAX_TIMESTAMP finds the first). */
 static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
   size_t cap = 0;
@@ -668,7 +683,9 @@ static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
     c->n_pairs++;
   }
   if (rc != KL_DONE) return rc;
-  if (c->n_pairs > 1) qsort(c->pairs, c->n_pairs, sizeof *c->pairs, cmp_pair);
+  if (c->n_pairs > 1) {
+    qsort(c->pairs, c->n_pairs, sizeof *c->pairs, c->tsd_desc ? cmp_pair_desc : cmp_pair_asc);
+  }
   return KL_OK;
 }
 
@@ -737,7 +754,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   c->limit = -1;
   c->skip = 0;
   c->bnd = kl_bounds_all();
-  c->bnd.desc = (idx & KL_P_DESC) != 0;
+  c->bnd.desc = (idx & KL_P_DESC) != 0 && !(idx & KL_P_TS_ORDER);
   const char *dir = vt->dir;
   int a = 0;
   sqlite3_value *in_list = NULL;
@@ -826,8 +843,9 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     c->n_in = m;
   }
   c->eof = 0;
-  if (idx & KL_P_TS_DESC) {
+  if (idx & KL_P_TS_ORDER) {
     c->tsd = 1;
+    c->tsd_desc = (idx & KL_P_DESC) != 0;
     c->tsd_pairs = (idx & KL_P_PAIRS) != 0;
     return step(c);
   }

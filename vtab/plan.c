@@ -57,8 +57,8 @@ static int rhs_int(sqlite3_index_info *info, int i, sqlite3_int64 *v) {
   return 1;
 }
 
-#ifndef KL_TS_DESC_COST
-#define KL_TS_DESC_COST 3
+#ifndef KL_TS_ORDER_COST
+#define KL_TS_ORDER_COST 3
 #endif
 
 int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
@@ -90,9 +90,8 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     info->orderByConsumed = 1;
     order_ok = 1;
   } else if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == KL_COL_TIMESTAMP &&
-             info->aOrderBy[0].desc && !(idx & KL_P_IN) &&
-             pi->records <= KL_TS_DESC_MAX_RECORDS) {
-    /* max(timestamp) asks for this order and reads one row.  Other rows
+             !(idx & KL_P_IN) && pi->records <= KL_TS_ORDER_MAX_RECORDS) {
+    /* max(timestamp) and min(timestamp) ask for this order and read one row.  Other rows
     ** are read again by offset, which beats SQLite's sorter only when few
     ** are read (LIMIT) or none needs reading (only offset and timestamp). */
     sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
@@ -106,7 +105,8 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
       }
     }
     if (only_pairs || limit) {
-      idx |= KL_P_TS_DESC | (only_pairs ? KL_P_PAIRS : 0);
+      idx |= KL_P_TS_ORDER | (only_pairs ? KL_P_PAIRS : 0);
+      if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
       info->orderByConsumed = 1;
       order_ok = 1;
     }
@@ -161,7 +161,7 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   if (rows > 1e18) rows = 1e18; /* offsets near 2^63 (fuzz_sql): keep the cast defined */
   info->estimatedRows = (sqlite3_int64)rows;
   info->estimatedCost = lookup + rows;
-  if (idx & KL_P_TS_DESC) info->estimatedCost = lookup + rows * KL_TS_DESC_COST;
+  if (idx & KL_P_TS_ORDER) info->estimatedCost = lookup + rows * KL_TS_ORDER_COST;
   info->idxNum = idx;
   char buf[256];
   kl_plan_describe(idx, buf, sizeof buf);
@@ -188,7 +188,7 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   }
   if (!any) ADD("full scan");
   if (idx & KL_P_ORDERED) ADD((idx & KL_P_DESC) ? "ORDER BY offset DESC" : "ORDER BY offset");
-  if (idx & KL_P_TS_DESC) ADD("ORDER BY timestamp DESC");
+  if (idx & KL_P_TS_ORDER) ADD((idx & KL_P_DESC) ? "ORDER BY timestamp DESC" : "ORDER BY timestamp");
   if (idx & KL_P_LIMIT) ADD(names[11]);
   if (idx & KL_P_OFFSET) ADD(names[12]);
   if (idx & KL_P_ON_CORRUPT) ADD(names[13]);

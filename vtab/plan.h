@@ -20,25 +20,31 @@
 **   0x0800  yes   LIMIT ?
 **   0x1000  yes   OFFSET ?
 **   0x2000  yes   on_corrupt = ?     'error' or 'skip' (table-valued form only)
-**   0x4000  no    rows come highest offset first (ORDER BY offset DESC)
-**   0x8000  no    the offset = value is an IN list, read all at once
-**  0x10000  no    ORDER BY offset is consumed (ascending unless 0x4000)
-**  0x20000  no    ORDER BY timestamp DESC is consumed: the first row is the
-**                 first record carrying the log's largest timestamp (found
-**                 from the segments' largest timestamps, as Kafka's
-**                 ListOffsets MAX_TIMESTAMP), later rows come from the
+**   0x4000  yes   max_skew_ms = ?    a bound on disorder (table-valued form only)
+**   0x8000  no    the consumed order is descending (ORDER BY offset DESC, or
+**                 ORDER BY timestamp DESC with 0x40000)
+**  0x10000  no    the offset = value is an IN list, read all at once
+**  0x20000  no    ORDER BY offset is consumed
+**  0x40000  no    ORDER BY timestamp is consumed.  Descending: the first row
+**                 is the first record carrying the log's largest timestamp
+**                 (found from the segments' largest timestamps, as Kafka's
+**                 ListOffsets MAX_TIMESTAMP), so max(timestamp) reads one
+**                 batch.  Ascending: the first record carrying the
+**                 smallest, when the batch facts know every batch's
+**                 smallest timestamp (segment.h).  Other rows come from the
 **                 (timestamp, offset) pairs of the matching records, sorted
 **                 in memory, each then read by offset; consumed only when
 **                 LIMIT is given or only offset and timestamp are read
-** 0x80000  no    with 0x40000: only offset and timestamp are read, so rows
+**  0x80000  no    with 0x40000: only offset and timestamp are read, so rows
 **                 come from the sorted pairs without reading records again
 **
 ** Offset bounds go through the segment skip list and the offset index;
 ** timestamp lower bounds (=, >, >=) through each segment's largest
 ** timestamp and the time index; timestamp upper bounds are applied while
 ** scanning (timestamps need not grow with offsets, so they cannot stop a
-** scan, unless max_skew_ms bounds how far they go back).  All of them are exact, so SQLite is told to omit its own check,
-** which in turn lets it hand over LIMIT and OFFSET.
+** scan, unless max_skew_ms bounds how far they go back).  All of them are
+** exact, so SQLite is told to omit its own check, which in turn lets it
+** hand over LIMIT and OFFSET.
 */
 #ifndef KL_PLAN_H
 #define KL_PLAN_H
@@ -68,15 +74,15 @@ enum {
   KL_P_DESC = 0x8000,
   KL_P_IN = 0x10000,
   KL_P_ORDERED = 0x20000,
-  KL_P_TS_DESC = 0x40000,
+  KL_P_TS_ORDER = 0x40000,
   KL_P_PAIRS = 0x80000
 };
 
 /* Largest log (in records, as estimated when planning, when the directory
-** is known then) for which ORDER BY timestamp DESC is consumed: beyond the
+** is known then) for which ORDER BY timestamp is consumed: beyond the
 ** first row it holds 16 bytes per matching record in memory, where
 ** SQLite's own sorter would spill to disk. */
-#define KL_TS_DESC_MAX_RECORDS 4000000.0
+#define KL_TS_ORDER_MAX_RECORDS 4000000.0
 
 /* Columns of the kafka_log table, in declaration order. */
 enum {

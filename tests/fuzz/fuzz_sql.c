@@ -23,7 +23,7 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
 
 static const char SEP[] = "\n--KLSEP--\n";
 static sqlite3 *db;         /* table-valued queries, statements kept prepared */
-#define NQ 9
+#define NQ 15
 static sqlite3_stmt *stmts[NQ];
 static const char *const queries[NQ] = {
     "SELECT count(*), sum(offset), sum(length(value)), max(headers) FROM kafka_log(?1)",
@@ -35,7 +35,15 @@ static const char *const queries[NQ] = {
     "SELECT * FROM kafka_log_check(?1)",
     "SELECT count(*), sum(offset) FROM kafka_log(?1, 'skip')",
     "SELECT offset FROM kafka_log(?1, 'skip') ORDER BY offset DESC LIMIT 3",
-    "SELECT offset FROM kafka_log(?1, 'skip') WHERE timestamp > 1700000000100 LIMIT 3"};
+    "SELECT offset FROM kafka_log(?1, 'skip') WHERE timestamp > 1700000000100 LIMIT 3",
+    /* After the queries above, what the table learnt answers these. */
+    "SELECT count(*) FROM kafka_log(?1)",
+    "SELECT max(timestamp), min(offset) FROM kafka_log(?1)",
+    "SELECT offset, timestamp FROM kafka_log(?1) ORDER BY timestamp DESC LIMIT 4",
+    "SELECT sum(timestamp % 1000), count(*) FROM kafka_log(?1) WHERE timestamp >= 1700000000200",
+    ("SELECT count(*), sum(length(value)) FROM kafka_log(?1, 'error', 50) WHERE timestamp >= "
+     "1700000000100 AND timestamp < 1700000000400"),
+    "SELECT k.value FROM kafka_log(?1) a JOIN kafka_log(?1) k ON k.offset = a.offset + 2 LIMIT 20"};
 static char root[512];
 static unsigned long runs;
 
