@@ -255,13 +255,13 @@ static kl_rc parse_legacy_body(const uint8_t *m, size_t n, legacy_msg *out, kl_e
 /* Decompress a legacy wrapper and learn the absolute offset of its first
 ** inner message.  Inner entries are validated here once, so that
 ** kl_records_next can walk them without rechecking bounds. */
-static kl_rc open_legacy_wrapper(kl_records *it, const kl_env *env, kl_buf *scratch,
-                                 kl_stats *stats, kl_err *err) {
+static kl_rc open_legacy_wrapper(kl_records *it, const kl_env *env, kl_codec_ctx *ctx,
+                                 kl_buf *scratch, kl_stats *stats, kl_err *err) {
   legacy_msg w;
   kl_rc rc = parse_legacy_body(it->b.bytes + 16, (size_t)it->b.size - 16, &w, err);
   if (rc) return rc;
   if (!w.value) return kl_err_set(err, KL_CORRUPT, "compressed wrapper message has a null value");
-  rc = kl_codec_decompress(env, it->b.codec, it->b.magic, w.value, (size_t)w.value_len,
+  rc = kl_codec_decompress(env, ctx, it->b.codec, it->b.magic, w.value, (size_t)w.value_len,
                            scratch, KL_MAX_BATCH_BYTES, err);
   if (rc) return rc;
   if (stats) stats->bytes_decompressed += scratch->len;
@@ -309,14 +309,15 @@ static kl_rc open_legacy_wrapper(kl_records *it, const kl_env *env, kl_buf *scra
   return KL_OK;
 }
 
-kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b, kl_buf *scratch,
+kl_rc kl_records_open(kl_records *it, const kl_env *env, kl_codec_ctx *ctx, const kl_batch *b,
+                      kl_buf *scratch,
                       kl_stats *stats, kl_err *err) {
   memset(it, 0, sizeof *it);
   it->b = *b;
   it->last_delta = -1;
   if (stats) stats->batches_decoded++;
   if (b->magic < 2) {
-    if (b->codec != KL_CODEC_NONE) return open_legacy_wrapper(it, env, scratch, stats, err);
+    if (b->codec != KL_CODEC_NONE) return open_legacy_wrapper(it, env, ctx, scratch, stats, err);
     it->p = b->bytes; /* the entry itself is the one record */
     it->end = b->bytes + b->size;
     it->remaining = 1;
@@ -330,7 +331,7 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b, kl_b
     return KL_OK;
   }
   if (b->codec != KL_CODEC_NONE) {
-    kl_rc rc = kl_codec_decompress(env, b->codec, 2, rec, n, scratch, KL_MAX_BATCH_BYTES, err);
+    kl_rc rc = kl_codec_decompress(env, ctx, b->codec, 2, rec, n, scratch, KL_MAX_BATCH_BYTES, err);
     if (rc) return rc;
     if (stats) stats->bytes_decompressed += scratch->len;
     if (scratch->len == 0) { /* found by fuzz_batch (scratch->p may be NULL) */

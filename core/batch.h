@@ -17,6 +17,7 @@
 #ifndef KL_BATCH_H
 #define KL_BATCH_H
 
+#include "codec.h"
 #include "klog.h"
 
 #define KL_LOG_OVERHEAD 12        /* offset + size */
@@ -110,13 +111,14 @@ typedef struct kl_records {
 
 /*
 ** Start iterating the records of b (whose CRC the caller has verified).
-** Compressed payloads are decompressed into scratch (at most
+** Compressed payloads are decompressed into scratch, with the decoder
+** state kept in ctx (codec.h; may be NULL) (at most
 ** KL_MAX_BATCH_BYTES).  For a legacy wrapper this also learns its first
 ** offset (b->base_offset is then exact in it->b).  Errors: KL_CORRUPT
 ** (bad compressed stream, bad inner messages, v1 wrapper offset smaller
 ** than the inner relative offsets), KL_NOMEM, KL_UNSUPPORTED.
 */
-kl_rc kl_records_open(kl_records *it, const kl_env *env, const kl_batch *b,
+kl_rc kl_records_open(kl_records *it, const kl_env *env, kl_codec_ctx *ctx, const kl_batch *b,
                       kl_buf *scratch, kl_stats *stats, kl_err *err);
 
 /* Next record: KL_OK (*r filled), KL_DONE, or KL_CORRUPT when the bytes

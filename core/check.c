@@ -208,7 +208,7 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     kl_record r;
     kl_err re = {0};
     rd->held_seg = NULL; /* the scratch is overwritten here */
-    rc = kl_records_open(&it, rd->env, &b, &rd->scratch, NULL, &re);
+    rc = kl_records_open(&it, rd->env, &rd->codec, &b, &rd->scratch, NULL, &re);
     while (rc == KL_OK && (rc = kl_records_next(&it, &r, &re)) == KL_OK) {}
     if (rc == KL_NOMEM) break;
     if (rc != KL_DONE) {

@@ -531,7 +531,7 @@ static kl_rc lz4_compress(const kl_env *env, int magic, const uint8_t *src,
 ** per call (2 MiB at level 3); writing into out directly avoids that.  With
 ** the content size known, or a reused buffer, the first attempt succeeds.
 */
-static kl_rc zstd_decompress(const kl_env *env, const uint8_t *src, size_t n,
+static kl_rc zstd_decompress(const kl_env *env, kl_codec_ctx *ctx, const uint8_t *src, size_t n,
                              kl_buf *out, size_t limit, kl_err *err) {
   unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
   size_t want = 4 * n;
@@ -541,8 +541,9 @@ static kl_rc zstd_decompress(const kl_env *env, const uint8_t *src, size_t n,
   if (want > limit) want = limit;
   kl_rc rc = out_room(env, out, want, limit, "zstd", err);
   if (rc != KL_OK) return rc;
-  ZSTD_DCtx *dctx = ZSTD_createDCtx();
+  ZSTD_DCtx *dctx = ctx && ctx->zstd ? ctx->zstd : ZSTD_createDCtx();
   if (!dctx) return kl_err_set(err, KL_NOMEM, "zstd: out of memory");
+  if (ctx) ctx->zstd = dctx;
   for (;;) {
     size_t room = out_free(out, limit);
     uint8_t none;
@@ -568,8 +569,13 @@ static kl_rc zstd_decompress(const kl_env *env, const uint8_t *src, size_t n,
     }
     break;
   }
-  ZSTD_freeDCtx(dctx);
+  if (!ctx) ZSTD_freeDCtx(dctx);
   return rc;
+}
+
+void kl_codec_ctx_free(kl_codec_ctx *ctx) {
+  if (ctx && ctx->zstd) ZSTD_freeDCtx(ctx->zstd);
+  if (ctx) ctx->zstd = NULL;
 }
 
 /* One frame at zstd-jni's default level; it records the content size,
@@ -591,7 +597,7 @@ static kl_rc zstd_compress(const kl_env *env, const uint8_t *src, size_t n,
 
 /* ------------------------------------------------------------- dispatch */
 
-kl_rc kl_codec_decompress(const kl_env *env, int codec, int magic,
+kl_rc kl_codec_decompress(const kl_env *env, kl_codec_ctx *ctx, int codec, int magic,
                           const uint8_t *src, size_t n, kl_buf *out,
                           size_t limit, kl_err *err) {
   kl_rc rc;
@@ -609,7 +615,7 @@ kl_rc kl_codec_decompress(const kl_env *env, int codec, int magic,
     case KL_CODEC_GZIP: rc = gzip_decompress(env, src, n, out, limit, err); break;
     case KL_CODEC_SNAPPY: rc = snappy_decompress(env, src, n, out, limit, err); break;
     case KL_CODEC_LZ4: rc = lz4_decompress(env, magic, src, n, out, limit, err); break;
-    case KL_CODEC_ZSTD: rc = zstd_decompress(env, src, n, out, limit, err); break;
+    case KL_CODEC_ZSTD: rc = zstd_decompress(env, ctx, src, n, out, limit, err); break;
     default: /* none: a bounded copy */
       rc = out_room(env, out, n, limit, name, err);
       if (rc == KL_OK && n > 0) memcpy(out->p, src, n);

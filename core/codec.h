@@ -28,9 +28,19 @@ enum {
 /* "none", "gzip", "snappy", "lz4", "zstd", or NULL for an invalid id. */
 const char *kl_codec_name(int codec);
 
+/* Decoder state worth keeping across calls: zstd's decompression context
+** costs more to create (over 100 KiB allocated and set up) than a 16 KiB
+** batch costs to decode.  Zero-initialise; release with kl_codec_ctx_free.
+** One context serves one caller at a time (each reader keeps its own). */
+typedef struct kl_codec_ctx {
+  void *zstd;               /* ZSTD_DCtx, made on first use */
+} kl_codec_ctx;
+void kl_codec_ctx_free(kl_codec_ctx *ctx);
+
 /*
 ** Decompress n bytes at src with the given codec into out (out->len is set;
-** previous content is discarded).  `magic` is the message format of the
+** previous content is discarded), with the state kept in ctx (NULL: none
+** kept, made and dropped per call).  `magic` is the message format of the
 ** batch: for lz4 and magic 0 the frame header checksum is not verified
 ** (Kafka 0.8/0.9 computed it over the wrong bytes).  Snappy accepts the
 ** xerial framed stream (chunks of raw blocks, concatenated streams too) and
@@ -51,7 +61,7 @@ const char *kl_codec_name(int codec);
 **   - Safe on any input: lengths are checked before use, so hostile or
 **     truncated data yields KL_CORRUPT, never an overread.
 */
-kl_rc kl_codec_decompress(const kl_env *env, int codec, int magic,
+kl_rc kl_codec_decompress(const kl_env *env, kl_codec_ctx *ctx, int codec, int magic,
                           const uint8_t *src, size_t n, kl_buf *out,
                           size_t limit, kl_err *err);
 

@@ -23,6 +23,7 @@ void kl_reader_free(kl_reader *rd) {
   kl_window_free(&rd->win, rd->env);
   kl_window_free(&rd->ctx, rd->env);
   kl_buf_free(rd->env, &rd->scratch);
+  kl_codec_ctx_free(&rd->codec);
 }
 
 const char *kl_damage_name(int kind) {
@@ -511,7 +512,7 @@ kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, k
     return KL_OK;
   }
   rd->held_seg = NULL;
-  kl_rc rc = kl_records_open(it, rd->env, b, &rd->scratch, rd->stats, err);
+  kl_rc rc = kl_records_open(it, rd->env, &rd->codec, b, &rd->scratch, rd->stats, err);
   if (rc) return kl_scan_batch_error(s, b->position, rc, err);
   if (b->codec != KL_CODEC_NONE) {
     rd->held = *it;

@@ -75,6 +75,7 @@ typedef struct kl_reader {
                             ** that reading it does not drop the batches
                             ** the seek checked */
   kl_buf scratch;           /* decompressed payloads */
+  kl_codec_ctx codec;       /* and the decoder state kept for them */
   const kl_segment *held_seg; /* the batch scratch holds, decompressed, */
   int64_t held_pos;         /* and its records as they were opened: */
   int32_t held_size;

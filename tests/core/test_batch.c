@@ -243,7 +243,7 @@ static void test_example_batch_decode(void **state) {
   kl_record r;
   kl_buf scratch = {0};
   kl_stats st = {0};
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, &st, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, &st, &err), KL_OK);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_OK);
   assert_int_equal(r.offset, 0);
   assert_true(r.timestamp == TS0);
@@ -305,7 +305,7 @@ static void test_commit_batch_decode(void **state) {
   kl_records it;
   kl_record r;
   kl_buf scratch = {0};
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_OK);
   assert_int_equal(r.offset, 2);
   assert_true(r.timestamp == TS0 + 10);
@@ -431,7 +431,7 @@ static void test_legacy_vectors(void **state) {
   assert_int_equal(b.leader_epoch, -1);
   assert_int_equal(b.producer_id, -1);
   assert_int_equal(kl_batch_verify(&b, &err), KL_OK);
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_OK);
   assert_int_equal(r.offset, 0);
   assert_true(r.timestamp == TS0);
@@ -448,7 +448,7 @@ static void test_legacy_vectors(void **state) {
   assert_int_equal(b.ts_type, KL_TS_NONE);
   assert_int_equal(b.max_timestamp, -1);
   assert_int_equal(kl_batch_verify(&b, &err), KL_OK);
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_OK);
   assert_int_equal(r.offset, 0);
   assert_int_equal(r.timestamp, -1);
@@ -616,7 +616,7 @@ static void test_round_trip(void **state) {
         kl_stats st = {0};
         kl_records it;
         kl_record r;
-        assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, &st, &err), KL_OK);
+        assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, &st, &err), KL_OK);
         for (int i = 0; i < RT_N; i++) {
           kl_rc rc = kl_records_next(&it, &r, &err);
           if (rc != KL_OK) fail_msg("codec %d record %d: %s %s", codec, i, kl_rc_name(rc), err.msg);
@@ -660,7 +660,7 @@ static void test_sequence_wrap(void **state) {
   kl_records it;
   kl_record rec;
   const int32_t want[3] = {2147483646, 2147483647, 0};
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
   for (int i = 0; i < 3; i++) {
     assert_int_equal(kl_records_next(&it, &rec, &err), KL_OK);
     assert_int_equal(rec.sequence, want[i]);
@@ -839,13 +839,13 @@ static void test_header_sanity(void **state) {
   kl_records it;
   kl_record r;
   kl_buf scratch = {0};
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_DONE);
   /* Empty but claiming gzip: no decompression is attempted (3.3). */
   p[22] = KL_CODEC_GZIP;
   fix_crc_v2(p, 61);
   parse_ok(p, 61, &b);
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_DONE);
   free(p);
 
@@ -860,7 +860,7 @@ static void test_header_sanity(void **state) {
   parse_ok(p, 26, &b);
   assert_int_equal(b.base_offset, 9);
   assert_int_equal(kl_batch_verify(&b, &err), KL_OK);
-  assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_OK);
   assert_int_equal(r.offset, 9);
   assert_null(r.key);
@@ -882,7 +882,7 @@ static kl_rc drain(uint8_t *p, size_t size, int *n) {
   *n = 0;
   parse_ok(p, size, &b);
   assert_int_equal(kl_batch_verify(&b, &err), KL_OK);
-  kl_rc rc = kl_records_open(&it, NULL, &b, &scratch, NULL, &err);
+  kl_rc rc = kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err);
   while (rc == KL_OK && *n < 1000) {
     rc = kl_records_next(&it, &r, &err);
     if (rc == KL_OK) (*n)++;
@@ -1031,7 +1031,7 @@ static kl_rc read_wrapper(const kl_buf *w, int64_t first_off, int n, int64_t fix
   assert_int_equal(kl_batch_verify(&b, &err), KL_OK);
   assert_false(b.first_known);
   assert_int_equal(b.record_count, -1);
-  kl_rc rc = kl_records_open(&it, NULL, &b, &scratch, NULL, &err);
+  kl_rc rc = kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err);
   if (rc == KL_OK) {
     assert_true(it.b.first_known);
     assert_int_equal(it.b.base_offset, first_off);
@@ -1131,7 +1131,7 @@ static int walk_fixture_log(const char *path, int magic, int64_t *next, int chec
     }
     kl_records it;
     kl_record r;
-    assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+    assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
     assert_int_equal(it.b.base_offset, *next);
     int count = 0;
     while ((rc = kl_records_next(&it, &r, &err)) == KL_OK) {
@@ -1202,7 +1202,7 @@ static int poke(uint8_t *p, size_t n, int fix) {
   kl_buf scratch = {0};
   kl_records it;
   kl_record r;
-  kl_rc rc = kl_records_open(&it, NULL, &b, &scratch, NULL, &err);
+  kl_rc rc = kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err);
   for (int i = 0; rc == KL_OK && i < 100000; i++) {
     rc = kl_records_next(&it, &r, &err);
     if (rc != KL_OK) break;
@@ -1337,7 +1337,7 @@ static void test_records_open_nomem(void **state) {
     const kl_env *env = t_failenv(&fa, 0);
     kl_buf scratch = {0};
     kl_records it;
-    assert_int_equal(kl_records_open(&it, env, &b, &scratch, NULL, &err), KL_OK);
+    assert_int_equal(kl_records_open(&it, env, NULL, &b, &scratch, NULL, &err), KL_OK);
     long total = fa.calls;
     assert_true(total >= 1);
     kl_buf_free(env, &scratch);
@@ -1346,12 +1346,12 @@ static void test_records_open_nomem(void **state) {
       env = t_failenv(&fa, k);
       kl_err e = {0};
       memset(&scratch, 0, sizeof scratch);
-      kl_rc rc = kl_records_open(&it, env, &b, &scratch, NULL, &e);
+      kl_rc rc = kl_records_open(&it, env, NULL, &b, &scratch, NULL, &e);
       if (rc != KL_NOMEM) fail_msg("batch %d: failing allocation %ld gave %s (%s)", v, k, kl_rc_name(rc), e.msg);
       assert_int_equal(e.rc, KL_NOMEM);
       fa.fail_at = 0;
       kl_err e2 = {0};
-      assert_int_equal(kl_records_open(&it, env, &b, &scratch, NULL, &e2), KL_OK);
+      assert_int_equal(kl_records_open(&it, env, NULL, &b, &scratch, NULL, &e2), KL_OK);
       kl_record r;
       int n = 0;
       while (kl_records_next(&it, &r, &e2) == KL_OK) n++;
@@ -1375,7 +1375,7 @@ static kl_rc drain_last(uint8_t *p, size_t n, kl_record *last, int *count) {
   kl_rc rc = kl_batch_parse(p, n, &b, &err); /* may refuse the header already */
   if (rc != KL_OK) return rc;
   assert_int_equal(kl_batch_verify(&b, &err), KL_OK);
-  rc = kl_records_open(&it, NULL, &b, &scratch, NULL, &err);
+  rc = kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err);
   while (rc == KL_OK) {
     kl_record r;
     rc = kl_records_next(&it, &r, &err);
@@ -1437,7 +1437,7 @@ static void test_hostile_arithmetic(void **state) {
   rc = kl_batch_parse(w.p, w.len, &b, &err); /* may refuse offset INT64_MAX */
   if (rc == KL_OK) {
     assert_int_equal(kl_batch_verify(&b, &err), KL_OK);
-    rc = kl_records_open(&it, NULL, &b, &scratch, NULL, &err);
+    rc = kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err);
   }
   if (rc == KL_OK) {
     /* Kafka: wrapper - lastRelative + relative, wrapping: MAX-2 .. MAX. */

@@ -75,7 +75,7 @@ static kl_rc decompress(int codec, int magic, const void *p, size_t n,
                         kl_buf *out, size_t limit) {
   kl_err err;
   kl_err_clear(&err);
-  kl_rc rc = kl_codec_decompress(NULL, codec, magic, p, n, out, limit, &err);
+  kl_rc rc = kl_codec_decompress(NULL, NULL, codec, magic, p, n, out, limit, &err);
   /* Every failure explains itself, naming the codec. */
   if (rc != KL_OK) {
     assert_int_equal(err.rc, rc);
@@ -106,7 +106,7 @@ static void test_invalid_codec(void **state) {
     kl_buf b = {0};
     kl_err err;
     kl_err_clear(&err);
-    assert_int_equal(kl_codec_decompress(NULL, bad[i], 2, (const uint8_t *)"x",
+    assert_int_equal(kl_codec_decompress(NULL, NULL, bad[i], 2, (const uint8_t *)"x",
                                          1, &b, 100, &err),
                      KL_UNSUPPORTED);
     assert_int_equal(err.rc, KL_UNSUPPORTED);
@@ -511,6 +511,40 @@ static void test_zstd_frames(void **state) {
   kl_buf_free(NULL, &d);
 }
 
+/* A kept context (what each reader holds) decodes frame after frame,
+** after a broken one too, exactly as a context made per call. */
+static void test_zstd_context_kept(void **state) {
+  (void)state;
+  kl_codec_ctx ctx = {0};
+  kl_buf d = {0}, once = {0};
+  kl_err err;
+  for (int i = 0; i < 50; i++) {
+    size_t n = 1000 + (size_t)i * 997;
+    uint8_t *text = make_text(n);
+    kl_buf z = compress_or_die(KL_CODEC_ZSTD, 2, text, n);
+    kl_err_clear(&err);
+    if (i % 7 == 3) { /* a broken frame in between */
+      z.p[z.len / 2] ^= 0x5a;
+      kl_rc a = kl_codec_decompress(NULL, &ctx, KL_CODEC_ZSTD, 2, z.p, z.len, &d, n, &err);
+      kl_rc b = kl_codec_decompress(NULL, NULL, KL_CODEC_ZSTD, 2, z.p, z.len, &once, n, &err);
+      assert_int_equal(a, b);
+    } else {
+      assert_int_equal(kl_codec_decompress(NULL, &ctx, KL_CODEC_ZSTD, 2, z.p, z.len, &d, n, &err),
+                       KL_OK);
+      assert_int_equal(d.len, n);
+      assert_memory_equal(d.p, text, n);
+    }
+    assert_non_null(ctx.zstd);
+    free(text);
+    kl_buf_free(NULL, &z);
+  }
+  kl_codec_ctx_free(&ctx);
+  assert_null(ctx.zstd);
+  kl_codec_ctx_free(&ctx); /* twice is harmless */
+  kl_buf_free(NULL, &d);
+  kl_buf_free(NULL, &once);
+}
+
 static void test_limit(void **state) {
   (void)state;
   size_t n = 102400;
@@ -639,7 +673,7 @@ static void nomem_loop(int codec, int magic, int do_compress, const uint8_t *p,
     kl_err_clear(&err);
     kl_rc rc = do_compress
                    ? kl_codec_compress(env, codec, magic, p, n, &b, &err)
-                   : kl_codec_decompress(env, codec, magic, p, n, &b, limit, &err);
+                   : kl_codec_decompress(env, NULL, codec, magic, p, n, &b, limit, &err);
     int failed = fa.calls >= k;
     kl_buf_free(env, &b);
     assert_int_equal(fa.live, 0);
@@ -825,6 +859,7 @@ int main(void) {
     cmocka_unit_test(test_lz4_options),
     cmocka_unit_test(test_gzip_members),
     cmocka_unit_test(test_zstd_frames),
+    cmocka_unit_test(test_zstd_context_kept),
     cmocka_unit_test(test_limit),
     cmocka_unit_test(test_truncated),
     cmocka_unit_test(test_hostile),

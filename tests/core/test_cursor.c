@@ -77,7 +77,7 @@ static void scan_all(const char *dir, recs *out) {
       if (b.is_control) continue;
       kl_records it;
       kl_record r;
-      assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+      assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
       while (kl_records_next(&it, &r, &err) == KL_OK) push(out, &r);
     }
     free(file);

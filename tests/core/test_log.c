@@ -108,7 +108,7 @@ static void scan_all(kl_log *log, recs *out) {
       if (kl_batch_parse(file + pos, n - pos, &b, &err) != KL_OK) break;
       kl_records it;
       kl_record r;
-      assert_int_equal(kl_records_open(&it, NULL, &b, &scratch, NULL, &err), KL_OK);
+      assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
       while (kl_records_next(&it, &r, &err) == KL_OK) {
         if (out->n == out->cap) {
           out->cap = out->cap ? out->cap * 2 : 256;

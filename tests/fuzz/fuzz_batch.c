@@ -60,7 +60,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     kl_err_clear(&err);
     if (kl_batch_verify(&b, &err) != KL_OK) continue;
     kl_records it;
-    if (kl_records_open(&it, NULL, &b, &scratch, &stats, &err) != KL_OK) continue;
+    if (kl_records_open(&it, NULL, NULL, &b, &scratch, &stats, &err) != KL_OK) continue;
     kl_record r;
     while ((rc = kl_records_next(&it, &r, &err)) == KL_OK) {
       /* Touch every byte the record claims, so ASan checks the bounds. */
