@@ -105,13 +105,20 @@ static void leave_segment(kl_cursor *c) {
   c->seg = NULL;
 }
 
+/* Make s the current segment.  Its files are opened when bytes of them
+** are read (seg_file, or the walker): rows the batch facts answer read
+** nothing, so a segment closed by the bound on open files stays closed. */
 static kl_rc enter_segment(kl_cursor *c, kl_segment *s, kl_err *err) {
+  (void)err;
   leave_segment(c);
-  kl_rc rc = kl_segment_open(s, c->rd.stats, err);
-  if (rc) return rc;
   kl_segment_pin(s);
   c->seg = s;
   return KL_OK;
+}
+
+/* The current segment's .log, opened. */
+static kl_rc seg_file(kl_cursor *c, kl_err *err) {
+  return kl_segment_open(c->seg, c->rd.stats, err);
 }
 
 void kl_cursor_free(kl_cursor *c) {
@@ -212,6 +219,7 @@ static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
   }
   kl_rc rc;
   const uint8_t *p;
+  if ((rc = seg_file(c, err)) != KL_OK) return rc;
   rc = kl_window_get(&c->rd.win, &c->seg->log, b->position, (size_t)b->size, &p, c->rd.stats, err);
   if (rc) return rc;
   c->batch.bytes = p;
@@ -343,7 +351,9 @@ static kl_rc next_fact(kl_cursor *c, int *got, kl_err *err) {
 static kl_rc batch_bytes(kl_cursor *c, kl_err *err) {
   if (c->batch.bytes) return KL_OK;
   const uint8_t *p;
-  kl_rc rc = kl_window_get(&c->rd.win, &c->seg->log, c->batch.position, (size_t)c->batch.size, &p,
+  kl_rc rc = seg_file(c, err);
+  if (rc) return rc;
+  rc = kl_window_get(&c->rd.win, &c->seg->log, c->batch.position, (size_t)c->batch.size, &p,
                            c->rd.stats, err);
   if (rc == KL_OK) c->batch.bytes = p;
   return rc;
@@ -789,6 +799,7 @@ static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
   size_t n = (size_t)(to - from);
   kl_rc rc = kl_buf_reserve(c->rd.env, &c->one, n);
   if (rc) return kl_err_set(err, rc, "out of memory");
+  if ((rc = seg_file(c, err)) != KL_OK) return rc;
   if ((rc = kl_file_read(&c->seg->log, c->batch.position + from, c->one.p, n, err)) != KL_OK) {
     return rc;
   }
