@@ -838,6 +838,10 @@ static kl_rc settle_time_index(kl_reader *rd, kl_segment *s, kl_index *tix, cons
 #define KL_TAIL_WALK_MAX 32768
 
 kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *err) {
+  if (!rd->skip && s->tail.known) { /* known: no need to open the files */
+    *out = &s->tail;
+    return KL_OK;
+  }
   kl_rc rc = prepare(rd, s, err);
   if (rc) return rc;
   if (rd->skip) {
