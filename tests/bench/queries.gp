@@ -14,7 +14,7 @@ set termoption noenhanced
 set title 'kafka_log vs native SQLite table: native time / kafka_log time (same records, same run)'
 set xlabel 'ratio (log scale; >1 = kafka_log faster)'
 set logscale x 10
-set xrange [1e-4:3000]
+set xrange [1e-3:3e4]
 set yrange [-0.7:rows - 0.3]
 set grid xtics
 set style fill solid 0.85 border -1
