@@ -57,6 +57,9 @@
 #include "codec.h"
 #include "kwriter.h"
 
+#define BENCH_NAME "bench"
+#include "benchutil.h"
+
 int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines *api);
 
 /* ---- options ---- */
@@ -78,31 +81,8 @@ typedef struct opts {
   const char *side;         /* profiling: only this side ("kafka_log", "native") */
 } opts;
 
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "bench: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
+/* ---- PRNG draws, process status ---- */
 
-/* ---- clock, PRNG, process status ---- */
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t g_rng = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void) {
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return g_rng * UINT64_C(2685821657736338717);
-}
 static int64_t rnd_below(int64_t n) { return n > 0 ? (int64_t)(rnd() % (uint64_t)n) : 0; }
 
 /* A field of /proc/self/status in kB, or -1. */

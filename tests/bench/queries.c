@@ -77,6 +77,9 @@
 #include "codec.h"
 #include "kwriter.h"
 
+#define BENCH_NAME "queries"
+#include "benchutil.h"
+
 int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines *api);
 
 typedef struct opts {
@@ -91,32 +94,7 @@ typedef struct opts {
   int keep, plans;
 } opts;
 
-static void die(const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  fprintf(stderr, "queries: ");
-  vfprintf(stderr, fmt, ap);
-  fprintf(stderr, "\n");
-  va_end(ap);
-  exit(1);
-}
-
-/* ---- clock, PRNG ---- */
-
-static double now(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* Parameters of the timed queries. */
-static uint64_t g_rng = 0x9e3779b97f4a7c15u;
-static uint64_t rnd(void) {
-  g_rng ^= g_rng >> 12;
-  g_rng ^= g_rng << 25;
-  g_rng ^= g_rng >> 27;
-  return g_rng * UINT64_C(2685821657736338717);
-}
+/* A parameter of a timed query, drawn in [lo, hi]. */
 static int64_t rnd_in(int64_t lo, int64_t hi) { /* [lo, hi] */
   return hi > lo ? lo + (int64_t)(rnd() % (uint64_t)(hi - lo + 1)) : lo;
 }
@@ -800,6 +778,23 @@ static void json_num(FILE *j, double v) {
   else fprintf(j, "%.6g", v);
 }
 
+/* Two kafka_log sides (fa's and fb's) against one native side: answers
+** compared, plans noted, the three timed together; t gets the times. */
+static void measure_two(side *a, side *b, side *n, figure *fa, figure *fb, const char *cmp,
+                        int reps, double min_time, double t[3]) {
+  fa->correct = compare(a, n, cmp, reps, fa->note, sizeof fa->note);
+  fb->correct = compare(b, n, cmp, reps, fb->note, sizeof fb->note);
+  plan_of(a, fa->plan_k, sizeof fa->plan_k);
+  plan_of(b, fb->plan_k, sizeof fb->plan_k);
+  plan_of(n, fa->plan_n, sizeof fa->plan_n);
+  snprintf(fb->plan_n, sizeof fb->plan_n, "%s", fa->plan_n);
+  side *s[3] = {a, b, n};
+  measure(s, 3, min_time, t);
+  fa->k = t[0];
+  fb->k = t[1];
+  fa->n = fb->n = t[2];
+}
+
 int main(int argc, char **argv) {
   opts o = {.records = 300000,
             .seg_records = 200000,
@@ -936,18 +931,8 @@ int main(int argc, char **argv) {
                            "first run (fresh conn.)" : "2 window+skew, repeated", win, skew,
                            "query", -1, -1, fresh ? G_RATIO_GE : G_NONE, 0.3);
       if (!ks.ok) snprintf(f2->note, sizeof f2->note, "kafka_log: %s", ks.err);
-      f1->correct = compare(&kw, &nw, NULL, 3, f1->note, sizeof f1->note);
-      f2->correct = compare(&ks, &nw, NULL, 3, f2->note, sizeof f2->note);
-      plan_of(&kw, f1->plan_k, sizeof f1->plan_k);
-      plan_of(&ks, f2->plan_k, sizeof f2->plan_k);
-      plan_of(&nw, f1->plan_n, sizeof f1->plan_n);
-      snprintf(f2->plan_n, sizeof f2->plan_n, "%s", f1->plan_n);
-      side *s[3] = {&kw, &ks, &nw};
       double t[3];
-      measure(s, 3, o.min_time, t);
-      f1->k = t[0];
-      f2->k = t[1];
-      f1->n = f2->n = t[2];
+      measure_two(&kw, &ks, &nw, f1, f2, NULL, 3, o.min_time, t);
       side_done(&kw);
       side_done(&ks);
       side_done(&nw);
@@ -1070,18 +1055,8 @@ int main(int argc, char **argv) {
       figure *fb = add_fig(fresh ? "seek_many_first" : "seek_many", l2, seek, NULL, "seek", -1,
                            -1, fresh ? G_KAFKA_LT : G_NONE, 0.005);
       fb->chart = 1;
-      fa->correct = compare(&a, &n, seek_cmp, 5, fa->note, sizeof fa->note);
-      fb->correct = compare(&b, &n, seek_cmp, 5, fb->note, sizeof fb->note);
-      plan_of(&a, fa->plan_k, sizeof fa->plan_k);
-      plan_of(&b, fb->plan_k, sizeof fb->plan_k);
-      plan_of(&n, fa->plan_n, sizeof fa->plan_n);
-      snprintf(fb->plan_n, sizeof fb->plan_n, "%s", fa->plan_n);
-      side *s[3] = {&a, &b, &n};
       double t[3];
-      measure(s, 3, o.min_time, t);
-      fa->k = t[0];
-      fb->k = t[1];
-      fa->n = fb->n = t[2];
+      measure_two(&a, &b, &n, fa, fb, seek_cmp, 5, o.min_time, t);
       if (!fresh) {
         char l3[120];
         snprintf(l3, sizeof l3, "12 seek time, %d / %d segs", many.segments, few.segments);
@@ -1171,18 +1146,8 @@ int main(int argc, char **argv) {
       figure *fa = add_fig(id, la, q13[i].tmpl, NULL, q13[i].unit, -1, -1, G_NONE, 0);
       snprintf(id, sizeof id, "none500_%s", q13[i].id);
       figure *fb = add_fig(id, lb, q13[i].tmpl, NULL, q13[i].unit, -1, -1, G_NONE, 0);
-      fa->correct = compare(&a, &n, q13[i].cmp, 3, fa->note, sizeof fa->note);
-      fb->correct = compare(&b, &n, q13[i].cmp, 3, fb->note, sizeof fb->note);
-      plan_of(&a, fa->plan_k, sizeof fa->plan_k);
-      plan_of(&b, fb->plan_k, sizeof fb->plan_k);
-      plan_of(&n, fa->plan_n, sizeof fa->plan_n);
-      snprintf(fb->plan_n, sizeof fb->plan_n, "%s", fa->plan_n);
-      side *s[3] = {&a, &b, &n};
       double t[3];
-      measure(s, 3, o.min_time, t);
-      fa->k = t[0];
-      fb->k = t[1];
-      fa->n = fb->n = t[2];
+      measure_two(&a, &b, &n, fa, fb, q13[i].cmp, 3, o.min_time, t);
       side_done(&a);
       side_done(&b);
       side_done(&n);
