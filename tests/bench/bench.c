@@ -689,27 +689,12 @@ int main(int argc, char **argv) {
   if (o.codec_records < 0) o.codec_records = o.records < 200000 ? o.records : 200000;
 
   char data[4096];
-  const char *tmp = o.data ? o.data : (getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp");
-  snprintf(data, sizeof data, "%s/kafkalog-bench.XXXXXX", tmp);
-  if (!mkdtemp(data)) die("mkdtemp %s: %s", data, strerror(errno));
-  mkdir(o.out, 0755);
+  make_dirs(data, sizeof data, o.data, "bench", o.out);
 
   struct utsname un;
   uname(&un);
-  char cpu[256] = "?";
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (f) {
-    char line[512];
-    while (fgets(line, sizeof line, f)) {
-      if (!strncmp(line, "model name", 10)) {
-        char *c = strchr(line, ':');
-        if (c) snprintf(cpu, sizeof cpu, "%s", c + 2);
-        cpu[strcspn(cpu, "\n")] = 0;
-        break;
-      }
-    }
-    fclose(f);
-  }
+  char cpu[256];
+  cpu_model(cpu, sizeof cpu);
   long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
   double load0[3] = {0, 0, 0}, load1[3] = {0, 0, 0};
   getloadavg(load0, 3);

@@ -1,20 +1,50 @@
 /*
 ** benchutil.h - what the benchmark programs share: a fatal error that
-** names the program, the monotonic clock every figure is timed with, and
-** the xorshift64* generator their parameters are drawn from (fixed seed:
-** runs draw the same parameters).  Header-only: each program is one file.
+** names the program, the monotonic clock every figure is timed with, the
+** xorshift64* generator their parameters are drawn from (fixed seed: runs
+** draw the same parameters), their data directory and the CPU's name for
+** the report.  Header-only: each program is one file.
 */
 #ifndef KL_BENCHUTIL_H
 #define KL_BENCHUTIL_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #ifndef BENCH_NAME
 #error "define BENCH_NAME (the program's name, for messages) before including benchutil.h"
+/* A fresh directory <given or $TMPDIR or /var/tmp>/kafkalog-<stem>.XXXXXX
+** for the data, and out made if missing. */
+static void make_dirs(char *data, size_t n, const char *given, const char *stem, const char *out) {
+  const char *tmp = given ? given : (getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp");
+  snprintf(data, n, "%s/kafkalog-%s.XXXXXX", tmp, stem);
+  if (!mkdtemp(data)) die("mkdtemp %s: %s", data, strerror(errno));
+  mkdir(out, 0755);
+}
+
+/* The CPU's model name from /proc/cpuinfo, or "?". */
+static void cpu_model(char *cpu, size_t n) {
+  snprintf(cpu, n, "?");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) snprintf(cpu, n, "%s", c + 2);
+      cpu[strcspn(cpu, "\n")] = 0;
+      break;
+    }
+  }
+  fclose(f);
+}
+
 #endif
 
 static void die(const char *fmt, ...) {
@@ -39,6 +69,32 @@ static uint64_t rnd(void) {
   g_rng ^= g_rng << 25;
   g_rng ^= g_rng >> 27;
   return g_rng * UINT64_C(2685821657736338717);
+}
+
+/* A fresh directory <given or $TMPDIR or /var/tmp>/kafkalog-<stem>.XXXXXX
+** for the data, and out made if missing. */
+static void make_dirs(char *data, size_t n, const char *given, const char *stem, const char *out) {
+  const char *tmp = given ? given : (getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp");
+  snprintf(data, n, "%s/kafkalog-%s.XXXXXX", tmp, stem);
+  if (!mkdtemp(data)) die("mkdtemp %s: %s", data, strerror(errno));
+  mkdir(out, 0755);
+}
+
+/* The CPU's model name from /proc/cpuinfo, or "?". */
+static void cpu_model(char *cpu, size_t n) {
+  snprintf(cpu, n, "?");
+  FILE *f = fopen("/proc/cpuinfo", "r");
+  if (!f) return;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    if (!strncmp(line, "model name", 10)) {
+      char *c = strchr(line, ':');
+      if (c) snprintf(cpu, n, "%s", c + 2);
+      cpu[strcspn(cpu, "\n")] = 0;
+      break;
+    }
+  }
+  fclose(f);
 }
 
 #endif
