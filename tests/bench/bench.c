@@ -148,26 +148,6 @@ static void evict(const char *path) {
   close(fd);
 }
 
-static void rm_rf(const char *path) {
-  struct stat st;
-  if (lstat(path, &st) != 0) return;
-  if (S_ISDIR(st.st_mode)) {
-    DIR *d = opendir(path);
-    if (d) {
-      struct dirent *de;
-      char p[4096];
-      while ((de = readdir(d))) {
-        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
-        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
-        rm_rf(p);
-      }
-      closedir(d);
-    }
-    rmdir(path);
-  } else {
-    unlink(path);
-  }
-}
 
 /* ---- the records ---- */
 

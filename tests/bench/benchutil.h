@@ -2,12 +2,13 @@
 ** benchutil.h - what the benchmark programs share: a fatal error that
 ** names the program, the monotonic clock every figure is timed with, the
 ** xorshift64* generator their parameters are drawn from (fixed seed: runs
-** draw the same parameters), their data directory and the CPU's name for
-** the report.  Header-only: each program is one file.
+** draw the same parameters), their data directory (made, then removed) and
+** the CPU's name for the report.  Header-only: each program is one file.
 */
 #ifndef KL_BENCHUTIL_H
 #define KL_BENCHUTIL_H
 
+#include <dirent.h>
 #include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -16,35 +17,10 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #ifndef BENCH_NAME
 #error "define BENCH_NAME (the program's name, for messages) before including benchutil.h"
-/* A fresh directory <given or $TMPDIR or /var/tmp>/kafkalog-<stem>.XXXXXX
-** for the data, and out made if missing. */
-static void make_dirs(char *data, size_t n, const char *given, const char *stem, const char *out) {
-  const char *tmp = given ? given : (getenv("TMPDIR") ? getenv("TMPDIR") : "/var/tmp");
-  snprintf(data, n, "%s/kafkalog-%s.XXXXXX", tmp, stem);
-  if (!mkdtemp(data)) die("mkdtemp %s: %s", data, strerror(errno));
-  mkdir(out, 0755);
-}
-
-/* The CPU's model name from /proc/cpuinfo, or "?". */
-static void cpu_model(char *cpu, size_t n) {
-  snprintf(cpu, n, "?");
-  FILE *f = fopen("/proc/cpuinfo", "r");
-  if (!f) return;
-  char line[512];
-  while (fgets(line, sizeof line, f)) {
-    if (!strncmp(line, "model name", 10)) {
-      char *c = strchr(line, ':');
-      if (c) snprintf(cpu, n, "%s", c + 2);
-      cpu[strcspn(cpu, "\n")] = 0;
-      break;
-    }
-  }
-  fclose(f);
-}
-
 #endif
 
 static void die(const char *fmt, ...) {
@@ -78,6 +54,28 @@ static void make_dirs(char *data, size_t n, const char *given, const char *stem,
   snprintf(data, n, "%s/kafkalog-%s.XXXXXX", tmp, stem);
   if (!mkdtemp(data)) die("mkdtemp %s: %s", data, strerror(errno));
   mkdir(out, 0755);
+}
+
+/* Remove path and everything under it. */
+static void rm_rf(const char *path) {
+  struct stat st;
+  if (lstat(path, &st) != 0) return;
+  if (S_ISDIR(st.st_mode)) {
+    DIR *d = opendir(path);
+    if (d) {
+      struct dirent *de;
+      char p[4400];
+      while ((de = readdir(d))) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..")) continue;
+        snprintf(p, sizeof p, "%s/%s", path, de->d_name);
+        rm_rf(p);
+      }
+      closedir(d);
+    }
+    rmdir(path);
+  } else {
+    unlink(path);
+  }
 }
 
 /* The CPU's model name from /proc/cpuinfo, or "?". */
