@@ -104,26 +104,6 @@ static long proc_status_kb(const char *field) {
 
 /* ---- files ---- */
 
-static int64_t dir_bytes(const char *dir, int *files) {
-  DIR *d = opendir(dir);
-  int64_t total = 0;
-  if (files) *files = 0;
-  if (!d) return 0;
-  struct dirent *de;
-  char p[4096];
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    struct stat st;
-    if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
-      total += st.st_size;
-      if (files && strstr(de->d_name, ".log")) (*files)++;
-    }
-  }
-  closedir(d);
-  return total;
-}
-
 /* Drop a file (or every file of a directory) from the page cache. */
 static void evict(const char *path) {
   struct stat st;

@@ -78,6 +78,29 @@ static void rm_rf(const char *path) {
   }
 }
 
+/* Bytes of the regular files in dir; *segments (may be NULL) gets how many
+** of them are <name>.log files. */
+static int64_t dir_bytes(const char *dir, int *segments) {
+  DIR *d = opendir(dir);
+  int64_t total = 0;
+  if (segments) *segments = 0;
+  if (!d) return 0;
+  struct dirent *de;
+  char p[4400];
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.') continue;
+    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
+    struct stat st;
+    if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
+      total += st.st_size;
+      size_t n = strlen(de->d_name);
+      if (segments && n > 4 && !strcmp(de->d_name + n - 4, ".log")) (*segments)++;
+    }
+  }
+  closedir(d);
+  return total;
+}
+
 /* The CPU's model name from /proc/cpuinfo, or "?". */
 static void cpu_model(char *cpu, size_t n) {
   snprintf(cpu, n, "?");

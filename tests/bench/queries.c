@@ -108,30 +108,6 @@ static uint64_t rec_rnd(uint64_t *s) {
   return z ^ (z >> 31);
 }
 
-/* ---- files ---- */
-
-static int64_t dir_bytes(const char *dir, int *segments) {
-  DIR *d = opendir(dir);
-  int64_t total = 0;
-  if (segments) *segments = 0;
-  if (!d) return 0;
-  struct dirent *de;
-  char p[4400];
-  while ((de = readdir(d))) {
-    if (de->d_name[0] == '.') continue;
-    snprintf(p, sizeof p, "%s/%s", dir, de->d_name);
-    struct stat st;
-    if (stat(p, &st) == 0 && S_ISREG(st.st_mode)) {
-      total += st.st_size;
-      size_t n = strlen(de->d_name);
-      if (segments && n > 4 && !strcmp(de->d_name + n - 4, ".log")) (*segments)++;
-    }
-  }
-  closedir(d);
-  return total;
-}
-
-
 /* ---- the records: order events ---- */
 
 #define TS0 INT64_C(1732924800000) /* 2024-11-30 00:00 UTC */
