@@ -60,7 +60,6 @@
 #define BENCH_NAME "bench"
 #include "benchutil.h"
 
-int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines *api);
 
 /* ---- options ---- */
 
@@ -249,21 +248,7 @@ static void make_dataset(dataset *ds, const char *dir, const char *dbpath, long 
   ds->log_bytes = dir_bytes(dir, &ds->segments);
 }
 
-/* ---- connections ---- */
-
-static sqlite3 *open_kafka(void) {
-  sqlite3 *db;
-  if (sqlite3_open(":memory:", &db) != SQLITE_OK) die("open :memory:");
-  char *err = NULL;
-  if (sqlite3_kafkalog_init(db, &err, NULL) != SQLITE_OK) die("kafkalog init: %s", err);
-  return db;
-}
-
-static sqlite3 *open_native(const char *path) {
-  sqlite3 *db;
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) die("open %s", path);
-  return db;
-}
+/* ---- sides ---- */
 
 /* A side of the comparison: its connection and the table expression. */
 typedef struct side {

@@ -2,8 +2,8 @@
 ** benchutil.h - what the benchmark programs share: a fatal error that
 ** names the program, the monotonic clock every figure is timed with, the
 ** xorshift64* generator their parameters are drawn from (fixed seed: runs
-** draw the same parameters), their data directory (made, then removed) and
-** the CPU's name for the report.  Header-only: each program is one file.
+** draw the same parameters), their connections, their data directory
+** (made, then removed) and the CPU's name for the report.  Header-only: each program is one file.
 */
 #ifndef KL_BENCHUTIL_H
 #define KL_BENCHUTIL_H
@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #ifndef BENCH_NAME
 #error "define BENCH_NAME (the program's name, for messages) before including benchutil.h"
@@ -45,6 +47,24 @@ static uint64_t rnd(void) {
   g_rng ^= g_rng << 25;
   g_rng ^= g_rng >> 27;
   return g_rng * UINT64_C(2685821657736338717);
+}
+
+int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines *api);
+
+/* A connection with the module registered (linked in, not loaded). */
+static sqlite3 *open_kafka(void) {
+  sqlite3 *db;
+  if (sqlite3_open(":memory:", &db) != SQLITE_OK) die("open :memory:");
+  char *err = NULL;
+  if (sqlite3_kafkalog_init(db, &err, NULL) != SQLITE_OK) die("kafkalog init: %s", err);
+  return db;
+}
+
+/* The native side's database, read-only. */
+static sqlite3 *open_native(const char *path) {
+  sqlite3 *db;
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) die("open %s", path);
+  return db;
 }
 
 /* A fresh directory <given or $TMPDIR or /var/tmp>/kafkalog-<stem>.XXXXXX

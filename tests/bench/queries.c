@@ -80,7 +80,6 @@
 #define BENCH_NAME "queries"
 #include "benchutil.h"
 
-int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines *api);
 
 typedef struct opts {
   long records;             /* main log */
@@ -283,21 +282,7 @@ static double load_native(const gen *g, const char *path, long n, int64_t *bytes
   return now() - t0;
 }
 
-/* ---- connections and statements ---- */
-
-static sqlite3 *open_kafka(void) {
-  sqlite3 *db;
-  if (sqlite3_open(":memory:", &db) != SQLITE_OK) die("open :memory:");
-  char *err = NULL;
-  if (sqlite3_kafkalog_init(db, &err, NULL) != SQLITE_OK) die("kafkalog init: %s", err);
-  return db;
-}
-
-static sqlite3 *open_native(const char *path) {
-  sqlite3 *db;
-  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) != SQLITE_OK) die("open %s", path);
-  return db;
-}
+/* ---- statements ---- */
 
 /* sql with @T replaced by tab and @K by kx (kafka_log-only terms, NULL: none). */
 static void expand(char *out, size_t n, const char *sql, const char *tab, const char *kx) {
