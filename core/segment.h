@@ -35,13 +35,14 @@ typedef struct kl_segset {
 } kl_segset;
 
 #define KL_SEGSET_MAX_OPEN 64
-/* Batch facts a log keeps at most (about 120 bytes each: 15 MiB).  With
+/* Batch facts a log keeps at most (128 bytes each: 16 MiB).  With
 ** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
 ** queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
-/* Record timestamps a log keeps at most (8 bytes a record: 4M records).
-** They answer what SQLite's covering index on timestamp answers for a
-** table: queries that read only offsets and timestamps decode nothing. */
+/* Record timestamps (and ends) a log keeps at most: 8 bytes a record, 12
+** with its end, so 2.8 to 4 M records.  They answer what SQLite's covering
+** index on timestamp answers for a table: queries that read only offsets
+** and timestamps decode nothing, and a point lookup reads one record. */
 #define KL_SEGSET_MAX_TS_BYTES ((size_t)32 << 20)
 
 /* Where a segment's data ends and what it holds, as a reader found it. */
