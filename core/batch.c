@@ -518,12 +518,16 @@ kl_rc kl_header_next(const uint8_t **pp, const uint8_t *end, kl_header *h) {
 }
 
 kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch) {
+  /* As Kafka's ControlRecordType.parseTypeId and
+  ** EndTransactionMarker.deserializeValue: a newer version reads as version
+  ** 0 (extra bytes ignored), a negative one is corrupt, and a marker's
+  ** value must hold the version and the coordinator epoch. */
+  *coordinator_epoch = -1;
   if (r->key_len < 4 || kl_get_i16(r->key) < 0) return KL_CORRUPT;
   *type = kl_get_i16(r->key + 2);
-  *coordinator_epoch = -1;
-  if ((*type == 0 || *type == 1) && r->value_len >= 6 && kl_get_i16(r->value) >= 0) {
-    *coordinator_epoch = kl_get_i32(r->value + 2);
-  }
+  if (*type != 0 && *type != 1) return KL_OK; /* KRaft records, or unknown: ignored */
+  if (r->value_len < 6 || kl_get_i16(r->value) < 0) return KL_CORRUPT;
+  *coordinator_epoch = kl_get_i32(r->value + 2);
   return KL_OK;
 }
 

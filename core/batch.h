@@ -136,8 +136,11 @@ kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err);
 ** bytes were validated when the record was decoded. */
 kl_rc kl_header_next(const uint8_t **p, const uint8_t *end, kl_header *h);
 
-/* Control record key/value: type (0 ABORT, 1 COMMIT, ...) and coordinator
-** epoch (-1 when the value is not an end-transaction marker). */
+/* Control record key/value: type (0 ABORT, 1 COMMIT, ...) and, for those
+** two, the coordinator epoch (-1 for other types, which readers ignore).
+** KL_CORRUPT, as Kafka rejects them: a key under 4 bytes or with a negative
+** version; an ABORT or COMMIT whose value is null, under 6 bytes or has a
+** negative version.  Newer versions read as version 0. */
 kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch);
 
 /* Zig-zag varints (format.md 3.5).  Return bytes consumed, 0 if invalid or

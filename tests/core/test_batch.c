@@ -321,10 +321,11 @@ static void test_commit_batch_decode(void **state) {
 }
 
 /*
-** ControlRecordTypeTest / EndTransactionMarkerTest: unknown type 337 parses
-** (as a type the caller ignores); a newer key version parses as ABORT; a
-** negative key version or a key under 4 bytes is corrupt; a value with a
-** negative version or under 6 bytes carries no coordinator epoch.
+** ControlRecordTypeTest / EndTransactionMarkerTest (tests.md 73-75): unknown
+** type 337 parses (as a type the caller ignores); a newer key version parses
+** as ABORT; a negative key version or a key under 4 bytes is corrupt; a
+** marker value with a negative version, under 6 bytes or null is corrupt, a
+** newer one with extra bytes keeps its coordinator epoch.
 */
 static void test_control_parse_edges(void **state) {
   uint8_t key[8], val[8];
@@ -355,13 +356,24 @@ static void test_control_parse_edges(void **state) {
   assert_int_equal(type, 0);
   assert_int_equal(epoch, 15);
 
-  kl_put_u16(val, 0xffff); /* version -1 */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
-  assert_int_equal(epoch, -1);
+  kl_put_u16(val, 0xffff); /* version -1: Kafka's InvalidRecordException */
+  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
   kl_put_u16(val, 0);
-  r.value_len = 5;
+  r.value_len = 5; /* under 6 bytes: the same */
+  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  r.value_len = -1; /* a null marker value */
+  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  r.value_len = 6;
   assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
+  assert_int_equal(epoch, 15);
+  /* A type readers ignore needs no marker value. */
+  kl_put_u16(key + 2, 2);
+  r.value_len = 3;
+  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
+  assert_int_equal(type, 2);
   assert_int_equal(epoch, -1);
+  kl_put_u16(key + 2, 0);
+  r.value_len = 8;
 
   kl_put_u16(key, 0x8000); /* negative key version */
   assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
