@@ -47,6 +47,35 @@ static void fn_stats_reset(sqlite3_context *ctx, int argc, sqlite3_value **argv)
   sqlite3_result_null(ctx);
 }
 
+/*
+** Confluent's wire format, what its serializers put in keys and values: a
+** zero magic byte, the schema id (4 bytes, big-endian), then the payload.
+** kafka_schema_id(v) is the id, kafka_payload(v) the bytes after it; both
+** are NULL for a value not in that form (shorter than 5 bytes, another
+** first byte, NULL).
+*/
+static const unsigned char *wire(sqlite3_value *v, int *n) {
+  int t = sqlite3_value_type(v);
+  if (t != SQLITE_BLOB && t != SQLITE_TEXT) return NULL;
+  const unsigned char *p = t == SQLITE_BLOB ? sqlite3_value_blob(v) : sqlite3_value_text(v);
+  *n = sqlite3_value_bytes(v);
+  return p && *n >= 5 && p[0] == 0 ? p : NULL;
+}
+
+static void fn_schema_id(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  int n;
+  const unsigned char *p = wire(argv[0], &n);
+  if (!p) return;
+  sqlite3_result_int(ctx, (int32_t)((uint32_t)p[1] << 24 | (uint32_t)p[2] << 16 |
+                                    (uint32_t)p[3] << 8 | (uint32_t)p[4]));
+}
+
+static void fn_payload(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  int n;
+  const unsigned char *p = wire(argv[0], &n);
+  if (p) sqlite3_result_blob(ctx, n > 5 ? p + 5 : (const void *)"", n - 5, SQLITE_TRANSIENT);
+}
+
 #ifdef _WIN32
 __declspec(dllexport)
 #else
@@ -74,6 +103,14 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "kafka_log_stats", 0, flags, conn, fn_stats, NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "kafka_schema_id", 1, flags | SQLITE_DETERMINISTIC, NULL,
+                                 fn_schema_id, NULL, NULL);
+  }
+  if (rc == SQLITE_OK) {
+    rc = sqlite3_create_function(db, "kafka_payload", 1, flags | SQLITE_DETERMINISTIC, NULL,
+                                 fn_payload, NULL, NULL);
   }
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,

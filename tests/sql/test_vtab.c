@@ -501,6 +501,31 @@ static void test_max_skew(void **state) {
   st_close(db);
 }
 
+/* Confluent's wire format: a zero byte, a 4-byte big-endian schema id,
+** the payload.  Anything else is NULL, never a guess. */
+static void test_confluent_wire(void **state) {
+  sqlite3 *db = st_open();
+  char *r = st_text(db, "SELECT kafka_schema_id(x'000000002a7b7d') || '|' ||"
+                        " hex(kafka_payload(x'000000002a7b7d')) || '|' ||"
+                        " kafka_schema_id(x'00ffffffff') || '|' ||"
+                        " quote(kafka_payload(x'0000000001')) || '|' ||"
+                        " kafka_schema_id(x'0080000000')", NULL);
+  assert_string_equal(r, "42|7B7D|-1|X''|-2147483648");
+  free(r);
+  static const char *const none[] = {"x'01000000002a'", "x'00000000'", "x''", "NULL", "42",
+                                     "'abc'", "1.5"};
+  for (size_t i = 0; i < sizeof none / sizeof none[0]; i++) {
+    char *q = sqlite3_mprintf("SELECT kafka_schema_id(%s) IS NULL AND kafka_payload(%s) IS NULL",
+                              none[i], none[i]);
+    if (st_int(db, q, NULL) != 1) fail_msg("%s is not in Confluent's wire format", none[i]);
+    sqlite3_free(q);
+  }
+  /* On rows: the fixtures' values are plain text, so no schema id. */
+  assert_int_equal(st_int(db, "SELECT count(kafka_schema_id(value)) FROM kafka_log(?1)", "t",
+                          t_fixture("b-multi-segment")), 0);
+  st_close(db);
+}
+
 /* A private copy of a-tiny whose .log is then damaged; returns the dir. */
 static char *damaged_copy(const char *tag, char **log_path) {
   char *dir = t_mkdtemp(tag);
@@ -593,6 +618,7 @@ int main(void) {
       cmocka_unit_test(test_version),
       cmocka_unit_test(test_query_plan),
       cmocka_unit_test(test_max_skew),
+      cmocka_unit_test(test_confluent_wire),
       cmocka_unit_test(test_truncated_log),
       cmocka_unit_test(test_corrupt_log),
   };
