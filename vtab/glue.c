@@ -1,7 +1,9 @@
 /*
-** glue.c - result codes and counters shared by the modules of vtab/.
+** glue.c - result codes, counters and bounds shared by the modules of vtab/.
 */
 #include "glue.h"
+
+#include <math.h>
 
 SQLITE_EXTENSION_INIT3
 
@@ -32,4 +34,62 @@ char *kl_stats_json(const kl_stats *s) {
       (unsigned long long)s->records_decoded, (unsigned long long)s->bytes_decompressed,
       (unsigned long long)s->crc_checks, (unsigned long long)s->bytes_read,
       (unsigned long long)s->reads);
+}
+
+/*
+** Fold a comparison "column op v" into inclusive integer bounds [*lo, *hi],
+** with SQLite's semantics: numeric text compares as a number, NULL matches
+** nothing, any other text or blob sorts after every number.
+*/
+void kl_fold_bound(enum kl_cmp_op op, sqlite3_value *v, int64_t *lo, int64_t *hi) {
+  int t = sqlite3_value_numeric_type(v);
+  if (t == SQLITE_NULL) {
+    *lo = 1, *hi = 0; /* empty */
+    return;
+  }
+  if (t == SQLITE_TEXT || t == SQLITE_BLOB) {
+    if (op == KL_CMP_EQ || op == KL_CMP_GT || op == KL_CMP_GE) *lo = 1, *hi = 0;
+    return; /* "< text" holds for every number */
+  }
+  double r = sqlite3_value_double(v);
+  sqlite3_int64 i = sqlite3_value_int64(v);
+  int exact = t == SQLITE_INTEGER;
+  int64_t nlo = INT64_MIN, nhi = INT64_MAX;
+  if (!exact) {
+    if (isnan(r)) { *lo = 1, *hi = 0; return; }
+    if (r >= 9.2233720368547758e18) {
+      if (op == KL_CMP_EQ || op == KL_CMP_GT || op == KL_CMP_GE) { *lo = 1, *hi = 0; }
+      return;
+    }
+    if (r < -9.2233720368547758e18) {
+      if (op == KL_CMP_EQ || op == KL_CMP_LT || op == KL_CMP_LE) { *lo = 1, *hi = 0; }
+      return;
+    }
+  }
+  switch (op) {
+    case KL_CMP_EQ:
+      if (!exact && floor(r) != r) { *lo = 1, *hi = 0; return; }
+      nlo = nhi = exact ? i : (sqlite3_int64)r;
+      break;
+    case KL_CMP_GT:
+      if (exact) {
+        if (i == INT64_MAX) { *lo = 1, *hi = 0; return; }
+        nlo = i + 1;
+      } else {
+        nlo = (sqlite3_int64)floor(r) + 1;
+      }
+      break;
+    case KL_CMP_GE: nlo = exact ? i : (sqlite3_int64)ceil(r); break;
+    case KL_CMP_LT:
+      if (exact) {
+        if (i == INT64_MIN) { *lo = 1, *hi = 0; return; }
+        nhi = i - 1;
+      } else {
+        nhi = (sqlite3_int64)ceil(r) - 1;
+      }
+      break;
+    case KL_CMP_LE: nhi = exact ? i : (sqlite3_int64)floor(r); break;
+  }
+  if (nlo > *lo) *lo = nlo;
+  if (nhi < *hi) *hi = nhi;
 }

@@ -31,4 +31,17 @@ int kl_log_vtab_register(sqlite3 *db, kl_conn *conn);
 /* Register the kafka_log_check table-valued function.  check_vtab.c */
 int kl_check_vtab_register(sqlite3 *db);
 
+/* Register the kafka_batches table-valued function, counting its work into
+** conn (owned by the kafka_log module).  batches_vtab.c */
+int kl_batches_vtab_register(sqlite3 *db, kl_conn *conn);
+
+/* Comparison operators, in the order of the plan bits of plan.h. */
+enum kl_cmp_op { KL_CMP_EQ, KL_CMP_GT, KL_CMP_GE, KL_CMP_LT, KL_CMP_LE };
+
+/* Narrow the inclusive integer bounds [*lo, *hi] by "column op v", with
+** SQLite's semantics: numeric text compares as a number, NULL matches
+** nothing (the bounds become empty: *lo > *hi), any other text or blob
+** sorts after every number; fractions round to the integers they admit. */
+void kl_fold_bound(enum kl_cmp_op op, sqlite3_value *v, int64_t *lo, int64_t *hi);
+
 #endif

@@ -499,65 +499,6 @@ static int kl_close(sqlite3_vtab_cursor *cur) {
   return SQLITE_OK;
 }
 
-/*
-** Fold a comparison "column op v" into inclusive integer bounds [*lo, *hi],
-** with SQLite's semantics: numeric text compares as a number, NULL matches
-** nothing, any other text or blob sorts after every number.
-*/
-enum cmp_op { EQ, GT, GE, LT, LE }; /* the order of the plan bits */
-
-static void fold_bound(enum cmp_op op, sqlite3_value *v, int64_t *lo, int64_t *hi) {
-  int t = sqlite3_value_numeric_type(v);
-  if (t == SQLITE_NULL) {
-    *lo = 1, *hi = 0; /* empty */
-    return;
-  }
-  if (t == SQLITE_TEXT || t == SQLITE_BLOB) {
-    if (op == EQ || op == GT || op == GE) *lo = 1, *hi = 0;
-    return; /* "< text" holds for every number */
-  }
-  double r = sqlite3_value_double(v);
-  sqlite3_int64 i = sqlite3_value_int64(v);
-  int exact = t == SQLITE_INTEGER;
-  int64_t nlo = INT64_MIN, nhi = INT64_MAX;
-  if (!exact) {
-    if (isnan(r)) { *lo = 1, *hi = 0; return; }
-    if (r >= 9.2233720368547758e18) {
-      if (op == EQ || op == GT || op == GE) { *lo = 1, *hi = 0; }
-      return;
-    }
-    if (r < -9.2233720368547758e18) {
-      if (op == EQ || op == LT || op == LE) { *lo = 1, *hi = 0; }
-      return;
-    }
-  }
-  switch (op) {
-    case EQ:
-      if (!exact && floor(r) != r) { *lo = 1, *hi = 0; return; }
-      nlo = nhi = exact ? i : (sqlite3_int64)r;
-      break;
-    case GT:
-      if (exact) {
-        if (i == INT64_MAX) { *lo = 1, *hi = 0; return; }
-        nlo = i + 1;
-      } else {
-        nlo = (sqlite3_int64)floor(r) + 1;
-      }
-      break;
-    case GE: nlo = exact ? i : (sqlite3_int64)ceil(r); break;
-    case LT:
-      if (exact) {
-        if (i == INT64_MIN) { *lo = 1, *hi = 0; return; }
-        nhi = i - 1;
-      } else {
-        nhi = (sqlite3_int64)ceil(r) - 1;
-      }
-      break;
-    case LE: nhi = exact ? i : (sqlite3_int64)floor(r); break;
-  }
-  if (nlo > *lo) *lo = nlo;
-  if (nhi < *hi) *hi = nhi;
-}
 
 static int cmp_i64(const void *a, const void *b) {
   sqlite3_int64 x = *(const sqlite3_int64 *)a, y = *(const sqlite3_int64 *)b;
@@ -770,9 +711,9 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     } else if (bit == KL_P_OFF_EQ && (idx & KL_P_IN)) {
       in_list = v;
     } else if (bit >= KL_P_OFF_EQ && bit <= KL_P_OFF_LE) {
-      fold_bound((enum cmp_op)(b - 1), v, &c->bnd.off_lo, &c->bnd.off_hi);
+      kl_fold_bound((enum kl_cmp_op)(b - 1), v, &c->bnd.off_lo, &c->bnd.off_hi);
     } else if (bit >= KL_P_TS_EQ && bit <= KL_P_TS_LE) {
-      fold_bound((enum cmp_op)(b - 6), v, &c->bnd.ts_lo, &c->bnd.ts_hi);
+      kl_fold_bound((enum kl_cmp_op)(b - 6), v, &c->bnd.ts_lo, &c->bnd.ts_hi);
     } else if (bit == KL_P_LIMIT) {
       c->limit = sqlite3_value_int64(v);
       if (c->limit < 0) c->limit = -1;
@@ -823,7 +764,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     for (rc = sqlite3_vtab_in_first(in_list, &v); rc == SQLITE_OK && v;
          rc = sqlite3_vtab_in_next(in_list, &v)) {
       int64_t lo = INT64_MIN, hi = INT64_MAX;
-      fold_bound(EQ, v, &lo, &hi);
+      kl_fold_bound(KL_CMP_EQ, v, &lo, &hi);
       if (lo != hi) continue; /* NULL, text, or a fraction: matches nothing */
       if (n == cap) {
         cap = cap ? cap * 2 : 16;

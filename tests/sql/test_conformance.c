@@ -271,6 +271,56 @@ static void check_time_lookups(sqlite3 *db, ctx *c, const char *json, kl_log *lo
   assert_true(n > 0);
 }
 
+/* kafka_batches lists exactly the batches Kafka's reader listed, control
+** batches included, with every header field: both differences are empty
+** (legacy entries have no record count or base timestamp: NULL, as in
+** expected.json). */
+static void check_batches(sqlite3 *db, ctx *c, const char *json, const char *dir) {
+  static const char cols[] =
+      "segment, base_offset, last_offset, position, size, magic, crc, crc_valid, attributes,"
+      " record_count, last_offset_delta, base_timestamp, compression, timestamp_type,"
+      " max_timestamp, producer_id, producer_epoch, base_sequence, partition_leader_epoch,"
+      " is_transactional, is_control";
+  char *sql = sqlite3_mprintf(
+      "WITH e AS (SELECT json_extract(s.value, '$.base_offset') AS segment,"
+      "  json_extract(b.value, '$.base_offset') AS base_offset,"
+      "  json_extract(b.value, '$.last_offset') AS last_offset,"
+      "  json_extract(b.value, '$.position') AS position, json_extract(b.value, '$.size') AS size,"
+      "  json_extract(b.value, '$.magic') AS magic, json_extract(b.value, '$.crc') AS crc,"
+      "  json_extract(b.value, '$.crc_valid') AS crc_valid,"
+      "  json_extract(b.value, '$.attributes') AS attributes,"
+      "  json_extract(b.value, '$.record_count') AS record_count,"
+      "  json_extract(b.value, '$.last_offset_delta') AS last_offset_delta,"
+      "  json_extract(b.value, '$.base_timestamp') AS base_timestamp,"
+      "  json_extract(b.value, '$.compression') AS compression,"
+      "  json_extract(b.value, '$.timestamp_type') AS timestamp_type,"
+      "  json_extract(b.value, '$.max_timestamp') AS max_timestamp,"
+      "  json_extract(b.value, '$.producer_id') AS producer_id,"
+      "  json_extract(b.value, '$.producer_epoch') AS producer_epoch,"
+      "  json_extract(b.value, '$.base_sequence') AS base_sequence,"
+      "  json_extract(b.value, '$.partition_leader_epoch') AS partition_leader_epoch,"
+      "  json_extract(b.value, '$.is_transactional') AS is_transactional,"
+      "  json_extract(b.value, '$.is_control') AS is_control"
+      "  FROM json_each(?2, '$.segments') s, json_each(s.value, '$.batches') b),"
+      " k AS (SELECT %s FROM kafka_batches(?1))"
+      " SELECT (SELECT count(*) FROM e), (SELECT count(*) FROM k),"
+      "  (SELECT count(*) FROM (SELECT * FROM e EXCEPT SELECT * FROM k)),"
+      "  (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM e))", cols);
+  sqlite3_stmt *st = st_prep(db, sql, "tt", dir, json);
+  sqlite3_free(sql);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t ne = sqlite3_column_int64(st, 0), nk = sqlite3_column_int64(st, 1);
+  int64_t only_e = sqlite3_column_int64(st, 2), only_k = sqlite3_column_int64(st, 3);
+  sqlite3_finalize(st);
+  assert_true(ne > 0);
+  if (ne != nk || only_e || only_k) {
+    print_error("%s: kafka_batches: %lld batches in expected.json, %lld listed; %lld only in "
+                "expected.json, %lld only listed\n", c->set, (long long)ne, (long long)nk,
+                (long long)only_e, (long long)only_k);
+    c->failures++;
+  }
+}
+
 static void run_set(const char *set) {
   ctx c = {set, 0};
   char dir[4096];
@@ -287,6 +337,7 @@ static void run_set(const char *set) {
   assert_true(recovered || clean);
 
   check_rows(db, &c, json, dir);
+  check_batches(db, &c, json, dir);
 
   kl_log *log = NULL;
   kl_err err = {0};

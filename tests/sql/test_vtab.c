@@ -535,6 +535,85 @@ static char *damaged_copy(const char *tag, char **log_path) {
   return dir;
 }
 
+/*
+** kafka_batches: every entry, control batches with their marker; a batch
+** whose CRC does not hold is listed with crc_valid = 0 and the walk goes on
+** (as kafka-dump-log goes on), any other damage is SQLITE_CORRUPT naming
+** the file and position; offset bounds are exact under every plan and read
+** one segment.
+*/
+static void test_batches(void **state) {
+  char b[4096];
+  snprintf(b, sizeof b, "%s", t_fixture("b-multi-segment"));
+  sqlite3 *db = st_open();
+  static const char *const bounds[][2] = {
+      {"last_offset >= 12345", "last_offset + 0 >= 12345"},
+      {"last_offset > 12360 AND base_offset < 12500", "last_offset + 0 > 12360 AND base_offset + 0 < 12500"},
+      {"base_offset <= 30", "base_offset + 0 <= 30"},
+      {"last_offset >= 2500.5 AND base_offset <= 2600", "last_offset + 0 >= 2500.5 AND base_offset + 0 <= 2600"},
+      {"last_offset >= NULL", "last_offset + 0 >= NULL"},
+      {"base_offset < 'x'", "base_offset + 0 < 'x'"},
+  };
+  for (size_t i = 0; i < sizeof bounds / sizeof bounds[0]; i++) {
+    char *q1 = sqlite3_mprintf("SELECT count(*) || ',' || coalesce(sum(position), 0) FROM"
+                               " kafka_batches(?1) WHERE %s", bounds[i][0]);
+    char *q2 = sqlite3_mprintf("SELECT count(*) || ',' || coalesce(sum(position), 0) FROM"
+                               " kafka_batches(?1) WHERE %s", bounds[i][1]);
+    char *x = st_text(db, q1, "t", b), *y = st_text(db, q2, "t", b);
+    if (strcmp(x, y)) fail_msg("%s: %s, but %s", bounds[i][0], x, y);
+    free(x);
+    free(y);
+    sqlite3_free(q1);
+    sqlite3_free(q2);
+  }
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  assert_int_equal(st_int(db, "SELECT base_offset FROM kafka_batches(?1) WHERE last_offset >= 12345"
+                              " LIMIT 1", "t", b), 12332);
+  st_stats k = st_get_stats(db);
+  assert_true(k.segments_opened <= 1);
+  assert_true(k.batch_headers <= 64);
+  /* Transaction markers: the control batches of g-transactions. */
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_batches(?1) WHERE is_control AND"
+                              " (control_type NOT IN ('COMMIT', 'ABORT') OR coordinator_epoch IS NULL)",
+                          "t", t_fixture("g-transactions")), 0);
+  assert_true(st_int(db, "SELECT count(*) FROM kafka_batches(?1) WHERE control_type = 'ABORT'", "t",
+                     t_fixture("g-transactions")) > 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_batches(?1) WHERE NOT is_control AND"
+                              " control_type IS NOT NULL", "t", t_fixture("g-transactions")), 0);
+
+  /* A CRC mismatch is a row; the batches after it are listed too. */
+  char *logp;
+  char *dir = damaged_copy("batches-crc", &logp);
+  size_t n;
+  uint8_t *bytes = t_read_file(logp, &n);
+  assert_non_null(bytes);
+  bytes[202 + 150] ^= 0x01; /* inside a record of the 2nd batch */
+  assert_int_equal(t_write_file(logp, bytes, n), 0);
+  char *r = st_text(db, "SELECT group_concat(position || ':' || crc_valid, ' ') FROM"
+                        " kafka_batches(?1)", "t", dir);
+  assert_string_equal(r, "0:1 202:0 404:1 606:1");
+  free(r);
+  /* Bytes that are not an entry at all fail, naming file and position. */
+  bytes[202 + 150] ^= 0x01;
+  bytes[404 + 16] = 7; /* magic 7 */
+  assert_int_equal(t_write_file(logp, bytes, n), 0);
+  free(bytes);
+  sqlite3_stmt *st = st_prep(db, "SELECT position FROM kafka_batches(?1)", "t", dir);
+  int rc, rows = 0;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) rows++;
+  assert_int_equal(rc & 0xff, SQLITE_CORRUPT);
+  assert_int_equal(rows, 2);
+  assert_non_null(strstr(sqlite3_errmsg(db), "00000000000000000000.log"));
+  assert_non_null(strstr(sqlite3_errmsg(db), "404"));
+  sqlite3_finalize(st);
+  int erc;
+  free(expect_error(db, "SELECT * FROM kafka_batches('/nonexistent-dir')", &erc));
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+  sqlite3_free(logp);
+}
+
 /* a-tiny's batches: [0..2] at 0, [3..5] at 202, [6..8] at 404, [9] at 606;
 ** each 202 bytes but the last (108), 714 bytes in all. */
 static void test_truncated_log(void **state) {
@@ -619,6 +698,7 @@ int main(void) {
       cmocka_unit_test(test_query_plan),
       cmocka_unit_test(test_max_skew),
       cmocka_unit_test(test_confluent_wire),
+      cmocka_unit_test(test_batches),
       cmocka_unit_test(test_truncated_log),
       cmocka_unit_test(test_corrupt_log),
   };

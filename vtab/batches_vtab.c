@@ -1,0 +1,374 @@
+/*
+** batches_vtab.c - the kafka_batches table-valued function: one row per
+** entry of a partition's .log files, control batches included, what
+** kafka-dump-log.sh prints for each batch, as a table:
+**
+**   SELECT * FROM kafka_batches('<partition dir>') WHERE last_offset >= 5000 LIMIT 20;
+**
+** Entries are walked by the readers' own walker (core/scan.h): a batch whose
+** CRC does not hold is a row with crc_valid = 0 (its header still parsed, so
+** the walk goes on after it, as kafka-dump-log goes on), any other damage
+** fails the query with SQLITE_CORRUPT naming the file and position.
+** `last_offset >= x` (or >) seeks as kafka_log's offset bounds do, and
+** `base_offset <= y` (or <) ends the walk; both are exact.  A legacy
+** compressed wrapper is opened to learn its first offset; a control batch
+** to read its marker.  Eponymous only, DIRECTONLY like kafka_log.
+*/
+#include <string.h>
+
+#include "codec.h"
+#include "glue.h"
+#include "log.h"
+#include "scan.h"
+
+SQLITE_EXTENSION_INIT3
+
+enum {
+  KB_SEGMENT, KB_POSITION, KB_BASE_OFFSET, KB_LAST_OFFSET, KB_RECORD_COUNT, KB_SIZE, KB_MAGIC,
+  KB_CRC, KB_CRC_VALID, KB_ATTRIBUTES, KB_LAST_OFFSET_DELTA, KB_BASE_TIMESTAMP, KB_MAX_TIMESTAMP,
+  KB_COMPRESSION, KB_TIMESTAMP_TYPE, KB_PRODUCER_ID, KB_PRODUCER_EPOCH, KB_BASE_SEQUENCE,
+  KB_LEADER_EPOCH, KB_IS_TRANSACTIONAL, KB_IS_CONTROL, KB_CONTROL_TYPE, KB_COORDINATOR_EPOCH,
+  KB_DIR
+};
+
+/* Plan bits: the first three carry one argv value each, in this order;
+** the other two say the bound is strict (> rather than >=, < rather
+** than <=). */
+enum { KB_P_DIR = 1, KB_P_LO = 2, KB_P_HI = 4, KB_P_LO_GT = 8, KB_P_HI_LT = 16 };
+
+typedef struct kb_vtab {
+  sqlite3_vtab base;
+  kl_conn *conn;
+} kb_vtab;
+
+typedef struct kb_cursor {
+  sqlite3_vtab_cursor base;
+  kl_log *log;
+  kl_reader rd;
+  int have_rd;
+  kl_scan sc;
+  int scanning;
+  kl_segment *seg;
+  int64_t lo, hi;           /* last_offset >= lo, base_offset <= hi */
+  kl_batch b;               /* the current row */
+  int64_t first;            /* its first offset (a wrapper's, learnt) */
+  int crc_valid;
+  int control_type;         /* -1: not a control batch */
+  sqlite3_int64 rowno;      /* rows produced: the rowid */
+  int32_t coordinator_epoch;
+  int eof;
+} kb_cursor;
+
+static int kb_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                      sqlite3_vtab **out, char **errmsg) {
+  int rc = sqlite3_declare_vtab(db,
+      "CREATE TABLE x(segment INTEGER, position INTEGER, base_offset INTEGER, last_offset INTEGER,"
+      " record_count INTEGER, size INTEGER, magic INTEGER, crc INTEGER, crc_valid INTEGER,"
+      " attributes INTEGER, last_offset_delta INTEGER, base_timestamp INTEGER,"
+      " max_timestamp INTEGER, compression TEXT, timestamp_type TEXT, producer_id INTEGER,"
+      " producer_epoch INTEGER, base_sequence INTEGER, partition_leader_epoch INTEGER,"
+      " is_transactional INTEGER, is_control INTEGER, control_type TEXT,"
+      " coordinator_epoch INTEGER, dir HIDDEN)");
+  if (rc) return rc;
+  kb_vtab *vt = sqlite3_malloc(sizeof *vt);
+  if (!vt) return SQLITE_NOMEM;
+  memset(vt, 0, sizeof *vt);
+  vt->conn = aux;
+  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  *out = &vt->base;
+  return SQLITE_OK;
+}
+
+static int kb_disconnect(sqlite3_vtab *vt) {
+  sqlite3_free(vt);
+  return SQLITE_OK;
+}
+
+/* dir = ? is required; last_offset >= / > and base_offset <= / < are
+** handled exactly (one of each kind; SQLite checks any other). */
+static int kb_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
+  int use[3] = {-1, -1, -1};
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+    if (c->iColumn == KB_DIR && !c->usable) return SQLITE_CONSTRAINT;
+    if (!c->usable) continue;
+    if (c->iColumn == KB_DIR && c->op == SQLITE_INDEX_CONSTRAINT_EQ && use[0] < 0) use[0] = i;
+    if (c->iColumn == KB_LAST_OFFSET && use[1] < 0 &&
+        (c->op == SQLITE_INDEX_CONSTRAINT_GE || c->op == SQLITE_INDEX_CONSTRAINT_GT)) {
+      use[1] = i;
+    }
+    if (c->iColumn == KB_BASE_OFFSET && use[2] < 0 &&
+        (c->op == SQLITE_INDEX_CONSTRAINT_LE || c->op == SQLITE_INDEX_CONSTRAINT_LT)) {
+      use[2] = i;
+    }
+  }
+  if (use[0] < 0) {
+    info->estimatedCost = 1e12;
+    return SQLITE_CONSTRAINT;
+  }
+  int argv = 0;
+  for (int k = 0; k < 3; k++) {
+    if (use[k] < 0) continue;
+    info->idxNum |= 1 << k;
+    info->aConstraintUsage[use[k]].argvIndex = ++argv;
+    info->aConstraintUsage[use[k]].omit = 1;
+  }
+  if (use[1] >= 0 && info->aConstraint[use[1]].op == SQLITE_INDEX_CONSTRAINT_GT) {
+    info->idxNum |= KB_P_LO_GT;
+  }
+  if (use[2] >= 0 && info->aConstraint[use[2]].op == SQLITE_INDEX_CONSTRAINT_LT) {
+    info->idxNum |= KB_P_HI_LT;
+  }
+  info->estimatedCost = (info->idxNum & (KB_P_LO | KB_P_HI)) ? 1000 : 100000;
+  return SQLITE_OK;
+}
+
+static int kb_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
+  kb_cursor *c = sqlite3_malloc(sizeof *c);
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof *c);
+  c->eof = 1;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+static void kb_end(kb_cursor *c) {
+  if (c->scanning) kl_scan_end(&c->sc);
+  c->scanning = 0;
+  if (c->have_rd) kl_reader_free(&c->rd);
+  c->have_rd = 0;
+  kl_log_close(c->log);
+  c->log = NULL;
+  c->seg = NULL;
+}
+
+static int kb_close(sqlite3_vtab_cursor *cur) {
+  kb_end((kb_cursor *)cur);
+  sqlite3_free(cur);
+  return SQLITE_OK;
+}
+
+static int kb_error(kb_cursor *c, kl_rc rc, const kl_err *err) {
+  sqlite3_vtab *vt = c->base.pVtab;
+  sqlite3_free(vt->zErrMsg);
+  vt->zErrMsg = sqlite3_mprintf("kafka_batches: %s", err->msg[0] ? err->msg : kl_rc_name(rc));
+  c->eof = 1;
+  return kl_sqlite_rc(rc);
+}
+
+/* Start walking segment s: from the offset seek of lo, or its start. */
+static kl_rc walk_segment(kb_cursor *c, kl_segment *s, kl_err *err) {
+  kl_seek sk;
+  kl_rc rc = kl_scan_seek_offset(&c->rd, s, c->lo, &sk, err);
+  if (rc == KL_OK) rc = kl_scan_start(&c->sc, &c->rd, s, sk.start, INT64_MAX, sk.verify_from, err);
+  if (rc) return rc;
+  c->sc.stop_offset = c->hi;
+  c->scanning = 1;
+  c->seg = s;
+  return KL_OK;
+}
+
+/* What a row needs beyond the header: a wrapper's first offset, a control
+** batch's marker.  The batch's bytes are those kl_scan_next returned. */
+static kl_rc inspect(kb_cursor *c, kl_err *err) {
+  c->first = c->b.base_offset;
+  c->control_type = -1;
+  c->coordinator_epoch = -1;
+  if (!c->crc_valid || (c->b.first_known && !c->b.is_control)) return KL_OK;
+  kl_records it;
+  kl_rc rc = kl_scan_records(&c->sc, &c->b, &it, err);
+  if (rc) return rc;
+  c->first = it.b.base_offset;
+  if (!c->b.is_control) return KL_OK;
+  kl_record r;
+  rc = kl_records_next(&it, &r, err);
+  if (rc == KL_OK && kl_control_parse(&r, &c->control_type, &c->coordinator_epoch) != KL_OK) {
+    rc = kl_err_set(err, KL_CORRUPT, "not a control record Kafka accepts");
+  }
+  if (rc == KL_DONE) rc = kl_err_set(err, KL_CORRUPT, "a control batch without records");
+  return rc ? kl_scan_batch_error(c->seg, c->b.position, rc == KL_DONE ? KL_CORRUPT : rc, err)
+            : KL_OK;
+}
+
+/* The next row, or eof. */
+static int kb_step(kb_cursor *c) {
+  kl_err err;
+  kl_err_clear(&err);
+  for (;;) {
+    if (!c->scanning) {
+      c->eof = 1;
+      return SQLITE_OK;
+    }
+    kl_rc rc = kl_scan_next(&c->sc, &c->b, &err);
+    c->crc_valid = 1;
+    if (rc == KL_CORRUPT && c->sc.dmg.kind == KL_DMG_CRC && c->sc.dmg.b.size > 0) {
+      /* Listed, as kafka-dump-log lists it (isValid: false). */
+      c->b = c->sc.dmg.b;
+      c->crc_valid = 0;
+      kl_err_clear(&err);
+      rc = KL_OK;
+    }
+    if (rc == KL_DONE) {
+      int stopped = c->sc.end == KL_END_STOP;
+      kl_scan_end(&c->sc);
+      c->scanning = 0;
+      kl_segment *next = stopped ? NULL : kl_log_next(c->log, c->seg);
+      if (next && next->base <= c->hi && (rc = walk_segment(c, next, &err)) != KL_OK) {
+        return kb_error(c, rc, &err);
+      }
+      continue;
+    }
+    if (rc) return kb_error(c, rc, &err);
+    if (c->b.last_offset < c->lo) continue; /* before the seek's target */
+    if ((rc = inspect(c, &err)) != KL_OK) return kb_error(c, rc, &err);
+    if (c->first > c->hi) {
+      kl_scan_end(&c->sc);
+      c->scanning = 0;
+      continue;
+    }
+    c->rowno++;
+    return SQLITE_OK;
+  }
+}
+
+static int kb_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
+                     sqlite3_value **argv) {
+  kb_cursor *c = (kb_cursor *)cur;
+  kb_vtab *vt = (kb_vtab *)cur->pVtab;
+  kb_end(c);
+  c->eof = 1;
+  c->rowno = 0;
+  c->lo = INT64_MIN;
+  c->hi = INT64_MAX;
+  int a = 0;
+  const char *dir = NULL;
+  if (idx & KB_P_DIR) dir = (const char *)sqlite3_value_text(argv[a++]);
+  /* last_offset >= x and base_offset <= y, as kafka_log folds its bounds. */
+  int64_t ignore_lo = INT64_MIN, ignore_hi = INT64_MAX;
+  if (idx & KB_P_LO) {
+    kl_fold_bound((idx & KB_P_LO_GT) ? KL_CMP_GT : KL_CMP_GE, argv[a++], &c->lo, &ignore_hi);
+    if (ignore_hi < c->lo) return SQLITE_OK; /* NULL: no rows */
+  }
+  if (idx & KB_P_HI) {
+    kl_fold_bound((idx & KB_P_HI_LT) ? KL_CMP_LT : KL_CMP_LE, argv[a++], &ignore_lo, &c->hi);
+    if (c->hi < ignore_lo) return SQLITE_OK;
+  }
+  (void)idx_str;
+  (void)argc;
+  if (!dir) {
+    sqlite3_free(cur->pVtab->zErrMsg);
+    cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_batches: a partition directory is required");
+    return SQLITE_ERROR;
+  }
+  kl_err err;
+  kl_err_clear(&err);
+  kl_rc rc = kl_log_open(NULL, dir, &c->log, &err);
+  if (rc) return kb_error(c, rc, &err);
+  if (!kl_log_first(c->log)) {
+    kl_err_set(&err, KL_IO, "%s is not a Kafka partition directory: it has no <20-digit "
+               "offset>.log file", dir);
+    return kb_error(c, KL_IO, &err);
+  }
+  kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+  c->have_rd = 1;
+  c->eof = 0;
+  if (c->lo > c->hi) {
+    c->eof = 1;
+    return SQLITE_OK;
+  }
+  kl_segment *s = c->lo == INT64_MIN ? kl_log_first(c->log) : kl_log_floor(c->log, c->lo);
+  if (!s) s = kl_log_first(c->log);
+  if ((rc = walk_segment(c, s, &err)) != KL_OK) return kb_error(c, rc, &err);
+  return kb_step(c);
+}
+
+static int kb_next(sqlite3_vtab_cursor *cur) { return kb_step((kb_cursor *)cur); }
+static int kb_eof(sqlite3_vtab_cursor *cur) { return ((kb_cursor *)cur)->eof; }
+
+static const char *control_name(int type) {
+  switch (type) {
+    case 0: return "ABORT";
+    case 1: return "COMMIT";
+    case 2: return "LEADER_CHANGE";
+    case 3: return "SNAPSHOT_HEADER";
+    case 4: return "SNAPSHOT_FOOTER";
+    case 5: return "KRAFT_VERSION";
+    case 6: return "KRAFT_VOTERS";
+  }
+  return "UNKNOWN";
+}
+
+static int kb_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  kb_cursor *c = (kb_cursor *)cur;
+  const kl_batch *b = &c->b;
+  int v2 = b->magic == 2;
+  switch (col) {
+    case KB_SEGMENT: sqlite3_result_int64(ctx, c->seg->base); break;
+    case KB_POSITION: sqlite3_result_int64(ctx, b->position); break;
+    case KB_BASE_OFFSET: sqlite3_result_int64(ctx, c->first); break;
+    case KB_LAST_OFFSET: sqlite3_result_int64(ctx, b->last_offset); break;
+    case KB_RECORD_COUNT: /* legacy entries have no count field: NULL, as Kafka's countOrNull */
+      if (v2) sqlite3_result_int(ctx, b->record_count);
+      else sqlite3_result_null(ctx);
+      break;
+    case KB_SIZE: sqlite3_result_int(ctx, b->size); break;
+    case KB_MAGIC: sqlite3_result_int(ctx, b->magic); break;
+    case KB_CRC: sqlite3_result_int64(ctx, b->crc); break;
+    case KB_CRC_VALID: sqlite3_result_int(ctx, c->crc_valid); break;
+    case KB_ATTRIBUTES: sqlite3_result_int(ctx, b->attributes); break;
+    case KB_LAST_OFFSET_DELTA:
+      if (v2) sqlite3_result_int(ctx, b->last_offset_delta);
+      else sqlite3_result_null(ctx);
+      break;
+    case KB_BASE_TIMESTAMP:
+      if (v2) sqlite3_result_int64(ctx, b->base_timestamp);
+      else sqlite3_result_null(ctx);
+      break;
+    case KB_MAX_TIMESTAMP: sqlite3_result_int64(ctx, b->max_timestamp); break;
+    case KB_COMPRESSION: sqlite3_result_text(ctx, kl_codec_name(b->codec), -1, SQLITE_STATIC); break;
+    case KB_TIMESTAMP_TYPE:
+      sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
+      break;
+    case KB_PRODUCER_ID: sqlite3_result_int64(ctx, b->producer_id); break;
+    case KB_PRODUCER_EPOCH: sqlite3_result_int(ctx, b->producer_epoch); break;
+    case KB_BASE_SEQUENCE: sqlite3_result_int(ctx, b->base_sequence); break;
+    case KB_LEADER_EPOCH: sqlite3_result_int(ctx, b->leader_epoch); break;
+    case KB_IS_TRANSACTIONAL: sqlite3_result_int(ctx, b->is_transactional); break;
+    case KB_IS_CONTROL: sqlite3_result_int(ctx, b->is_control); break;
+    case KB_CONTROL_TYPE:
+      if (c->control_type >= 0) sqlite3_result_text(ctx, control_name(c->control_type), -1, SQLITE_STATIC);
+      else sqlite3_result_null(ctx);
+      break;
+    case KB_COORDINATOR_EPOCH:
+      if (c->control_type == 0 || c->control_type == 1) sqlite3_result_int(ctx, c->coordinator_epoch);
+      else sqlite3_result_null(ctx);
+      break;
+    case KB_DIR: sqlite3_result_text(ctx, kl_log_dir(c->log), -1, SQLITE_TRANSIENT); break;
+  }
+  return SQLITE_OK;
+}
+
+static int kb_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+  *rowid = ((kb_cursor *)cur)->rowno;
+  return SQLITE_OK;
+}
+
+static const sqlite3_module kb_module = {
+    .iVersion = 1,
+    .xCreate = NULL, /* eponymous only */
+    .xConnect = kb_connect,
+    .xBestIndex = kb_best_index,
+    .xDisconnect = kb_disconnect,
+    .xDestroy = kb_disconnect,
+    .xOpen = kb_open,
+    .xClose = kb_close,
+    .xFilter = kb_filter,
+    .xNext = kb_next,
+    .xEof = kb_eof,
+    .xColumn = kb_column,
+    .xRowid = kb_rowid,
+};
+
+int kl_batches_vtab_register(sqlite3 *db, kl_conn *conn) {
+  return sqlite3_create_module(db, "kafka_batches", &kb_module, conn);
+}
