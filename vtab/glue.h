@@ -35,6 +35,10 @@ int kl_check_vtab_register(sqlite3 *db);
 ** conn (owned by the kafka_log module).  batches_vtab.c */
 int kl_batches_vtab_register(sqlite3 *db, kl_conn *conn);
 
+/* Register the kafka_segments table-valued function, counting its work into
+** conn (owned by the kafka_log module).  segments_vtab.c */
+int kl_segments_vtab_register(sqlite3 *db, kl_conn *conn);
+
 /* Comparison operators, in the order of the plan bits of plan.h. */
 enum kl_cmp_op { KL_CMP_EQ, KL_CMP_GT, KL_CMP_GE, KL_CMP_LT, KL_CMP_LE };
 

@@ -2,7 +2,7 @@
 ** fuzz_sql.c - libFuzzer target for whole-directory reads through SQL: the
 ** input becomes a partition directory, then a few queries run over it with
 ** kafka_log (ascending, descending, by offset, by timestamp, with
-** on_corrupt='skip'), kafka_batches and kafka_log_check.  Errors are fine; crashes,
+** on_corrupt='skip'), kafka_batches, kafka_segments and kafka_log_check.  Errors are fine; crashes,
 ** sanitizer reports and leaks are findings.
 **
 ** Input: up to three sections separated by "\n--KLSEP--\n": the .log, the
@@ -23,7 +23,7 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
 
 static const char SEP[] = "\n--KLSEP--\n";
 static sqlite3 *db;         /* table-valued queries, statements kept prepared */
-#define NQ 17
+#define NQ 18
 static sqlite3_stmt *stmts[NQ];
 static const char *const queries[NQ] = {
     "SELECT count(*), sum(offset), sum(length(value)), max(headers) FROM kafka_log(?1)",
@@ -45,7 +45,8 @@ static const char *const queries[NQ] = {
      "1700000000100 AND timestamp < 1700000000400"),
     "SELECT k.value FROM kafka_log(?1) a JOIN kafka_log(?1) k ON k.offset = a.offset + 2 LIMIT 20",
     "SELECT count(*), sum(crc_valid), max(control_type), sum(coordinator_epoch) FROM kafka_batches(?1)",
-    "SELECT base_offset, record_count FROM kafka_batches(?1) WHERE last_offset >= 3 AND base_offset < 60"};
+    "SELECT base_offset, record_count FROM kafka_batches(?1) WHERE last_offset >= 3 AND base_offset < 60",
+    "SELECT * FROM kafka_segments(?1)"};
 static char root[512];
 static unsigned long runs;
 

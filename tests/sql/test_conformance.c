@@ -321,6 +321,45 @@ static void check_batches(sqlite3 *db, ctx *c, const char *json, const char *dir
   }
 }
 
+/* kafka_segments: each segment's next offset, file sizes, index entries and
+** preallocated slots, and largest timestamp are what Kafka's reader found. */
+static void check_segments(sqlite3 *db, ctx *c, const char *json, const char *dir) {
+#define KS_ENTRIES(ix) \
+  "CASE json_type(s.value, '$." ix ".entries') WHEN 'array' THEN" \
+  " json_array_length(s.value, '$." ix ".entries') ELSE json_extract(s.value, '$." ix ".entries') END"
+  static const char sql[] =
+      "WITH e AS (SELECT json_extract(s.value, '$.base_offset'), json_extract(s.value, '$.next_offset'),"
+      "  json_extract(s.value, '$.log_size'),"
+      "  nullif(json_extract(s.value, '$.offset_index.file_size'), -1),"
+      "  nullif(json_extract(s.value, '$.time_index.file_size'), -1),"
+      "  nullif(json_extract(s.value, '$.txn_index.file_size'), -1),"
+      "  " KS_ENTRIES("offset_index") ", " KS_ENTRIES("time_index") ","
+      "  json_extract(s.value, '$.offset_index.trailing_zero_slots'),"
+      "  json_extract(s.value, '$.time_index.trailing_zero_slots'),"
+      "  json_extract(s.value, '$.max_timestamp_from_batches[0]'),"
+      "  json_extract(s.value, '$.max_timestamp_from_batches[1]')"
+      "  FROM json_each(?2, '$.segments') s),"
+      " k AS (SELECT segment, next_offset, log_bytes, index_bytes, timeindex_bytes, txnindex_bytes,"
+      "  index_entries, timeindex_entries, index_zero_slots, timeindex_zero_slots, max_timestamp,"
+      "  max_timestamp_offset FROM kafka_segments(?1))"
+      " SELECT (SELECT count(*) FROM e), (SELECT count(*) FROM k),"
+      "  (SELECT count(*) FROM (SELECT * FROM e EXCEPT SELECT * FROM k)),"
+      "  (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM e))";
+#undef KS_ENTRIES
+  sqlite3_stmt *st = st_prep(db, sql, "tt", dir, json);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t ne = sqlite3_column_int64(st, 0), nk = sqlite3_column_int64(st, 1);
+  int64_t only_e = sqlite3_column_int64(st, 2), only_k = sqlite3_column_int64(st, 3);
+  sqlite3_finalize(st);
+  assert_true(ne > 0);
+  if (ne != nk || only_e || only_k) {
+    print_error("%s: kafka_segments: %lld segments in expected.json, %lld listed; %lld only in "
+                "expected.json, %lld only listed\n", c->set, (long long)ne, (long long)nk,
+                (long long)only_e, (long long)only_k);
+    c->failures++;
+  }
+}
+
 static void run_set(const char *set) {
   ctx c = {set, 0};
   char dir[4096];
@@ -338,6 +377,7 @@ static void run_set(const char *set) {
 
   check_rows(db, &c, json, dir);
   check_batches(db, &c, json, dir);
+  check_segments(db, &c, json, dir);
 
   kl_log *log = NULL;
   kl_err err = {0};

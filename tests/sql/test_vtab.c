@@ -608,6 +608,9 @@ static void test_batches(void **state) {
   sqlite3_finalize(st);
   int erc;
   free(expect_error(db, "SELECT * FROM kafka_batches('/nonexistent-dir')", &erc));
+  assert_int_equal(erc & 0xff, SQLITE_CANTOPEN);
+  free(expect_error(db, "SELECT * FROM kafka_segments('/nonexistent-dir')", &erc));
+  assert_int_equal(erc & 0xff, SQLITE_CANTOPEN);
   st_close(db);
   t_rmdir(dir);
   free(dir);
