@@ -33,16 +33,9 @@ typedef struct ck_cursor {
 
 static int ck_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
-  int rc = sqlite3_declare_vtab(db,
+  return kl_listing_connect(db,
       "CREATE TABLE x(segment INTEGER, file TEXT, position INTEGER, kind TEXT, severity TEXT,"
-      " message TEXT, dir HIDDEN)");
-  if (rc) return rc;
-  sqlite3_vtab *vt = sqlite3_malloc(sizeof *vt);
-  if (!vt) return SQLITE_NOMEM;
-  memset(vt, 0, sizeof *vt);
-  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-  *out = vt;
-  return SQLITE_OK;
+      " message TEXT, dir HIDDEN)", sizeof(sqlite3_vtab), out);
 }
 
 static int ck_disconnect(sqlite3_vtab *vt) {
@@ -50,22 +43,8 @@ static int ck_disconnect(sqlite3_vtab *vt) {
   return SQLITE_OK;
 }
 
-/* The directory is required: plans without dir = ? are refused, so that
-** SQLite picks the one that has it (the usual table-valued pattern). */
 static int ck_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  for (int i = 0; i < info->nConstraint; i++) {
-    if (info->aConstraint[i].iColumn != CK_DIR) continue;
-    if (!info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
-    if (info->aConstraint[i].op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    info->aConstraintUsage[i].argvIndex = 1;
-    info->aConstraintUsage[i].omit = 1;
-    info->idxNum = 1;
-    info->estimatedCost = 1000;
-    return SQLITE_OK;
-  }
-  info->idxNum = 0;
-  info->estimatedCost = 1e12;
-  return SQLITE_OK;
+  return kl_best_index_dir(info, CK_DIR);
 }
 
 static void clear_rows(ck_cursor *c) {

@@ -4,6 +4,7 @@
 #include "glue.h"
 
 #include <math.h>
+#include <string.h>
 
 SQLITE_EXTENSION_INIT3
 
@@ -92,4 +93,31 @@ void kl_fold_bound(enum kl_cmp_op op, sqlite3_value *v, int64_t *lo, int64_t *hi
   }
   if (nlo > *lo) *lo = nlo;
   if (nhi < *hi) *hi = nhi;
+}
+
+int kl_listing_connect(sqlite3 *db, const char *schema, size_t size, sqlite3_vtab **out) {
+  int rc = sqlite3_declare_vtab(db, schema);
+  if (rc) return rc;
+  sqlite3_vtab *vt = sqlite3_malloc64(size);
+  if (!vt) return SQLITE_NOMEM;
+  memset(vt, 0, size);
+  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
+  *out = vt;
+  return SQLITE_OK;
+}
+
+int kl_best_index_dir(sqlite3_index_info *info, int dir_col) {
+  for (int i = 0; i < info->nConstraint; i++) {
+    if (info->aConstraint[i].iColumn != dir_col) continue;
+    if (!info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
+    if (info->aConstraint[i].op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    info->aConstraintUsage[i].argvIndex = 1;
+    info->aConstraintUsage[i].omit = 1;
+    info->idxNum = 1;
+    info->estimatedCost = 1000;
+    return SQLITE_OK;
+  }
+  info->idxNum = 0; /* no directory: xFilter says it is required */
+  info->estimatedCost = 1e12;
+  return SQLITE_OK;
 }

@@ -39,6 +39,18 @@ int kl_batches_vtab_register(sqlite3 *db, kl_conn *conn);
 ** conn (owned by the kafka_log module).  segments_vtab.c */
 int kl_segments_vtab_register(sqlite3 *db, kl_conn *conn);
 
+/* For the listing tables (kafka_log_check, kafka_segments): declare schema,
+** make a vtab of size bytes (zeroed, its first member a sqlite3_vtab) and
+** mark it DIRECTONLY (they read files named in SQL). */
+int kl_listing_connect(sqlite3 *db, const char *schema, size_t size, sqlite3_vtab **out);
+
+/* xBestIndex of a table whose only constraint is its directory (column
+** dir_col): dir = ? becomes argv 1 (idxNum 1).  A plan where it is not yet
+** usable is refused (SQLITE_CONSTRAINT), so that SQLite picks the one
+** where it is; without it at all, idxNum 0 at a prohibitive cost, and
+** xFilter says the directory is required. */
+int kl_best_index_dir(sqlite3_index_info *info, int dir_col);
+
 /* Comparison operators, in the order of the plan bits of plan.h. */
 enum kl_cmp_op { KL_CMP_EQ, KL_CMP_GT, KL_CMP_GE, KL_CMP_LT, KL_CMP_LE };
 

@@ -52,20 +52,14 @@ typedef struct ks_cursor {
 
 static int ks_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
-  int rc = sqlite3_declare_vtab(db,
+  int rc = kl_listing_connect(db,
       "CREATE TABLE x(segment INTEGER, next_offset INTEGER, log_bytes INTEGER,"
       " index_bytes INTEGER, timeindex_bytes INTEGER, txnindex_bytes INTEGER,"
       " index_entries INTEGER, timeindex_entries INTEGER, index_zero_slots INTEGER,"
       " timeindex_zero_slots INTEGER, max_timestamp INTEGER, max_timestamp_offset INTEGER,"
-      " is_live INTEGER, dir HIDDEN)");
-  if (rc) return rc;
-  ks_vtab *vt = sqlite3_malloc(sizeof *vt);
-  if (!vt) return SQLITE_NOMEM;
-  memset(vt, 0, sizeof *vt);
-  vt->conn = aux;
-  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-  *out = &vt->base;
-  return SQLITE_OK;
+      " is_live INTEGER, dir HIDDEN)", sizeof(ks_vtab), out);
+  if (rc == SQLITE_OK) ((ks_vtab *)*out)->conn = aux;
+  return rc;
 }
 
 static int ks_disconnect(sqlite3_vtab *vt) {
@@ -73,19 +67,8 @@ static int ks_disconnect(sqlite3_vtab *vt) {
   return SQLITE_OK;
 }
 
-/* dir = ? is required (the usual table-valued pattern). */
 static int ks_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  for (int i = 0; i < info->nConstraint; i++) {
-    if (info->aConstraint[i].iColumn != KS_DIR) continue;
-    if (!info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
-    if (info->aConstraint[i].op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    info->aConstraintUsage[i].argvIndex = 1;
-    info->aConstraintUsage[i].omit = 1;
-    info->idxNum = 1;
-    info->estimatedCost = 1000;
-    return SQLITE_OK;
-  }
-  return SQLITE_CONSTRAINT;
+  return kl_best_index_dir(info, KS_DIR);
 }
 
 static int ks_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
@@ -157,8 +140,10 @@ static int ks_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kl_err err;
   kl_err_clear(&err);
   if (!dir) {
-    kl_err_set(&err, KL_MISUSE, "a partition directory is required");
-    return ks_error(c, KL_MISUSE, &err);
+    sqlite3_free(cur->pVtab->zErrMsg);
+    cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_segments: a partition directory is required: "
+                                          "kafka_segments('<dir>')");
+    return SQLITE_ERROR;
   }
   kl_rc rc = kl_log_open(NULL, dir, &c->log, &err);
   if (rc) { /* a directory that does not open: SQLITE_CANTOPEN, as kafka_log says it */

@@ -271,6 +271,26 @@ static void check_time_lookups(sqlite3 *db, ctx *c, const char *json, kl_log *lo
   assert_true(n > 0);
 }
 
+/* Run sql, a statement over e (expected.json's rows) and k (the module's)
+** ending in the two counts and the two differences (as check_batches
+** builds it), with ?1 the directory and ?2 the JSON; a difference is a
+** failure of the set, reported with what (e.g. "kafka_batches"). */
+static void compare_sets(sqlite3 *db, ctx *c, const char *sql, const char *what, const char *dir,
+                         const char *json) {
+  sqlite3_stmt *st = st_prep(db, sql, "tt", dir, json);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int64_t ne = sqlite3_column_int64(st, 0), nk = sqlite3_column_int64(st, 1);
+  int64_t only_e = sqlite3_column_int64(st, 2), only_k = sqlite3_column_int64(st, 3);
+  sqlite3_finalize(st);
+  assert_true(ne > 0);
+  if (ne != nk || only_e || only_k) {
+    print_error("%s: %s: %lld rows in expected.json, %lld listed; %lld only in expected.json, "
+                "%lld only listed\n", c->set, what, (long long)ne, (long long)nk,
+                (long long)only_e, (long long)only_k);
+    c->failures++;
+  }
+}
+
 /* kafka_batches lists exactly the batches Kafka's reader listed, control
 ** batches included, with every header field: both differences are empty
 ** (legacy entries have no record count or base timestamp: NULL, as in
@@ -306,19 +326,8 @@ static void check_batches(sqlite3 *db, ctx *c, const char *json, const char *dir
       " SELECT (SELECT count(*) FROM e), (SELECT count(*) FROM k),"
       "  (SELECT count(*) FROM (SELECT * FROM e EXCEPT SELECT * FROM k)),"
       "  (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM e))", cols);
-  sqlite3_stmt *st = st_prep(db, sql, "tt", dir, json);
+  compare_sets(db, c, sql, "kafka_batches", dir, json);
   sqlite3_free(sql);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  int64_t ne = sqlite3_column_int64(st, 0), nk = sqlite3_column_int64(st, 1);
-  int64_t only_e = sqlite3_column_int64(st, 2), only_k = sqlite3_column_int64(st, 3);
-  sqlite3_finalize(st);
-  assert_true(ne > 0);
-  if (ne != nk || only_e || only_k) {
-    print_error("%s: kafka_batches: %lld batches in expected.json, %lld listed; %lld only in "
-                "expected.json, %lld only listed\n", c->set, (long long)ne, (long long)nk,
-                (long long)only_e, (long long)only_k);
-    c->failures++;
-  }
 }
 
 /* kafka_segments: each segment's next offset, file sizes, index entries and
@@ -346,18 +355,7 @@ static void check_segments(sqlite3 *db, ctx *c, const char *json, const char *di
       "  (SELECT count(*) FROM (SELECT * FROM e EXCEPT SELECT * FROM k)),"
       "  (SELECT count(*) FROM (SELECT * FROM k EXCEPT SELECT * FROM e))";
 #undef KS_ENTRIES
-  sqlite3_stmt *st = st_prep(db, sql, "tt", dir, json);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  int64_t ne = sqlite3_column_int64(st, 0), nk = sqlite3_column_int64(st, 1);
-  int64_t only_e = sqlite3_column_int64(st, 2), only_k = sqlite3_column_int64(st, 3);
-  sqlite3_finalize(st);
-  assert_true(ne > 0);
-  if (ne != nk || only_e || only_k) {
-    print_error("%s: kafka_segments: %lld segments in expected.json, %lld listed; %lld only in "
-                "expected.json, %lld only listed\n", c->set, (long long)ne, (long long)nk,
-                (long long)only_e, (long long)only_k);
-    c->failures++;
-  }
+  compare_sets(db, c, sql, "kafka_segments", dir, json);
 }
 
 static void run_set(const char *set) {
