@@ -108,12 +108,10 @@ static void leave_segment(kl_cursor *c) {
 /* Make s the current segment.  Its files are opened when bytes of them
 ** are read (seg_file, or the walker): rows the batch facts answer read
 ** nothing, so a segment closed by the bound on open files stays closed. */
-static kl_rc enter_segment(kl_cursor *c, kl_segment *s, kl_err *err) {
-  (void)err;
+static void enter_segment(kl_cursor *c, kl_segment *s) {
   leave_segment(c);
   kl_segment_pin(s);
   c->seg = s;
-  return KL_OK;
 }
 
 /* The current segment's .log, opened. */
@@ -297,18 +295,12 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     kl_rc rc = segment_wanted(c, s, &wanted, err);
     if (rc) return rc;
     if (!wanted) continue;
-    if ((rc = enter_segment(c, s, err)) != KL_OK) return rc;
+    enter_segment(c, s);
     c->yielded = -1;
     if (!c->rd.skip && kl_segment_facts_cover(s)) {
-      /* The first batch with last offset >= lo, from what is known. */
-      size_t lo = 0, hi = s->nfacts;
-      while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (s->facts[mid].b.last_offset < c->lo) lo = mid + 1;
-        else hi = mid;
-      }
-      if (lo == s->nfacts) continue; /* nothing here reaches lo */
-      c->fpos = s->facts[lo].b.position;
+      const kl_fact *f = kl_segment_fact_reaching(s, c->lo);
+      if (!f) continue; /* nothing here reaches lo */
+      c->fpos = f->b.position;
       return KL_OK;
     }
     /* The lower time bound was folded into lo by the log's seek by time
@@ -643,8 +635,8 @@ static kl_rc collect_ahead(kl_cursor *c, kl_err *err) {
 ** the index entry of hi's floor (or position 0) to the end of the data. */
 static kl_rc enter_backward(kl_cursor *c, kl_segment *s, kl_err *err) {
   kl_seek sk;
-  kl_rc rc = enter_segment(c, s, err);
-  if (rc == KL_OK) rc = kl_scan_seek_offset(&c->rd, s, c->hi, &sk, err);
+  enter_segment(c, s);
+  kl_rc rc = kl_scan_seek_offset(&c->rd, s, c->hi, &sk, err);
   if (rc == KL_OK) rc = collect(c, &c->cur, sk.index_position, sk.slot, INT64_MAX, err);
   if (rc) return rc;
   if (c->cur.rc) return kl_err_set(err, c->cur.rc, "%s", c->cur.err.msg);
@@ -774,8 +766,8 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
     if (rc == KL_OK && wanted) {
       rc = enter_backward(c, s, err);
     } else if (rc == KL_OK) {
-      rc = enter_segment(c, s, err);
-      if (rc == KL_OK) rc = prev_segment(c, err);
+      enter_segment(c, s);
+      rc = prev_segment(c, err);
     }
   }
   if (rc) c->done = 1;
@@ -816,60 +808,44 @@ static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
   c->rd.stats->batches_decoded++;
   rc = kl_records_next(&one, &c->rec, err);
   if (rc == KL_OK) c->rd.stats->records_decoded++;
-  return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc == KL_DONE ? KL_CORRUPT : rc, err)
-            : KL_OK;
+  return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc, err) : KL_OK;
 }
 
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   if (!c->lazy) return KL_OK;
-  if (c->lo == c->hi && c->cts) {
-    const kl_fact *f = cur_fact(c);
-    if (f && f->rend) {
-      /* Counting goes on: the next row is past hi. */
-      kl_rc rc = load_one(c, f, err);
-      c->lazy = 0;
-      if (rc) {
-        leave_segment(c);
-        c->done = 1;
-        c->counting = 0;
-        c->cts = NULL;
-      }
-      return rc;
-    }
-  }
-  /* Decode the batch from its start up to the current row; the rest of it
-  ** is then produced by decoding, as any other batch. */
-  kl_rc rc = open_records(c, err);
-  int32_t i = 0;
+  /* Lazy rows come only from batches whose records all decoded before
+  ** (batch_within, or their timestamps kept): a point lookup reads its one
+  ** record when its end is known, else the records before the row are
+  ** passed over by length and the rest of the batch is produced by
+  ** decoding, as any other batch. */
   const kl_fact *f = cur_fact(c);
-  if (rc == KL_OK && f && f->decoded && c->count_at > 0) {
-    /* Its records all decoded before: pass over those before the row
-    ** (a point lookup reads one record, not half a batch). */
-    rc = kl_records_skip(&c->it, c->count_at, err);
-    if (rc) rc = kl_scan_batch_error(c->seg, c->batch.position, rc, err);
-    i = c->count_at;
-    c->tsn = -1;
-  }
-  for (; rc == KL_OK && i <= c->count_at; i++) {
-    rc = kl_records_next(&c->it, &c->rec, err);
-    if (rc == KL_OK) {
-      note_record(c);
-    } else if (rc == KL_DONE) {
-      rc = kl_err_set(err, KL_CORRUPT, "%s: position %lld: fewer records than the batch header "
-                      "counts", c->seg->log_path, (long long)c->batch.position);
-    } else {
-      rc = kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+  kl_rc rc;
+  if (c->lo == c->hi && f && f->rend) {
+    rc = load_one(c, f, err); /* counting goes on: the next row is past hi */
+  } else {
+    rc = open_records(c, err);
+    int32_t i = 0;
+    if (rc == KL_OK && f && f->decoded && c->count_at > 0) {
+      rc = kl_records_skip(&c->it, c->count_at, err);
+      c->tsn = -1; /* what it knows of the batch was learnt already */
+      i = c->count_at;
     }
+    for (; rc == KL_OK && i <= c->count_at; i++) { /* up to the row itself */
+      if ((rc = kl_records_next(&c->it, &c->rec, err)) == KL_OK) note_record(c);
+    }
+    if (rc) rc = kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+    c->counting = 0;
+    c->cts = NULL;
+    c->in_batch = 1;
   }
-  c->counting = c->lazy = 0;
-  c->cts = NULL;
+  c->lazy = 0;
   if (rc) {
     leave_segment(c);
     c->done = 1;
-    return rc;
+    c->counting = c->in_batch = 0;
+    c->cts = NULL;
   }
-  c->in_batch = 1;
-  return KL_OK;
+  return rc;
 }
 
 kl_rc kl_cursor_next(kl_cursor *c, kl_err *err) {

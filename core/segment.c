@@ -321,6 +321,16 @@ int kl_segment_facts_cover(kl_segment *s) {
   return 0;
 }
 
+const kl_fact *kl_segment_fact_reaching(const kl_segment *s, int64_t offset) {
+  size_t lo = 0, hi = s->nfacts;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (s->facts[mid].b.last_offset < offset) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < s->nfacts ? &s->facts[lo] : NULL;
+}
+
 int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_t *ts) {
   if (!kl_segment_facts_cover(s)) return -1;
   if (s->runmax_gen != s->facts_gen + 1) {

@@ -185,6 +185,10 @@ kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b);
 ** index (cached until a fact changes). */
 int kl_segment_facts_cover(kl_segment *s);
 
+/* With facts covering the segment: the first batch whose last offset is
+** >= offset (offsets grow with positions), or NULL. */
+const kl_fact *kl_segment_fact_reaching(const kl_segment *s, int64_t offset);
+
 /* A seek by time from the facts alone, when they cover the segment: the
 ** first record whose timestamp is >= t (control records count, as in
 ** Kafka's lookup).  1 with *offset and *ts; 0 when no record reaches t;

@@ -186,8 +186,7 @@ static kl_rc inspect(kb_cursor *c, kl_err *err) {
     rc = kl_err_set(err, KL_CORRUPT, "not a control record Kafka accepts");
   }
   if (rc == KL_DONE) rc = kl_err_set(err, KL_CORRUPT, "a control batch without records");
-  return rc ? kl_scan_batch_error(c->seg, c->b.position, rc == KL_DONE ? KL_CORRUPT : rc, err)
-            : KL_OK;
+  return rc ? kl_scan_batch_error(c->seg, c->b.position, rc, err) : KL_OK;
 }
 
 /* The next row, or eof. */
