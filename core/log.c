@@ -155,6 +155,17 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
   return KL_OK;
 }
 
+kl_rc kl_log_open_partition(const kl_env *env, const char *dir, kl_log **out, kl_err *err) {
+  kl_rc rc = kl_log_open(env, dir, out, err);
+  if (rc || kl_log_first(*out)) return rc;
+  const char *hint = kl_log_hint(*out);
+  kl_err_set(err, KL_IO, "%s is not a Kafka partition directory: it has no <20-digit offset>.log "
+             "file%s%s", dir, hint ? "; " : "", hint ? hint : "");
+  kl_log_close(*out);
+  *out = NULL;
+  return KL_IO;
+}
+
 const char *kl_log_dir(const kl_log *log) { return log->dir; }
 const kl_env *kl_log_env(const kl_log *log) { return log->env; }
 const char *kl_log_hint(const kl_log *log) { return log->hint[0] ? log->hint : NULL; }

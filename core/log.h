@@ -29,6 +29,12 @@ typedef struct kl_log kl_log;
 kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err);
 void kl_log_close(kl_log *log);
 
+/* kl_log_open for readers: a directory without segments is not a
+** partition (Kafka always keeps one segment), KL_IO saying so, with
+** kl_log_hint's words when it holds partition directories; *out is then
+** NULL. */
+kl_rc kl_log_open_partition(const kl_env *env, const char *dir, kl_log **out, kl_err *err);
+
 const char *kl_log_dir(const kl_log *log);
 const kl_env *kl_log_env(const kl_log *log);
 /* For a directory without segments that holds "<topic>-<n>" directories:

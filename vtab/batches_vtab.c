@@ -261,16 +261,10 @@ static int kb_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   }
   kl_err err;
   kl_err_clear(&err);
-  kl_rc rc = kl_log_open(NULL, dir, &c->log, &err);
-  if (rc) { /* a directory that does not open: SQLITE_CANTOPEN, as kafka_log says it */
+  kl_rc rc = kl_log_open_partition(NULL, dir, &c->log, &err);
+  if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
     int src = kb_error(c, rc, &err);
     return rc == KL_IO ? SQLITE_CANTOPEN : src;
-  }
-  if (!kl_log_first(c->log)) {
-    kl_err_set(&err, KL_IO, "%s is not a Kafka partition directory: it has no <20-digit "
-               "offset>.log file", dir);
-    kb_error(c, KL_IO, &err);
-    return SQLITE_CANTOPEN;
   }
   kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
   c->have_rd = 1;

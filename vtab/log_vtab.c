@@ -167,18 +167,8 @@ static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
   r->lastfd = -1;
   r->dir = sqlite3_mprintf("%s", dir);
   kl_err err = {0};
-  kl_rc rc = r->dir ? kl_log_open(NULL, dir, &r->log, &err) : KL_NOMEM;
-  if (rc == KL_OK && !kl_log_first(r->log)) {
-    /* Kafka always keeps at least one segment in a partition directory. */
-    const char *hint = kl_log_hint(r->log);
-    sqlite3_free(vt->base.zErrMsg);
-    vt->base.zErrMsg = sqlite3_mprintf(
-        "kafka_log: %s is not a Kafka partition directory: it has no <20-digit offset>.log "
-        "file%s%s", dir, hint ? "; " : "", hint ? hint : "");
-    rc = KL_IO;
-  } else if (rc) {
-    set_error(&vt->base, 0, "kafka_log: %s", err.msg);
-  }
+  kl_rc rc = r->dir ? kl_log_open_partition(NULL, dir, &r->log, &err) : KL_NOMEM;
+  if (rc) set_error(&vt->base, 0, "kafka_log: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
   if (rc) {
     r->refs = 1;
     logref_release(r);
@@ -1015,11 +1005,7 @@ static void fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   kl_err err = {0};
   kl_log *log = NULL;
   kl_cursor *cur = NULL;
-  kl_rc rc = kl_log_open(NULL, dir, &log, &err);
-  if (rc == KL_OK && !kl_log_first(log)) {
-    rc = kl_err_set(&err, KL_IO, "%s is not a Kafka partition directory: it has no <20-digit "
-                    "offset>.log file", dir);
-  }
+  kl_rc rc = kl_log_open_partition(NULL, dir, &log, &err);
   if (rc == KL_OK) rc = kl_cursor_new(log, &conn->stats, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds all = kl_bounds_all();
   if (rc == KL_OK) rc = kl_cursor_start(cur, &all, &err);

@@ -145,16 +145,10 @@ static int ks_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
                                           "kafka_segments('<dir>')");
     return SQLITE_ERROR;
   }
-  kl_rc rc = kl_log_open(NULL, dir, &c->log, &err);
-  if (rc) { /* a directory that does not open: SQLITE_CANTOPEN, as kafka_log says it */
+  kl_rc rc = kl_log_open_partition(NULL, dir, &c->log, &err);
+  if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
     int src = ks_error(c, rc, &err);
     return rc == KL_IO ? SQLITE_CANTOPEN : src;
-  }
-  if (!kl_log_first(c->log)) {
-    kl_err_set(&err, KL_IO, "%s is not a Kafka partition directory: it has no <20-digit "
-               "offset>.log file", dir);
-    ks_error(c, KL_IO, &err);
-    return SQLITE_CANTOPEN;
   }
   kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
   c->have_rd = 1;
