@@ -19,6 +19,8 @@ struct kl_broker {
   kl_part *parts;
   size_t n, cap;
   int single;
+  char **logdirs;
+  size_t nlogdirs;
 };
 
 /* The checkpoints of one log directory. */
@@ -64,12 +66,27 @@ void kl_broker_close(kl_broker *b) {
     kl_free(b->env, (char *)b->parts[i].dir);
   }
   kl_free(b->env, b->parts);
+  for (size_t i = 0; i < b->nlogdirs; i++) kl_free(b->env, b->logdirs[i]);
+  kl_free(b->env, b->logdirs);
   kl_free(b->env, b);
 }
 
 size_t kl_broker_count(const kl_broker *b) { return b->n; }
 const kl_part *kl_broker_part(const kl_broker *b, size_t i) { return i < b->n ? &b->parts[i] : NULL; }
 int kl_broker_single(const kl_broker *b) { return b->single; }
+size_t kl_broker_logdir_count(const kl_broker *b) { return b->nlogdirs; }
+const char *kl_broker_logdir(const kl_broker *b, size_t i) {
+  return i < b->nlogdirs ? b->logdirs[i] : NULL;
+}
+
+static kl_rc add_logdir(kl_broker *b, const char *dir, kl_err *err) {
+  char **p = kl_realloc(b->env, b->logdirs, (b->nlogdirs + 1) * sizeof *p);
+  if (p) b->logdirs = p;
+  char *d = p ? kl_strdup(b->env, dir) : NULL;
+  if (!d) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+  b->logdirs[b->nlogdirs++] = d;
+  return KL_OK;
+}
 
 size_t kl_broker_seek(const kl_broker *b, const char *topic, size_t n, int32_t p) {
   size_t lo = 0, hi = b->n;
@@ -237,11 +254,19 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
     while (len > 1 && dir[len - 1] == '/') len--;
     while (len > 0 && dir[len - 1] != '/') len--;
     snprintf(parent, sizeof parent, "%.*s", (int)(len > 1 ? len - 1 : len), len ? dir : ".");
-    if ((rc = ckpts_read(env, parent, &ck, err)) == KL_OK) {
-      rc = add_part(b, dir, name, idx, &ck, err);
+    /* The parent may be unreadable (a copied partition): only what it
+    ** holds and cannot be read as Kafka reads it is an error. */
+    rc = ckpts_read(env, parent, &ck, err);
+    if (rc == KL_IO) {
+      kl_err_clear(err);
+      rc = KL_OK;
     }
+    if (rc == KL_OK) rc = add_logdir(b, parent, err);
+    if (rc == KL_OK) rc = add_part(b, dir, name, idx, &ck, err);
   } else if (rc == KL_OK && (nsub || marker)) {
-    if ((rc = ckpts_read(env, dir, &ck, err)) == KL_OK) {
+    rc = ckpts_read(env, dir, &ck, err);
+    if (rc == KL_OK) rc = add_logdir(b, dir, err);
+    if (rc == KL_OK) {
       const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
       for (size_t i = 0; rc == KL_OK && i < nsub; i++) {
         if (snprintf(path, sizeof path, "%s%s%s", dir, sep, subs[i]) >= (int)sizeof path) {
@@ -252,9 +277,9 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
       }
     }
   } else if (rc == KL_OK) {
-    rc = kl_err_set(err, KL_IO, "%s is neither a partition directory (it has no <20-digit "
-                    "offset>.log file) nor a log directory (it has no <topic>-<partition> "
-                    "directory)", dir);
+    rc = kl_err_set(err, KL_IO, "%s is not a Kafka partition directory (it has no "
+                    "<20-digit offset>.log file) nor a log directory (it has no "
+                    "<topic>-<partition> directory)", dir);
   }
   ckpts_free(env, &ck);
   for (size_t i = 0; i < nsub; i++) kl_free(env, subs[i]);

@@ -54,6 +54,12 @@ void kl_broker_close(kl_broker *b);
 size_t kl_broker_count(const kl_broker *b);
 const kl_part *kl_broker_part(const kl_broker *b, size_t i);
 
+/* The directories whose listing and checkpoint files the partitions came
+** from: each log directory, and a partition directory's parent.  A change
+** of their modification time means the listing may be stale. */
+size_t kl_broker_logdir_count(const kl_broker *b);
+const char *kl_broker_logdir(const kl_broker *b, size_t i);
+
 /* 1 when the path was one partition directory (not a log directory). */
 int kl_broker_single(const kl_broker *b);
 

@@ -16,7 +16,8 @@ struct kl_log {
   const kl_env *env;
   char *dir;                /* the directory as given */
   kl_skiplist *segs;        /* base offset -> kl_segment* */
-  kl_segset open;           /* the segments holding files open */
+  kl_segset open;           /* the segments holding files open, unless */
+  kl_segset *set;           /* a set shared with other logs is used */
   char hint[256];           /* see kl_log_hint; "" when none */
   /* Seeks by time: the segments in order and the running maximum of their
   ** largest timestamps (error-mode tails), known for a prefix that grows
@@ -72,12 +73,18 @@ static void note_partition_dir(kl_log *log, const char *dir, const struct dirent
 }
 
 kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err) {
+  return kl_log_open_in(env, dir, NULL, out, err);
+}
+
+kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log **out,
+                     kl_err *err) {
   *out = NULL;
   kl_log *log = kl_malloc(env, sizeof *log);
   if (!log) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   memset(log, 0, sizeof *log);
   log->env = env;
   kl_segset_init(&log->open, KL_SEGSET_MAX_OPEN);
+  log->set = set ? set : &log->open;
   log->dir = kl_strdup(env, dir);
   log->segs = kl_skiplist_new(env);
   if (!log->dir || !log->segs) {
@@ -107,7 +114,7 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
     kl_segment *s = kl_malloc(env, sizeof *s);
     if (!s) {
       rc = KL_NOMEM;
-    } else if ((rc = kl_segment_init(s, env, &log->open, base, path)) != KL_OK) {
+    } else if ((rc = kl_segment_init(s, env, log->set, base, path)) != KL_OK) {
       kl_segment_free(s);
       kl_free(env, s);
     } else if ((rc = kl_skiplist_insert(log->segs, base, s)) != KL_OK) {

@@ -29,6 +29,13 @@ typedef struct kl_log kl_log;
 kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err);
 void kl_log_close(kl_log *log);
 
+/* kl_log_open with its segments in set, shared with other logs (NULL: its
+** own): the bound on open segments and the budgets of batch facts then
+** hold for all of them together, so that reading thousands of partitions
+** holds no more files open than reading one.  set outlives the log. */
+kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log **out,
+                     kl_err *err);
+
 /* kl_log_open for readers: a directory without segments is not a
 ** partition (Kafka always keeps one segment), KL_IO saying so, with
 ** kl_log_hint's words when it holds partition directories; *out is then

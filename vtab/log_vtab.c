@@ -34,8 +34,10 @@
 #include "codec.h"
 #include "cursor.h"
 #include "glue.h"
+#include "broker.h"
 #include "log.h"
 #include "plan.h"
+#include "txn.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -45,7 +47,21 @@ static const char kl_schema[] =
     " partition_leader_epoch INTEGER NOT NULL, producer_id INTEGER NOT NULL,"
     " producer_epoch INTEGER NOT NULL, sequence INTEGER NOT NULL,"
     " is_transactional INTEGER NOT NULL, compression TEXT NOT NULL, segment INTEGER NOT NULL,"
-    " position INTEGER NOT NULL, dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN)";
+    " position INTEGER NOT NULL, topic TEXT, partition INTEGER,"
+    " dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN, isolation HIDDEN)";
+
+/* Logs a table keeps open between queries, most recently used first: a
+** query over a log directory moves from partition to partition, and a join
+** comes back to the same few.  Their segments share one bound on open
+** files (the table's kl_segset), so the number of descriptors and maps
+** held stays below KL_SEGSET_MAX_OPEN segments plus two per cached log,
+** however many partitions a scan passes through. */
+#define KL_LOG_CACHE 16
+
+/* Rowids of a path with several partitions carry the partition's place in
+** the listing above the offset, so that rows stay distinct (SQLite's OR
+** optimisation merges rowid sets); one partition's rowid is its offset. */
+#define KL_ROWID_SHIFT 44
 
 /* An open log shared by the table's cache and its cursors. */
 typedef struct kl_logref {
@@ -55,7 +71,21 @@ typedef struct kl_logref {
   struct timespec dir_mtime; /* detects segments added or removed */
   int dirfd;                /* the directory, for fstat */
   int lastfd;               /* the last segment's .log, for fstat, or -1 */
+  int txns_loaded;          /* txns is known (read_committed) */
+  kl_txns txns;
 } kl_logref;
+
+/* The partitions under a path, shared by the table and its cursors. */
+typedef struct kl_bkref {
+  kl_broker *b;
+  int refs;
+  char *path;
+  size_t nfd;
+  int *fd;                  /* the log directories and their checkpoint
+                            ** files, for fstat */
+  struct timespec *mtime;   /* detects partitions or checkpoints changed */
+  off_t *size;
+} kl_bkref;
 
 typedef struct kl_vtab {
   sqlite3_vtab base;
@@ -66,14 +96,27 @@ typedef struct kl_vtab {
   char *dir;                /* named form: the directory, absolute */
   int on_corrupt;           /* KL_ON_CORRUPT_*: on_corrupt='error'|'skip' */
   sqlite3_int64 max_skew;   /* max_skew_ms=N, or -1 */
-  kl_logref *cache;         /* most recently used log (holds one ref) */
+  int read_committed;       /* isolation='read_committed' */
+  kl_segset set;            /* the open segments of all its logs */
+  kl_logref *lru[KL_LOG_CACHE]; /* cached logs, most recent first (a ref each) */
+  int nlru;
+  kl_bkref *bk;             /* the listing of the path last read */
 } kl_vtab;
 
 typedef struct kl_vcursor {
   sqlite3_vtab_cursor base;
-  kl_logref *ref;           /* the log being read (one ref), or NULL */
+  kl_bkref *bk;             /* the partitions of the path (one ref), or NULL */
+  size_t *sel;              /* the chosen ones (indexes into bk), in order */
+  size_t nsel, isel;        /* how many; the next to read */
+  const kl_part *part;      /* the one being read */
+  int64_t rowid_base;       /* its place in the listing, for rowids */
+  kl_logref *ref;           /* its log (one ref), or NULL */
   kl_cursor *cur;
-  kl_bounds bnd;
+  kl_bounds bnd;            /* the query's bounds */
+  kl_bounds pbnd;           /* the same within the partition's readable
+                            ** range (log start offset; read_committed: the
+                            ** last stable offset and high watermark) */
+  int read_committed;       /* records of aborted transactions are not rows */
   sqlite3_int64 *in;        /* sorted distinct IN values, or NULL */
   int n_in, i_in;
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
@@ -89,7 +132,15 @@ typedef struct kl_vcursor {
   int have_first;           /* the first row came from the largest-timestamp
                             ** lookup: first_off is not produced again */
   int64_t first_off;
-  struct ts_pair { int64_t ts, off; } *pairs; /* sorted, once needed */
+  int merge;                /* an order across several partitions: every
+                            ** row comes from the pairs, by_offset or by
+                            ** timestamp (the path was not known when the
+                            ** plan consumed the order) */
+  int by_offset;
+  struct ts_pair {
+    int64_t key, ts, off;   /* key: ts, or off when by_offset */
+    size_t k;               /* which partition: an index into sel */
+  } *pairs;                 /* sorted, once needed */
   size_t n_pairs, i_pairs;
   int pairs_built;
   int on_pair;              /* the current row is pairs[i_pairs - 1] and
@@ -104,6 +155,7 @@ static void logref_release(kl_logref *r) {
   if (r && --r->refs == 0) {
     if (r->dirfd >= 0) close(r->dirfd);
     if (r->lastfd >= 0) close(r->lastfd);
+    kl_txns_free(NULL, &r->txns);
     kl_log_close(r->log);
     sqlite3_free(r->dir);
     sqlite3_free(r);
@@ -126,11 +178,17 @@ static int logref_fresh(kl_logref *r) {
   return 1;
 }
 
-/* A read failed or found a file changed: the next query opens the
-** directory afresh instead of reusing what was learnt. */
-static void forget_log(kl_vtab *vt) {
-  logref_release(vt->cache);
-  vt->cache = NULL;
+/* A read of dir failed or found a file changed: the next query opens it
+** afresh instead of reusing what was learnt; the listing too. */
+static void forget_log(kl_vtab *vt, const char *dir) {
+  for (int i = 0; i < vt->nlru; i++) {
+    if (strcmp(vt->lru[i]->dir, dir) == 0) {
+      logref_release(vt->lru[i]);
+      memmove(&vt->lru[i], &vt->lru[i + 1], (size_t)(vt->nlru - i - 1) * sizeof *vt->lru);
+      vt->nlru--;
+      break;
+    }
+  }
 }
 
 static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg) {
@@ -139,12 +197,23 @@ static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg)
   return rc;
 }
 
-/* A counted reference to the log of dir, opened or taken from the cache. */
-static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
+/* A counted reference to the log of dir, opened or taken from the cache.
+** alone: dir is the whole path, and a directory without segments is then
+** not a partition (an error saying so); inside a log directory it is an
+** empty one. */
+static int acquire_log(kl_vtab *vt, const char *dir, int alone, kl_logref **out) {
   *out = NULL;
-  if (vt->cache && strcmp(vt->cache->dir, dir) == 0 && logref_fresh(vt->cache)) {
-    vt->cache->refs++;
-    *out = vt->cache;
+  for (int i = 0; i < vt->nlru; i++) {
+    kl_logref *r = vt->lru[i];
+    if (strcmp(r->dir, dir) != 0) continue;
+    if (!logref_fresh(r) || (alone && !kl_log_first(r->log))) {
+      forget_log(vt, dir);
+      break;
+    }
+    memmove(&vt->lru[1], &vt->lru[0], (size_t)i * sizeof *vt->lru);
+    vt->lru[0] = r;
+    r->refs++;
+    *out = r;
     return SQLITE_OK;
   }
   struct stat st;
@@ -167,7 +236,12 @@ static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
   r->lastfd = -1;
   r->dir = sqlite3_mprintf("%s", dir);
   kl_err err = {0};
-  kl_rc rc = r->dir ? kl_log_open_partition(NULL, dir, &r->log, &err) : KL_NOMEM;
+  kl_rc rc = r->dir ? kl_log_open_in(NULL, dir, &vt->set, &r->log, &err) : KL_NOMEM;
+  if (rc == KL_OK && alone && !kl_log_first(r->log)) {
+    kl_log_close(r->log);
+    r->log = NULL;
+    rc = kl_log_open_partition(NULL, dir, &r->log, &err); /* says why, with its hint */
+  }
   if (rc) set_error(&vt->base, 0, "kafka_log: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
   if (rc) {
     r->refs = 1;
@@ -178,9 +252,103 @@ static int acquire_log(kl_vtab *vt, const char *dir, kl_logref **out) {
   kl_segment *last = kl_log_last(r->log);
   if (last) r->lastfd = open(last->log_path, O_RDONLY | O_CLOEXEC);
   r->refs = 2; /* the cache's and the caller's */
-  logref_release(vt->cache);
-  vt->cache = r;
+  if (vt->nlru == KL_LOG_CACHE) logref_release(vt->lru[--vt->nlru]);
+  memmove(&vt->lru[1], &vt->lru[0], (size_t)vt->nlru * sizeof *vt->lru);
+  vt->lru[0] = r;
+  vt->nlru++;
   *out = r;
+  return SQLITE_OK;
+}
+
+static void bkref_release(kl_bkref *k) {
+  if (k && --k->refs == 0) {
+    for (size_t i = 0; i < k->nfd; i++) {
+      if (k->fd[i] >= 0) close(k->fd[i]);
+    }
+    sqlite3_free(k->fd);
+    sqlite3_free(k->mtime);
+    sqlite3_free(k->size);
+    kl_broker_close(k->b);
+    sqlite3_free(k->path);
+    sqlite3_free(k);
+  }
+}
+
+/* Are the log directories unchanged since they were listed?  Kafka
+** replaces a checkpoint by renaming a new file over it, and adds or
+** removes partitions as directories: each changes the directory's mtime.
+** A checkpoint edited in place changes its own. */
+static int bkref_fresh(const kl_bkref *k) {
+  struct stat st;
+  for (size_t i = 0; i < k->nfd; i++) {
+    if (fstat(k->fd[i], &st) != 0 || st.st_mtim.tv_sec != k->mtime[i].tv_sec ||
+        st.st_mtim.tv_nsec != k->mtime[i].tv_nsec || st.st_size != k->size[i]) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Watch path for changes (when it can be opened: an unreadable parent of a
+** partition has nothing to notice). */
+static void bkref_watch(kl_bkref *k, const char *path, int flags) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  k->fd[k->nfd] = fd;
+  k->mtime[k->nfd] = st.st_mtim;
+  k->size[k->nfd] = st.st_size;
+  k->nfd++;
+}
+
+/* A counted reference to the listing of path, made or taken from the
+** table.  Errors name the path or the malformed checkpoint. */
+static int acquire_broker(kl_vtab *vt, const char *path, kl_bkref **out) {
+  *out = NULL;
+  if (vt->bk && strcmp(vt->bk->path, path) == 0 && bkref_fresh(vt->bk)) {
+    vt->bk->refs++;
+    *out = vt->bk;
+    return SQLITE_OK;
+  }
+  kl_bkref *k = sqlite3_malloc(sizeof *k);
+  if (!k) return SQLITE_NOMEM;
+  memset(k, 0, sizeof *k);
+  k->refs = 1;
+  k->path = sqlite3_mprintf("%s", path);
+  kl_err err = {0};
+  kl_rc rc = k->path ? kl_broker_open(NULL, path, &k->b, &err) : KL_NOMEM;
+  if (rc) {
+    bkref_release(k);
+    set_error(&vt->base, 0, "kafka_log: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
+    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
+  }
+  static const char *const ckpts[] = {"log-start-offset-checkpoint",
+                                      "replication-offset-checkpoint",
+                                      "recovery-point-offset-checkpoint"};
+  size_t n = kl_broker_logdir_count(k->b);
+  k->fd = sqlite3_malloc64(4 * n * sizeof *k->fd + 1);
+  k->mtime = sqlite3_malloc64(4 * n * sizeof *k->mtime + 1);
+  k->size = sqlite3_malloc64(4 * n * sizeof *k->size + 1);
+  if (!k->fd || !k->mtime || !k->size) {
+    bkref_release(k);
+    return SQLITE_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char p[PATH_MAX + 64];
+    bkref_watch(k, kl_broker_logdir(k->b, i), O_DIRECTORY);
+    for (int j = 0; j < 3; j++) {
+      snprintf(p, sizeof p, "%s/%s", kl_broker_logdir(k->b, i), ckpts[j]);
+      bkref_watch(k, p, 0);
+    }
+  }
+  k->refs = 2; /* the table's and the caller's */
+  bkref_release(vt->bk);
+  vt->bk = k;
+  *out = k;
   return SQLITE_OK;
 }
 
@@ -202,6 +370,14 @@ static char *dequote(const char *s) {
     return d;
   }
   return sqlite3_mprintf("%s", s);
+}
+
+/* 1 for 'read_committed', 0 for 'read_uncommitted' (any case), -1 for
+** anything else. */
+static int isolation_mode(const char *m) {
+  if (m && sqlite3_stricmp(m, "read_committed") == 0) return 1;
+  if (m && sqlite3_stricmp(m, "read_uncommitted") == 0) return 0;
+  return -1;
 }
 
 /* KL_ON_CORRUPT_* for 'error' or 'skip' (any case), -1 for anything else. */
@@ -237,11 +413,16 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
     long long n = strtoll(d, &end, 10);
     ok = d[0] >= '0' && d[0] <= '9' && *end == 0 && errno == 0;
     if (ok) vt->max_skew = n;
+  } else if (eq && kn == 9 && strncmp(arg, "isolation", 9) == 0) {
+    int mode = isolation_mode(d);
+    if (mode >= 0) vt->read_committed = mode;
+    ok = mode >= 0;
   }
   sqlite3_free(d);
   if (ok) return SQLITE_OK;
   *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
-                            "on_corrupt='skip', or max_skew_ms=<milliseconds>)", arg);
+                            "on_corrupt='skip', max_skew_ms=<milliseconds>, or isolation='read_uncommitted' or "
+                            "'read_committed')", arg);
   return SQLITE_ERROR;
 }
 
@@ -257,7 +438,8 @@ static char *absolute(const char *dir) {
 
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
-  logref_release(vt->cache);
+  for (int i = 0; i < vt->nlru; i++) logref_release(vt->lru[i]);
+  bkref_release(vt->bk);
   sqlite3_free(vt->schema);
   sqlite3_free(vt->name);
   sqlite3_free(vt->dir);
@@ -285,6 +467,8 @@ static int read_config(kl_vtab *vt, int *found, char **errmsg) {
       *found = 1;
     } else if (strcmp(k, "max_skew_ms") == 0) {
       vt->max_skew = sqlite3_column_type(st, 1) == SQLITE_INTEGER ? sqlite3_column_int64(st, 1) : -1;
+    } else if (strcmp(k, "isolation") == 0) {
+      vt->read_committed = isolation_mode(v) == 1;
     } else if (strcmp(k, "on_corrupt") == 0) {
       vt->on_corrupt = on_corrupt_mode(v) == KL_ON_CORRUPT_SKIP ? KL_ON_CORRUPT_SKIP
                                                                 : KL_ON_CORRUPT_ERROR;
@@ -312,9 +496,10 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 6) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected the partition directory and at most two "
-                              "options, on_corrupt='error'|'skip' and max_skew_ms=<milliseconds>");
+  if (argc > 7) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most three options, "
+                              "on_corrupt='error'|'skip', max_skew_ms=<milliseconds> and "
+                              "isolation='read_uncommitted'|'read_committed'");
     return SQLITE_ERROR;
   }
   if (argc < 4 && sqlite3_stricmp(argv[2], argv[0]) != 0) {
@@ -328,6 +513,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->db = db;
   vt->conn = aux;
   vt->max_skew = -1;
+  kl_segset_init(&vt->set, KL_SEGSET_MAX_OPEN);
   if (argc >= 4) {
     vt->schema = sqlite3_mprintf("%s", argv[1]);
     vt->name = sqlite3_mprintf("%s", argv[2]);
@@ -358,9 +544,10 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       char *sql = sqlite3_mprintf(
           "CREATE TABLE \"%w\".\"%w_config\"(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
           "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q),"
-          " ('max_skew_ms', %s);",
+          " ('max_skew_ms', %s), ('isolation', %Q);",
           vt->schema, vt->name, vt->schema, vt->name, vt->dir,
-          vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", skew);
+          vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", skew,
+          vt->read_committed ? "read_committed" : "read_uncommitted");
       rc = sql ? sqlite3_exec(db, sql, NULL, NULL, errmsg) : SQLITE_NOMEM;
       sqlite3_free(sql);
     }
@@ -429,22 +616,28 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
   if (dir) {
     /* Estimates from what the directory listing tells, without reading a
     ** segment: planning a point lookup must not cost one. */
+    kl_bkref *k;
     kl_logref *r;
     char *saved = base->zErrMsg;
     base->zErrMsg = NULL;
-    if (acquire_log(vt, dir, &r) == SQLITE_OK) {
-      kl_segment *first = kl_log_first(r->log), *last = kl_log_last(r->log);
-      double n = (double)kl_log_segment_count(r->log);
-      if (last->tail.known) {
-        pi.records = (double)(last->tail.next_offset - first->base);
-      } else if (n > 1) {
-        /* The last segment holds about as much as an average one. */
-        pi.records = (double)(last->base - first->base) * n / (n - 1);
+    if (acquire_broker(vt, dir, &k) == SQLITE_OK) {
+      pi.partitions = (double)kl_broker_count(k->b);
+      pi.single = kl_broker_single(k->b);
+      if (pi.single && acquire_log(vt, kl_broker_part(k->b, 0)->dir, 1, &r) == SQLITE_OK) {
+        kl_segment *first = kl_log_first(r->log), *last = kl_log_last(r->log);
+        double n = (double)kl_log_segment_count(r->log);
+        if (last && last->tail.known) {
+          pi.records = (double)(last->tail.next_offset - first->base);
+        } else if (n > 1) {
+          /* The last segment holds about as much as an average one. */
+          pi.records = (double)(last->base - first->base) * n / (n - 1);
+        }
+        pi.segments = n;
+        logref_release(r);
       }
-      pi.segments = n;
-      logref_release(r);
+      bkref_release(k);
     }
-    sqlite3_free(base->zErrMsg); /* a bad directory is reported by xFilter */
+    sqlite3_free(base->zErrMsg); /* a bad path is reported by xFilter */
     base->zErrMsg = saved;
   }
   return kl_plan_best(info, &pi);
@@ -471,14 +664,26 @@ static void reset_scan(kl_vcursor *c) {
   c->pairs = NULL;
   c->n_pairs = c->i_pairs = 0;
   c->tsd = c->tsd_desc = c->tsd_pairs = c->have_first = c->pairs_built = c->on_pair = 0;
+  c->merge = c->by_offset = 0;
 }
 
-static void end_scan(kl_vcursor *c) {
-  reset_scan(c);
+/* Leave the partition being read (its log and core cursor). */
+static void end_partition(kl_vcursor *c) {
   kl_cursor_free(c->cur);
   c->cur = NULL;
   logref_release(c->ref);
   c->ref = NULL;
+}
+
+static void end_scan(kl_vcursor *c) {
+  reset_scan(c);
+  end_partition(c);
+  sqlite3_free(c->sel);
+  c->sel = NULL;
+  c->nsel = c->isel = 0;
+  c->part = NULL;
+  bkref_release(c->bk);
+  c->bk = NULL;
 }
 
 static int kl_close(sqlite3_vtab_cursor *cur) {
@@ -498,8 +703,8 @@ static int cmp_i64(const void *a, const void *b) {
 static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
   /* What was learnt about the files may be what went wrong (they changed
   ** under the query): the next query opens the directory afresh. */
-  if (rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT) {
-    forget_log((kl_vtab *)c->base.pVtab);
+  if ((rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT) && c->ref) {
+    forget_log((kl_vtab *)c->base.pVtab, c->ref->dir);
     c->stale = 1;
   }
   return set_error(c->base.pVtab, kl_sqlite_rc(rc), "kafka_log: %s",
@@ -508,7 +713,7 @@ static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
 
 /* Start the core cursor on the next IN value (or the only range). */
 static kl_rc start_range(kl_vcursor *c, kl_err *err) {
-  kl_bounds b = c->bnd;
+  kl_bounds b = c->pbnd;
   if (c->in) {
     int k = c->bnd.desc ? c->n_in - 1 - c->i_in : c->i_in;
     sqlite3_int64 v = c->in[k];
@@ -551,9 +756,10 @@ static kl_rc seek_offset(kl_vcursor *c, int64_t off, kl_err *err) {
 ** apply: the rows then all come from the pairs. */
 static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
   *found = 0;
-  const kl_bounds *b0 = &c->bnd;
-  if (c->on_corrupt != KL_ON_CORRUPT_ERROR || b0->off_lo != INT64_MIN || b0->off_hi != INT64_MAX ||
-      b0->ts_lo != INT64_MIN || b0->ts_hi != INT64_MAX) {
+  const kl_bounds *b0 = &c->pbnd;
+  if (c->merge || c->on_corrupt != KL_ON_CORRUPT_ERROR || c->read_committed ||
+      b0->off_lo != INT64_MIN || b0->off_hi != INT64_MAX || b0->ts_lo != INT64_MIN ||
+      b0->ts_hi != INT64_MAX) {
     return KL_OK;
   }
   kl_time_lookup tl;
@@ -578,42 +784,64 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
   return KL_OK;
 }
 
+/* Ties: the partition listed first, then the lowest offset (as
+** MAX_TIMESTAMP finds the first). */
+static int cmp_pair_tie(const struct ts_pair *x, const struct ts_pair *y) {
+  if (x->k != y->k) return x->k < y->k ? -1 : 1;
+  return x->off < y->off ? -1 : x->off > y->off;
+}
+
 static int cmp_pair_desc(const void *a, const void *b) {
   const struct ts_pair *x = a, *y = b;
-  if (x->ts != y->ts) return x->ts > y->ts ? -1 : 1;
-  return x->off < y->off ? -1 : x->off > y->off;
+  if (x->key != y->key) return x->key > y->key ? -1 : 1;
+  return cmp_pair_tie(x, y);
 }
 
 static int cmp_pair_asc(const void *a, const void *b) {
   const struct ts_pair *x = a, *y = b;
-  if (x->ts != y->ts) return x->ts < y->ts ? -1 : 1;
-  return x->off < y->off ? -1 : x->off > y->off;
+  if (x->key != y->key) return x->key < y->key ? -1 : 1;
+  return cmp_pair_tie(x, y);
 }
 
-/* Every matching record's (timestamp, offset) in the timestamp order
-** (ties: lowest offset first, as MAX_TIMESTAMP finds the first). */
+static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err);
+
+/* Every matching record's (timestamp, offset) of the partition being read,
+** or with merge of every chosen partition, in the consumed order. */
 static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
   size_t cap = 0;
   c->pairs_built = 1;
-  kl_rc rc = kl_cursor_start(c->cur, &c->bnd, err);
-  while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
-    int64_t off, ts;
-    if (!kl_cursor_peek(c->cur, &off, &ts)) {
-      if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
-      off = kl_cursor_record(c->cur)->offset;
-      ts = kl_cursor_record(c->cur)->timestamp;
+  size_t k0 = c->merge ? 0 : c->isel - 1, k1 = c->merge ? c->nsel : c->isel;
+  kl_rc rc = KL_DONE;
+  for (size_t k = k0; k < k1 && rc == KL_DONE; k++) {
+    rc = c->merge ? open_partition(c, k, err) : KL_OK;
+    if (rc == KL_OK && c->pbnd.off_lo > c->pbnd.off_hi) {
+      rc = KL_DONE;
+      continue;
     }
-    if (c->n_pairs == cap) {
-      cap = cap ? cap * 2 : 1024;
-      struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)cap * sizeof *p);
-      if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting by timestamp");
-      c->pairs = p;
+    if (rc == KL_OK) rc = kl_cursor_start(c->cur, &c->pbnd, err);
+    while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
+      int64_t off, ts;
+      if (c->read_committed && kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) continue;
+      if (!kl_cursor_peek(c->cur, &off, &ts)) {
+        if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
+        off = kl_cursor_record(c->cur)->offset;
+        ts = kl_cursor_record(c->cur)->timestamp;
+      }
+      if (c->n_pairs == cap) {
+        cap = cap ? cap * 2 : 1024;
+        struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)cap * sizeof *p);
+        if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting rows");
+        c->pairs = p;
+      }
+      struct ts_pair *p = &c->pairs[c->n_pairs++];
+      p->key = c->by_offset ? off : ts;
+      p->ts = ts;
+      p->off = off;
+      p->k = k;
     }
-    c->pairs[c->n_pairs].ts = ts;
-    c->pairs[c->n_pairs].off = off;
-    c->n_pairs++;
   }
   if (rc != KL_DONE) return rc;
+  if (c->merge) c->isel = c->nsel; /* every partition was read */
   if (c->n_pairs > 1) {
     qsort(c->pairs, c->n_pairs, sizeof *c->pairs, c->tsd_desc ? cmp_pair_desc : cmp_pair_asc);
   }
@@ -632,6 +860,10 @@ static kl_rc tsd_next(kl_vcursor *c, kl_err *err) {
   while (c->i_pairs < c->n_pairs) {
     const struct ts_pair *p = &c->pairs[c->i_pairs++];
     if (c->have_first && p->off == c->first_off) continue;
+    if (c->merge && c->part != kl_broker_part(c->bk->b, c->sel[p->k]) &&
+        (rc = open_partition(c, p->k, err)) != KL_OK) {
+      return rc;
+    }
     if (c->tsd_pairs) {
       c->on_pair = 1;
       return KL_OK;
@@ -644,7 +876,74 @@ static kl_rc tsd_next(kl_vcursor *c, kl_err *err) {
 /* The next row of the plan, before LIMIT and OFFSET. */
 static kl_rc advance(kl_vcursor *c, kl_err *err) {
   if (c->tsd) return tsd_next(c, err);
-  return kl_cursor_next(c->cur, err);
+  kl_rc rc;
+  while ((rc = kl_cursor_next(c->cur, err)) == KL_OK && c->read_committed &&
+         kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) {
+    /* A record of an aborted transaction: a read_committed consumer
+    ** never sees it. */
+  }
+  return rc;
+}
+
+/* What a read_committed consumer of the partition may read: below the last
+** stable offset and the high watermark, from .txnindex and the markers. */
+static kl_rc committed_bounds(kl_vcursor *c, kl_err *err) {
+  kl_logref *r = c->ref;
+  if (!r->txns_loaded) {
+    kl_reader rd;
+    kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, c->on_corrupt);
+    kl_rc rc = kl_txns_load(r->log, &rd, &r->txns, err);
+    kl_reader_free(&rd);
+    if (rc) return rc;
+    r->txns_loaded = 1;
+  }
+  int64_t cap = r->txns.lso;
+  if (c->part->high_watermark >= 0 && c->part->high_watermark < cap) cap = c->part->high_watermark;
+  if (cap - 1 < c->pbnd.off_hi) c->pbnd.off_hi = cap - 1;
+  return KL_OK;
+}
+
+/* Make the chosen partition sel[k] the one read: its log and core cursor
+** (kept when it is the same as before: a join probes the same partition
+** once per outer row), and its readable range in c->pbnd (empty when
+** nothing of it can match). */
+static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  size_t i = c->sel[k];
+  const kl_part *p = kl_broker_part(c->bk->b, i);
+  c->part = p;
+  c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
+  if (!c->cur || c->stale || strcmp(c->ref->dir, p->dir) != 0) {
+    end_partition(c);
+    c->stale = 0;
+    int rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), &c->ref);
+    if (rc != SQLITE_OK) {
+      const char *m = vt->base.zErrMsg ? vt->base.zErrMsg : "cannot open";
+      if (strncmp(m, "kafka_log: ", 11) == 0) m += 11;
+      return kl_err_set(err, rc == SQLITE_NOMEM ? KL_NOMEM : KL_IO, "%s", m);
+    }
+    if (kl_cursor_new(c->ref->log, &vt->conn->stats, c->on_corrupt, &c->cur) != KL_OK) {
+      return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);
+    }
+  }
+  c->pbnd = c->bnd;
+  /* Records below the log start offset are deleted for every consumer. */
+  if (p->log_start >= 0 && p->log_start > c->pbnd.off_lo) c->pbnd.off_lo = p->log_start;
+  return c->read_committed ? committed_bounds(c, err) : KL_OK;
+}
+
+/* Open the next chosen partition and start reading it: KL_DONE when none
+** is left. */
+static kl_rc next_partition(kl_vcursor *c, kl_err *err) {
+  while (c->isel < c->nsel) {
+    kl_rc rc = open_partition(c, c->isel++, err);
+    if (rc) return rc;
+    if (c->pbnd.off_lo > c->pbnd.off_hi) continue;
+    c->i_in = 0;
+    if (c->tsd) return KL_OK;
+    return start_range(c, err);
+  }
+  return KL_DONE;
 }
 
 /* Move to the next row that the plan admits. */
@@ -666,8 +965,13 @@ static int step(kl_vcursor *c) {
       c->eof = 1;
       return report(c, rc, &err);
     }
-    if (!c->in || c->i_in >= c->n_in) break;
-    if ((rc = start_range(c, &err)) != KL_OK) {
+    if (c->in && c->i_in < c->n_in) {
+      rc = start_range(c, &err);
+    } else {
+      rc = next_partition(c, &err);
+      if (rc == KL_DONE) break;
+    }
+    if (rc != KL_OK) {
       c->eof = 1;
       return report(c, rc, &err);
     }
@@ -676,11 +980,86 @@ static int step(kl_vcursor *c) {
   return SQLITE_OK;
 }
 
+/* The values of an IN list, or the one value v: copies (an IN list's
+** values last only until the next is fetched), sqlite3_malloc'd, freed
+** with free_values; NULL, which matches nothing, is left out. */
+static void free_values(sqlite3_value **v, int n) {
+  for (int i = 0; i < n; i++) sqlite3_value_free(v[i]);
+  sqlite3_free(v);
+}
+
+static int in_values(sqlite3_value *v, int is_in, sqlite3_value ***out, int *n) {
+  *out = NULL;
+  *n = 0;
+  int cap = 0, rc = SQLITE_OK;
+  sqlite3_value *x = v;
+  if (is_in) rc = sqlite3_vtab_in_first(v, &x);
+  while (rc == SQLITE_OK && x) {
+    if (sqlite3_value_type(x) != SQLITE_NULL) {
+      if (*n == cap) {
+        cap = cap ? cap * 2 : 8;
+        sqlite3_value **p = sqlite3_realloc64(*out, (sqlite3_uint64)cap * sizeof *p);
+        if (!p) return SQLITE_NOMEM;
+        *out = p;
+      }
+      if (!((*out)[*n] = sqlite3_value_dup(x))) return SQLITE_NOMEM;
+      (*n)++;
+    }
+    if (!is_in) break;
+    rc = sqlite3_vtab_in_next(v, &x);
+  }
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
+}
+
+/* Choose the partitions the topic and partition constraints admit, in
+** listing order: topic = binary-searches the sorted listing, so a lookup
+** in a log directory of thousands of partitions opens one. */
+static int choose(kl_vcursor *c, sqlite3_value *topic, int topic_in, sqlite3_value *part,
+                  int part_in, int64_t plo, int64_t phi) {
+  const kl_broker *b = c->bk->b;
+  size_t n = kl_broker_count(b);
+  sqlite3_value **tv = NULL, **pv = NULL;
+  int nt = 0, np = 0, rc = SQLITE_OK;
+  if (topic) rc = in_values(topic, topic_in, &tv, &nt);
+  if (rc == SQLITE_OK && part) rc = in_values(part, part_in, &pv, &np);
+  c->sel = rc == SQLITE_OK ? sqlite3_malloc64((sqlite3_uint64)n * sizeof *c->sel + 1) : NULL;
+  if (!c->sel) rc = rc ? rc : SQLITE_NOMEM;
+  c->nsel = 0;
+  /* A partition = value that is not an integer matches nothing;
+  ** fold each value into its own bounds. */
+  for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+    const kl_part *p = kl_broker_part(b, i);
+    if ((topic || part || plo > INT64_MIN || phi < INT64_MAX) && !p->topic) continue;
+    if (p->partition < plo || p->partition > phi) continue;
+    int ok = !topic;
+    for (int k = 0; !ok && k < nt; k++) {
+      const char *t = (const char *)sqlite3_value_text(tv[k]);
+      ok = t && sqlite3_value_type(tv[k]) == SQLITE_TEXT && strcmp(t, p->topic) == 0;
+    }
+    for (int k = 0; ok && part && k <= np; k++) {
+      if (k == np) {
+        ok = 0;
+        break;
+      }
+      int64_t lo = INT64_MIN, hi = INT64_MAX;
+      kl_fold_bound(KL_CMP_EQ, pv[k], &lo, &hi);
+      if (lo == hi && lo == p->partition) break;
+    }
+    if (ok) c->sel[c->nsel++] = i;
+  }
+  free_values(tv, nt);
+  free_values(pv, np);
+  return rc;
+}
+
 static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
                      sqlite3_value **argv) {
   kl_vcursor *c = (kl_vcursor *)cur;
   kl_vtab *vt = (kl_vtab *)cur->pVtab;
   reset_scan(c);
+  sqlite3_free(c->sel);
+  c->sel = NULL;
+  c->nsel = c->isel = 0;
   c->eof = 1;
   c->limit = -1;
   c->skip = 0;
@@ -688,8 +1067,10 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   c->bnd.desc = (idx & KL_P_DESC) != 0 && !(idx & KL_P_TS_ORDER);
   const char *dir = vt->dir;
   int a = 0;
-  sqlite3_value *in_list = NULL;
+  sqlite3_value *in_list = NULL, *topic = NULL, *part = NULL;
+  int64_t plo = INT64_MIN, phi = INT64_MAX;
   int on_corrupt = vt->on_corrupt;
+  int read_committed = vt->read_committed;
   sqlite3_int64 max_skew = vt->max_skew;
   for (int b = 0; b < KL_P_ARGV_COUNT; b++) {
     if (!(idx & (1 << b))) continue;
@@ -725,6 +1106,21 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
                          "kafka_log: max_skew_ms must be a number of milliseconds >= 0, not %s",
                          (const char *)sqlite3_value_text(v));
       }
+    } else if (bit == KL_P_ISOLATION) {
+      const char *m = (const char *)sqlite3_value_text(v);
+      if (sqlite3_value_type(v) != SQLITE_NULL) {
+        read_committed = isolation_mode(m);
+        if (read_committed < 0) {
+          return set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: isolation must be "
+                           "'read_uncommitted' or 'read_committed', not %s", m ? m : "NULL");
+        }
+      }
+    } else if (bit == KL_P_TOPIC_EQ) {
+      topic = v;
+    } else if (bit == KL_P_PART_EQ) {
+      part = v;
+    } else if (bit >= KL_P_PART_GT && bit <= KL_P_PART_LE) {
+      kl_fold_bound((enum kl_cmp_op)(b - 17), v, &plo, &phi);
     }
   }
   c->bnd.max_skew = max_skew;
@@ -732,20 +1128,22 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   (void)idx_str;
   if (!dir) {
     return set_error(cur->pVtab, SQLITE_ERROR, "%s",
-                     "kafka_log: a partition directory is required: kafka_log('<dir>')");
+                     "kafka_log: a path is required: kafka_log('<partition or log directory>')");
   }
   /* The files are checked for changes once per statement: the same cursor
-  ** filtered again (once per row of an outer loop) keeps its log, its
-  ** buffers and the batch it decompressed last. */
+  ** filtered again (once per row of an outer loop) keeps its listing, its
+  ** log, its buffers and the batch it decompressed last. */
   int rc;
-  if (!c->cur || c->stale || c->on_corrupt != on_corrupt || strcmp(c->ref->dir, dir) != 0) {
+  if (!c->bk || c->stale || c->on_corrupt != on_corrupt ||
+      c->read_committed != read_committed || strcmp(c->bk->path, dir) != 0) {
     end_scan(c);
-    c->stale = 0;
-    if ((rc = acquire_log(vt, dir, &c->ref)) != SQLITE_OK) return rc;
-    if (kl_cursor_new(c->ref->log, &vt->conn->stats, on_corrupt, &c->cur) != KL_OK) {
-      return SQLITE_NOMEM;
-    }
+    if ((rc = acquire_broker(vt, dir, &c->bk)) != SQLITE_OK) return rc;
     c->on_corrupt = on_corrupt;
+    c->read_committed = read_committed;
+  }
+  if ((rc = choose(c, topic, (idx & KL_P_TOPIC_IN) != 0, part, (idx & KL_P_PART_IN) != 0, plo,
+                   phi)) != SQLITE_OK) {
+    return rc;
   }
   if (in_list) {
     /* All IN values at once, sorted, so rows come out in offset order. */
@@ -778,10 +1176,21 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     c->tsd = 1;
     c->tsd_desc = (idx & KL_P_DESC) != 0;
     c->tsd_pairs = (idx & KL_P_PAIRS) != 0;
-    return step(c);
+  }
+  if ((idx & (KL_P_ORDERED | KL_P_TS_ORDER)) && c->nsel > 1) {
+    /* The plan consumed an order for what it took for one partition (the
+    ** path was a parameter): the rows of all of them are sorted here. */
+    c->merge = c->tsd = 1;
+    c->by_offset = (idx & KL_P_ORDERED) != 0;
+    c->tsd_desc = (idx & KL_P_DESC) != 0;
+    c->bnd.desc = 0;
   }
   kl_err err = {0};
-  kl_rc krc = start_range(c, &err);
+  kl_rc krc = next_partition(c, &err);
+  if (krc == KL_DONE) {
+    c->eof = 1;
+    return SQLITE_OK;
+  }
   if (krc) {
     c->eof = 1;
     return report(c, krc, &err);
@@ -935,7 +1344,17 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       break;
     case KL_COL_SEGMENT: sqlite3_result_int64(ctx, kl_cursor_segment(c->cur)->base); break;
     case KL_COL_POSITION: sqlite3_result_int64(ctx, b->position); break;
-    case KL_COL_DIR: sqlite3_result_text(ctx, c->ref->dir, -1, SQLITE_TRANSIENT); break;
+    case KL_COL_TOPIC:
+      if (c->part->topic) sqlite3_result_text(ctx, c->part->topic, -1, SQLITE_TRANSIENT);
+      break;
+    case KL_COL_PARTITION:
+      if (c->part->partition >= 0) sqlite3_result_int(ctx, c->part->partition);
+      break;
+    case KL_COL_DIR: sqlite3_result_text(ctx, c->bk->path, -1, SQLITE_TRANSIENT); break;
+    case KL_COL_ISOLATION:
+      sqlite3_result_text(ctx, c->read_committed ? "read_committed" : "read_uncommitted", -1,
+                          SQLITE_STATIC);
+      break;
     case KL_COL_ON_CORRUPT:
       sqlite3_result_text(ctx, c->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", -1, SQLITE_STATIC);
       break;
@@ -949,18 +1368,18 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
 
 static int kl_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
   kl_vcursor *c = (kl_vcursor *)cur;
-  if (c->on_pair) {
-    *rowid = c->pairs[c->i_pairs - 1].off;
-    return SQLITE_OK;
-  }
   int64_t off, ts;
-  if (kl_cursor_peek(c->cur, &off, &ts)) {
-    *rowid = off;
-    return SQLITE_OK;
+  if (c->on_pair) {
+    off = c->pairs[c->i_pairs - 1].off;
+  } else if (!kl_cursor_peek(c->cur, &off, &ts)) {
+    int rc = load_row(c);
+    if (rc) return rc;
+    off = kl_cursor_record(c->cur)->offset;
   }
-  int rc = load_row(c);
-  if (rc) return rc;
-  *rowid = kl_cursor_record(c->cur)->offset;
+  /* Offsets beyond 2^44 in a path of several partitions would reach the
+  ** next partition's rowids: they keep the offset alone. */
+  *rowid = c->rowid_base && off >= 0 && off < ((int64_t)1 << KL_ROWID_SHIFT) ? c->rowid_base + off
+                                                                              : off;
   return SQLITE_OK;
 }
 

@@ -25,6 +25,18 @@ static int bit_for(int col, int op, const kl_plan_info *pi) {
     if (!pi->need_dir || op != SQLITE_INDEX_CONSTRAINT_EQ) return 0;
     return col == KL_COL_DIR ? KL_P_DIR : col == KL_COL_ON_CORRUPT ? KL_P_ON_CORRUPT : KL_P_SKEW;
   }
+  if (col == KL_COL_ISOLATION) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_ISOLATION : 0;
+  if (col == KL_COL_TOPIC) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_TOPIC_EQ : 0;
+  if (col == KL_COL_PARTITION) {
+    switch (op) {
+      case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_PART_EQ;
+      case SQLITE_INDEX_CONSTRAINT_GT: return KL_P_PART_GT;
+      case SQLITE_INDEX_CONSTRAINT_GE: return KL_P_PART_GE;
+      case SQLITE_INDEX_CONSTRAINT_LT: return KL_P_PART_LT;
+      case SQLITE_INDEX_CONSTRAINT_LE: return KL_P_PART_LE;
+    }
+    return 0;
+  }
   if (col == KL_COL_OFFSET || col == -1) {
     switch (op) {
       case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_OFF_EQ;
@@ -62,9 +74,9 @@ static int rhs_int(sqlite3_index_info *info, int i, sqlite3_int64 *v) {
 #endif
 
 int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
-  int used[16];
+  int used[KL_P_ARGV_COUNT];
   int idx = 0, n_usable_other = 0;
-  for (int b = 0; b < 16; b++) used[b] = -1;
+  for (int b = 0; b < KL_P_ARGV_COUNT; b++) used[b] = -1;
   for (int i = 0; i < info->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &info->aConstraint[i];
     int bit = bit_for(c->iColumn, c->op, pi);
@@ -80,10 +92,21 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   }
   if (pi->need_dir && used[0] < 0) return SQLITE_CONSTRAINT;
   if (used[1] >= 0 && sqlite3_vtab_in(info, used[1], -1)) idx |= KL_P_IN;
+  if (used[16] >= 0 && sqlite3_vtab_in(info, used[16], -1)) idx |= KL_P_TOPIC_IN;
+  if (used[17] >= 0 && sqlite3_vtab_in(info, used[17], -1)) idx |= KL_P_PART_IN;
+  /* One partition at most: then its order is the order of the rows. */
+  int one = used[16] >= 0 && used[17] >= 0 && !(idx & KL_P_TOPIC_IN) && !(idx & KL_P_PART_IN);
+  int single = pi->single || one;
+  /* A path not known yet (a parameter) is taken for a partition: its order
+  ** is consumed, and should it hold several, xFilter sorts their rows
+  ** itself. */
+  int ordered_ok = single || pi->partitions == 0;
 
   /* ORDER BY offset (or rowid), one term, ascending or descending. */
   int order_ok = info->nOrderBy == 0;
-  if (info->nOrderBy == 1 &&
+  if (!ordered_ok) {
+    /* Rows come partition after partition: SQLite sorts. */
+  } else if (info->nOrderBy == 1 &&
       (info->aOrderBy[0].iColumn == KL_COL_OFFSET || info->aOrderBy[0].iColumn == -1)) {
     idx |= KL_P_ORDERED;
     if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
@@ -96,7 +119,8 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     ** are read (LIMIT) or none needs reading (only offset and timestamp). */
     sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
                            (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT) |
-                           (1ull << KL_COL_MAX_SKEW);
+                           (1ull << KL_COL_MAX_SKEW) | (1ull << KL_COL_ISOLATION) |
+                           (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION);
     int only_pairs = (info->colUsed & ~pairs) == 0;
     int limit = 0;
     for (int i = 0; i < info->nConstraint; i++) {
@@ -123,10 +147,21 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     info->aConstraintUsage[used[b]].omit = 1;
   }
   if (idx & KL_P_IN) sqlite3_vtab_in(info, used[1], 1);
+  if (idx & KL_P_TOPIC_IN) sqlite3_vtab_in(info, used[16], 1);
+  if (idx & KL_P_PART_IN) sqlite3_vtab_in(info, used[17], 1);
 
   /* Costs follow the work: a point lookup reads a few index entries and
   ** one batch; a range reads its records; a scan reads every byte. */
   double records = pi->records > 0 ? pi->records : 1e6;
+  if (!pi->single && pi->partitions > 0) {
+    /* A log directory: its partitions are not opened to plan.  Topic and
+    ** partition constraints narrow what is read. */
+    if (pi->records <= 0) records = 1e5 * pi->partitions;
+    if (idx & KL_P_TOPIC_EQ) records /= (idx & KL_P_TOPIC_IN) ? 4 : 10;
+    if (idx & KL_P_PART_EQ) records /= (idx & KL_P_PART_IN) ? 4 : 10;
+    else if (idx & (KL_P_PART_GT | KL_P_PART_GE | KL_P_PART_LT | KL_P_PART_LE)) records /= 2;
+    if (records < 1) records = 1;
+  }
   double seg = pi->segments > 0 ? pi->segments : 1;
   double lookup = 10 + log2(seg + 1) + log2(records / seg + 2);
   double rows = records;
@@ -135,7 +170,8 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   if (idx & KL_P_OFF_EQ) {
     rows = 1;
     if (idx & KL_P_IN) rows = 8;
-    else info->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
+    else if (single) info->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
+    else rows = records / 1e5 + 1; /* one per partition that holds it */
   } else {
     if (idx & (KL_P_OFF_GT | KL_P_OFF_GE)) {
       int i = used[(idx & KL_P_OFF_GT) ? 2 : 3];
@@ -174,24 +210,36 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   static const char *const names[] = {
       "dir=?",        "offset=?",     "offset>?",     "offset>=?",     "offset<?",
       "offset<=?",    "timestamp=?",  "timestamp>?",  "timestamp>=?",  "timestamp<?",
-      "timestamp<=?", "LIMIT ?",      "OFFSET ?",     "on_corrupt=?",  "max_skew_ms=?"};
+      "timestamp<=?", "LIMIT ?",      "OFFSET ?",     "on_corrupt=?",  "max_skew_ms=?",
+      "isolation=?",  "topic=?",      "partition=?",  "partition>?",   "partition>=?",
+      "partition<?",  "partition<=?"};
   size_t len = 0;
   buf[0] = 0;
 #define ADD(s) do { int k_ = snprintf(buf + len, n - len, "%s%s", len ? " " : "", s); \
     if (k_ > 0 && (size_t)k_ < n - len) len += (size_t)k_; } while (0)
   int any = 0;
+  for (int b = 16; b < 22; b++) {
+    if (!(idx & (1 << b))) continue;
+    if (b == 16 && (idx & KL_P_TOPIC_IN)) ADD("topic IN (...)");
+    else if (b == 17 && (idx & KL_P_PART_IN)) ADD("partition IN (...)");
+    else ADD(names[b]);
+  }
   for (int b = 1; b < 11; b++) {
     if (!(idx & (1 << b))) continue;
     if (b == 1 && (idx & KL_P_IN)) ADD("offset IN (...)");
     else ADD(names[b]);
     any = 1;
   }
-  if (!any) ADD("full scan");
+  if (!any && !(idx & (KL_P_TOPIC_EQ | KL_P_PART_EQ | KL_P_PART_GT | KL_P_PART_GE | KL_P_PART_LT |
+                       KL_P_PART_LE))) {
+    ADD("full scan");
+  }
   if (idx & KL_P_ORDERED) ADD((idx & KL_P_DESC) ? "ORDER BY offset DESC" : "ORDER BY offset");
   if (idx & KL_P_TS_ORDER) ADD((idx & KL_P_DESC) ? "ORDER BY timestamp DESC" : "ORDER BY timestamp");
   if (idx & KL_P_LIMIT) ADD(names[11]);
   if (idx & KL_P_OFFSET) ADD(names[12]);
   if (idx & KL_P_ON_CORRUPT) ADD(names[13]);
   if (idx & KL_P_SKEW) ADD(names[14]);
+  if (idx & KL_P_ISOLATION) ADD(names[15]);
 #undef ADD
 }

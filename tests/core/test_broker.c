@@ -192,7 +192,7 @@ static void test_logdir(void **state) {
   char *e = t_mkdtemp("neither");
   memset(&err, 0, sizeof err);
   assert_int_equal(kl_broker_open(NULL, e, &b, &err), KL_IO);
-  assert_non_null(strstr(err.msg, "is neither a partition directory"));
+  assert_non_null(strstr(err.msg, "is not a Kafka partition directory"));
   snprintf(one, sizeof one, "%s/missing", e);
   memset(&err, 0, sizeof err);
   assert_int_equal(kl_broker_open(NULL, one, &b, &err), KL_IO);
