@@ -274,7 +274,6 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   w->max_ts = -1;
   w->end = 0;
   ck->nspans = 0;
-  ck->nexpect = 0;
   kl_scan sc;
   kl_err e = {0};
   kl_rc rc = kl_scan_start(&sc, rd, s, 0, INT64_MAX, 0, &e);
@@ -568,7 +567,7 @@ static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
              "entry %lld (version %d, first offset %lld, last offset %lld) is invalid for a "
              "segment based at %lld", (long long)i, entry[0], (long long)first, (long long)last,
              (long long)s->base);
-      prev_last = last > prev_last ? last : prev_last;
+      prev_last = last;
       continue;
     }
     prev_last = last;
@@ -591,7 +590,7 @@ static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
       report(ck, "txnindex_entry_mismatch", KL_SEV_WARNING, i * 34,
              "entry %lld (producer %lld): first offset %lld, but the aborted transaction %s %lld",
              (long long)i, (long long)pid, (long long)first,
-             x->optional ? "follows the producer's batch at" : "begins at",
+             x->optional ? "lies after the producer's batch at" : "begins at",
              (long long)(x->optional ? x->lo : x->hi));
     }
   }

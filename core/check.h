@@ -48,6 +48,7 @@
 **   txnindex_bad_length       W    .txnindex   length not a multiple of 34
 **   txnindex_bad_entry        W    .txnindex   version not 0, last offset below the base, first > last,
 **                                              last offset not above the previous entry's
+**                                              (such an entry is not compared with the log)
 **   txnindex_missing_entry    W    .txnindex   an ABORT marker of an open transaction has no entry
 **                                              (or the file is absent)
 **   txnindex_extra_entry      W    .txnindex   an entry whose last offset is no such marker
