@@ -20,6 +20,7 @@
 
 #include "batch.h"
 #include "crc32c.h"
+#include "kwriter.h"
 
 typedef struct fx {
   const char *set;
@@ -605,6 +606,34 @@ static void test_txnindex_findings(void **state) {
   st_close(db);
 }
 
+/* A marker Kafka rejects (value version -1, its CRC intact): the one parser
+** (kl_control_parse) makes kafka_batches fail naming the rule and
+** kafka_log_check report it; kafka_log, which returns no control records,
+** reads past it. */
+static void test_bad_marker_readers(void **state) {
+  sqlite3 *db = st_open();
+  char *dir = t_mkdtemp("badmarker");
+  kw_options o = {1 << 20, 4096, 0, 0};
+  kw_writer *w = kw_open(dir, &o);
+  uint8_t key[4] = {0, 0, 0, 0}, val[6] = {0xff, 0xff, 0, 0, 0, 1};
+  assert_int_equal(kw_append_txn(w, 1000, 2), 0);
+  assert_int_equal(kw_append_control(w, 1000, key, 4, val, 6), 0);
+  assert_int_equal(kw_close(w), 0);
+  sqlite3_stmt *st = st_prep(db, "SELECT count(*) FROM kafka_batches(?1)", "t", dir);
+  assert_int_equal(sqlite3_step(st), SQLITE_CORRUPT);
+  assert_non_null(strstr(sqlite3_errmsg(db), "position 93: ABORT marker value version -1"));
+  sqlite3_finalize(st);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 2);
+  char *k = st_text(db, "SELECT kind || ' ' || position || ' ' || severity || ' ' || message "
+                    "FROM kafka_log_check(?1)", "t", dir);
+  assert_string_equal(k, "bad_control_record 93 error 00000000000000000000.log: position 93: "
+                         "ABORT marker value version -1");
+  free(k);
+  t_rmdir(dir);
+  free(dir);
+  st_close(db);
+}
+
 /* A .log that is not a log, and a directory of unrelated files. */
 static void test_foreign_files(void **state) {
   sqlite3 *db = st_open();
@@ -759,6 +788,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixtures_check_clean),
       cmocka_unit_test(test_txnindex_findings),
+      cmocka_unit_test(test_bad_marker_readers),
       cmocka_unit_test(test_batch_damage),
       cmocka_unit_test(test_tail_and_index_damage),
       cmocka_unit_test(test_foreign_files),
