@@ -517,16 +517,32 @@ kl_rc kl_header_next(const uint8_t **pp, const uint8_t *end, kl_header *h) {
   return KL_OK;
 }
 
-kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch) {
+kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch,
+                       kl_err *err) {
   /* As Kafka's ControlRecordType.parseTypeId and
   ** EndTransactionMarker.deserializeValue: a newer version reads as version
   ** 0 (extra bytes ignored), a negative one is corrupt, and a marker's
   ** value must hold the version and the coordinator epoch. */
   *coordinator_epoch = -1;
-  if (r->key_len < 4 || kl_get_i16(r->key) < 0) return KL_CORRUPT;
+  if (r->key_len < 4) {
+    if (r->key_len < 0) return kl_err_set(err, KL_CORRUPT, "control record with a null key");
+    return kl_err_set(err, KL_CORRUPT, "control record key of %d bytes (at least 4 needed)",
+                      r->key_len);
+  }
+  if (kl_get_i16(r->key) < 0) {
+    return kl_err_set(err, KL_CORRUPT, "control record key version %d", kl_get_i16(r->key));
+  }
   *type = kl_get_i16(r->key + 2);
   if (*type != 0 && *type != 1) return KL_OK; /* KRaft records, or unknown: ignored */
-  if (r->value_len < 6 || kl_get_i16(r->value) < 0) return KL_CORRUPT;
+  const char *name = *type == 0 ? "ABORT" : "COMMIT";
+  if (r->value_len < 0) return kl_err_set(err, KL_CORRUPT, "%s marker with a null value", name);
+  if (r->value_len < 6) {
+    return kl_err_set(err, KL_CORRUPT, "%s marker value of %d bytes (at least 6 needed)", name,
+                      r->value_len);
+  }
+  if (kl_get_i16(r->value) < 0) {
+    return kl_err_set(err, KL_CORRUPT, "%s marker value version %d", name, kl_get_i16(r->value));
+  }
   *coordinator_epoch = kl_get_i32(r->value + 2);
   return KL_OK;
 }

@@ -140,8 +140,10 @@ kl_rc kl_header_next(const uint8_t **p, const uint8_t *end, kl_header *h);
 ** two, the coordinator epoch (-1 for other types, which readers ignore).
 ** KL_CORRUPT, as Kafka rejects them: a key under 4 bytes or with a negative
 ** version; an ABORT or COMMIT whose value is null, under 6 bytes or has a
-** negative version.  Newer versions read as version 0. */
-kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch);
+** negative version.  Newer versions read as version 0.  err (may be NULL)
+** says which rule the record breaks, without a file or position.  Every
+** reader of control records goes through here. */
+kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch, kl_err *err);
 
 /* Zig-zag varints (format.md 3.5).  Return bytes consumed, 0 if invalid or
 ** truncated. */

@@ -29,6 +29,32 @@ typedef struct span {
   int64_t max_ts;           /* header max timestamp */
 } span;
 
+/* A producer's transaction state as the broker's ProducerStateManager
+** keeps it, learnt from the batches walked so far in offset order (across
+** segments: a transaction may begin segments before its marker). */
+typedef struct txn_producer {
+  int64_t pid;              /* -1: free slot */
+  int64_t open_first;       /* first offset of its open transaction, -1 */
+  int64_t closed_at;        /* its last offset outside a transaction (a
+                            ** marker or a non-transactional batch), -1 */
+} txn_producer;
+
+/* A .txnindex entry recover() would rebuild: an ABORT marker's.  The first
+** offset it holds is accepted in (lo, hi]: recovery rebuilds hi, the first
+** batch of the transaction, but no batch of the producer lies in between,
+** so every such value makes a read_committed reader skip the same batches,
+** and the log cleaner keeps the original entry after removing those first
+** batches. */
+typedef struct txn_expect {
+  int64_t pid;
+  int64_t last;             /* the marker's offset */
+  int64_t lo, hi;           /* bounds of the first offset (see above) */
+  int optional;             /* no open transaction was seen: it began before
+                            ** the first segment, its data was cleaned
+                            ** away, or there is none (Kafka then writes no
+                            ** entry): an entry may or may not exist */
+} txn_expect;
+
 /* Per-file counts of findings by kind, for the KL_CHECK_MAX_PER_KIND cap. */
 #define MAX_KINDS 16
 typedef struct kind_count {
@@ -49,6 +75,12 @@ typedef struct checker {
   int ncounts;
   span *spans;
   size_t nspans, cap;
+  txn_producer *producers;  /* open-addressing table by pid */
+  size_t nproducers, producers_cap; /* used slots, slots (a power of 2) */
+  txn_expect *expect;       /* the current segment's ABORT markers */
+  size_t nexpect, expect_cap;
+  int txn_unknown;          /* the current segment's walk met damage: what
+                            ** recover() rebuilds is not known */
 } checker;
 
 static void emit(checker *ck, const char *kind, int sev, int64_t pos, const char *msg) {
@@ -156,6 +188,77 @@ static int64_t span_holding(const checker *ck, int64_t off) {
   return -1;
 }
 
+/* The state of producer pid, created empty; NULL when out of memory. */
+static txn_producer *producer(checker *ck, int64_t pid) {
+  if (2 * (ck->nproducers + 1) > ck->producers_cap) {
+    size_t cap = ck->producers_cap ? ck->producers_cap * 2 : 64;
+    txn_producer *p = kl_malloc(ck->env, cap * sizeof *p);
+    if (!p) return NULL;
+    for (size_t i = 0; i < cap; i++) p[i].pid = -1;
+    for (size_t i = 0; i < ck->producers_cap; i++) {
+      if (ck->producers[i].pid < 0) continue;
+      size_t h = (size_t)((uint64_t)ck->producers[i].pid * 0x9E3779B97F4A7C15u) & (cap - 1);
+      while (p[h].pid >= 0) h = (h + 1) & (cap - 1);
+      p[h] = ck->producers[i];
+    }
+    kl_free(ck->env, ck->producers);
+    ck->producers = p;
+    ck->producers_cap = cap;
+  }
+  size_t mask = ck->producers_cap - 1;
+  size_t h = (size_t)((uint64_t)pid * 0x9E3779B97F4A7C15u) & mask;
+  while (ck->producers[h].pid >= 0 && ck->producers[h].pid != pid) h = (h + 1) & mask;
+  txn_producer *t = &ck->producers[h];
+  if (t->pid < 0) {
+    t->pid = pid;
+    t->open_first = -1;
+    t->closed_at = -1;
+    ck->nproducers++;
+  }
+  return t;
+}
+
+/* Forget every producer's state (after damage, what lies in it is not
+** known): they start again as if first seen. */
+static void forget_producers(checker *ck) {
+  for (size_t i = 0; i < ck->producers_cap; i++) ck->producers[i].pid = -1;
+  ck->nproducers = 0;
+}
+
+/* Batch b of a producer (v2, producer id >= 0), in offset order; for a
+** control batch, ctl_type is its first record's type (-1: none, or not one
+** Kafka accepts).  As ProducerAppendInfo.append: a transactional data batch
+** opens its producer's transaction, a COMMIT or ABORT marker closes it, and
+** an ABORT of an open transaction is a CompletedTxn that recover() indexes. */
+static kl_rc track_producer(checker *ck, const kl_batch *b, int ctl_type) {
+  txn_producer *t = producer(ck, b->producer_id);
+  if (!t) return KL_NOMEM;
+  if (!b->is_control) {
+    if (b->is_transactional && t->open_first < 0) t->open_first = b->base_offset;
+    else if (!b->is_transactional && t->open_first < 0) t->closed_at = b->last_offset;
+    return KL_OK;
+  }
+  if (ctl_type != 0 && ctl_type != 1) return KL_OK;
+  if (ctl_type == 0) {
+    if (ck->nexpect == ck->expect_cap) {
+      size_t cap = ck->expect_cap ? ck->expect_cap * 2 : 16;
+      txn_expect *p = kl_realloc(ck->env, ck->expect, cap * sizeof *p);
+      if (!p) return KL_NOMEM;
+      ck->expect = p;
+      ck->expect_cap = cap;
+    }
+    txn_expect *x = &ck->expect[ck->nexpect++];
+    x->pid = b->producer_id;
+    x->last = b->base_offset;
+    x->lo = t->closed_at;
+    x->optional = t->open_first < 0;
+    x->hi = x->optional ? b->base_offset : t->open_first;
+  }
+  t->open_first = -1;
+  t->closed_at = b->base_offset;
+  return KL_OK;
+}
+
 /* Results of walking a segment's batches. */
 typedef struct walk {
   int64_t end;              /* position where readable batches end */
@@ -189,6 +292,7 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     }
     if (rc == KL_CORRUPT) {
       const kl_damage *d = &sc.dmg;
+      ck->txn_unknown = 1;
       report(ck, kl_damage_name(d->kind), KL_SEV_ERROR, d->pos, "%s", d->what);
       /* A header that parsed still tells the index checks where a batch
       ** was; its offsets do not move the walk's (as in the walker). */
@@ -209,11 +313,29 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     kl_err re = {0};
     rd->held_seg = NULL; /* the scratch is overwritten here */
     rc = kl_records_open(&it, rd->env, &rd->codec, &b, &rd->scratch, NULL, &re);
-    while (rc == KL_OK && (rc = kl_records_next(&it, &r, &re)) == KL_OK) {}
+    /* Kafka reads a control batch's first record only (recover(), the
+    ** consumer, the cleaner); one it rejects ends recover() there. */
+    int ctl_type = -1, first = 1;
+    while (rc == KL_OK && (rc = kl_records_next(&it, &r, &re)) == KL_OK) {
+      if (b.is_control && first) {
+        int32_t epoch;
+        kl_err ce = {0};
+        if (kl_control_parse(&r, &ctl_type, &epoch, &ce) != KL_OK) {
+          ctl_type = -1;
+          ck->txn_unknown = 1;
+          report(ck, "bad_control_record", KL_SEV_ERROR, b.position, "%s", ce.msg);
+        }
+      }
+      first = 0;
+    }
     if (rc == KL_NOMEM) break;
     if (rc != KL_DONE) {
+      if (b.is_control) ck->txn_unknown = 1;
       report(ck, kl_damage_name(KL_DMG_RECORDS), KL_SEV_ERROR, b.position, "%s",
              re.msg[0] ? re.msg : kl_rc_name(rc));
+    }
+    if (b.magic == 2 && b.producer_id >= 0 && (rc = track_producer(ck, &b, ctl_type)) != KL_OK) {
+      break;
     }
     if ((rc = add_span(ck, &b, s->base)) != KL_OK) break;
     if (b.max_timestamp > w->max_ts) w->max_ts = b.max_timestamp;
@@ -228,6 +350,7 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   }
   if (rc == KL_DONE || rc == KL_OK) return KL_OK;
   if (rc == KL_IO) {
+    ck->txn_unknown = 1;
     report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
     return KL_OK;
   }
@@ -390,11 +513,41 @@ static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const w
   return KL_OK;
 }
 
+/* An ABORT marker without its entry: read_committed readers would return
+** the aborted records.  pos: where the entry belongs (-1: no file). */
+static void report_missing(checker *ck, const txn_expect *x, int64_t pos) {
+  report(ck, "txnindex_missing_entry", KL_SEV_WARNING, pos,
+         "%sno entry for the aborted transaction of producer %lld (offsets %lld..%lld, ABORT "
+         "marker at %lld): read_committed readers would return its records",
+         pos < 0 ? "the file is absent: " : "", (long long)x->pid, (long long)x->hi,
+         (long long)x->last, (long long)x->last);
+}
+
+/*
+** The .txnindex against the entries recover() would rebuild from the log
+** (ck->expect, in marker order, as the file's entries must be).  Entries are
+** paired by their last offset, the marker's.  The last stable offset field
+** is not compared: Kafka stores the first offset of the earliest other
+** transaction open when the marker was appended, and which were open then
+** is not a property of the log alone: a follower appending a fetched chunk
+** has already registered transactions begun later in that chunk, and
+** transactions begun before the first segment are known only to the
+** producer snapshot.  Readers do not use it to decide what was aborted.
+*/
 static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
+  int compare = !ck->txn_unknown;
+  size_t j = 0;
   kl_file f;
   kl_err e = {0};
   kl_rc rc = kl_file_open(&f, s->env, path, &e);
-  if (rc == KL_NOTFOUND) return; /* absent: normal, created only for aborted transactions */
+  if (rc == KL_NOTFOUND) {
+    /* Absent: normal without aborted transactions (Kafka creates the file
+    ** for the first one). */
+    for (; compare && j < ck->nexpect && !ck->rc; j++) {
+      if (!ck->expect[j].optional) report_missing(ck, &ck->expect[j], -1);
+    }
+    return;
+  }
   if (rc) {
     report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
     return;
@@ -404,16 +557,45 @@ static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
   for (; (i + 1) * 34 <= f.size && !ck->rc; i++) {
     if (kl_file_read(&f, i * 34, entry, sizeof entry, &e) != KL_OK) {
       report(ck, "unreadable", KL_SEV_ERROR, i * 34, "%s", e.msg);
+      compare = 0;
       break;
     }
+    int64_t pid = kl_get_i64(entry + 2);
     int64_t first = kl_get_i64(entry + 10), last = kl_get_i64(entry + 18);
     if (entry[0] != 0 || last < s->base || first > last || last <= prev_last) {
       report(ck, "txnindex_bad_entry", KL_SEV_WARNING, i * 34,
              "entry %lld (version %d, first offset %lld, last offset %lld) is invalid for a "
              "segment based at %lld", (long long)i, entry[0], (long long)first, (long long)last,
              (long long)s->base);
+      prev_last = last;
+      continue;
     }
     prev_last = last;
+    if (!compare) continue;
+    for (; j < ck->nexpect && ck->expect[j].last < last && !ck->rc; j++) {
+      if (!ck->expect[j].optional) report_missing(ck, &ck->expect[j], i * 34);
+    }
+    const txn_expect *x = j < ck->nexpect && ck->expect[j].last == last ? &ck->expect[j++] : NULL;
+    if (!x) {
+      report(ck, "txnindex_extra_entry", KL_SEV_WARNING, i * 34,
+             "entry %lld (producer %lld, offsets %lld..%lld): no ABORT marker of an open "
+             "transaction at offset %lld; read_committed readers would drop that producer's "
+             "transactional records from offset %lld", (long long)i, (long long)pid,
+             (long long)first, (long long)last, (long long)last, (long long)first);
+    } else if (pid != x->pid) {
+      report(ck, "txnindex_entry_mismatch", KL_SEV_WARNING, i * 34,
+             "entry %lld names producer %lld, but the ABORT marker at offset %lld is producer "
+             "%lld's", (long long)i, (long long)pid, (long long)last, (long long)x->pid);
+    } else if (first <= x->lo || first > x->hi) {
+      report(ck, "txnindex_entry_mismatch", KL_SEV_WARNING, i * 34,
+             "entry %lld (producer %lld): first offset %lld, but the aborted transaction %s %lld",
+             (long long)i, (long long)pid, (long long)first,
+             x->optional ? "lies after the producer's batch at" : "begins at",
+             (long long)(x->optional ? x->lo : x->hi));
+    }
+  }
+  for (; compare && j < ck->nexpect && !ck->rc; j++) {
+    if (!ck->expect[j].optional) report_missing(ck, &ck->expect[j], i * 34);
   }
   if (f.size % 34 != 0 && !ck->rc) {
     report(ck, "txnindex_bad_length", KL_SEV_WARNING, (f.size / 34) * 34,
@@ -429,6 +611,8 @@ static const char *base_name(const char *path) {
 
 static kl_rc check_segment(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   ck->segment = s->base;
+  ck->txn_unknown = 0;
+  ck->nexpect = 0;
   begin_file(ck, s->name);
   kl_err e = {0};
   kl_rc rc = kl_segment_open(s, rd->stats, &e);
@@ -438,6 +622,7 @@ static kl_rc check_segment(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     w->end = 0;
     w->next_offset = s->base;
     w->max_ts = -1;
+    forget_producers(ck);
     return KL_OK;
   }
   kl_segment_pin(s);
@@ -457,6 +642,7 @@ static kl_rc check_segment(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     check_txn_index(ck, s, path);
     begin_file(ck, NULL);
   }
+  if (ck->txn_unknown) forget_producers(ck);
   kl_segment_unpin(s);
   /* Done with it: a check of thousands of segments keeps none open. */
   kl_segment_close(s);
@@ -523,6 +709,8 @@ kl_rc kl_check_dir(const kl_env *env, const char *dir, kl_check_fn fn, void *ud,
   if (rc == KL_OK && !ck.rc) check_orphans(&ck, dir, log);
   kl_reader_free(&rd);
   kl_free(env, ck.spans);
+  kl_free(env, ck.producers);
+  kl_free(env, ck.expect);
   kl_log_close(log);
   if (rc == KL_NOMEM) return kl_err_set(err, rc, "out of memory checking %s", dir);
   if (rc == KL_OK && ck.rc) rc = kl_err_set(err, ck.rc, "check of %s stopped", dir);

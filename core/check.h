@@ -46,9 +46,41 @@
 **                                              (I in the last segment: a live broker writes it
 **                                              on roll or close)
 **   txnindex_bad_length       W    .txnindex   length not a multiple of 34
-**   txnindex_bad_entry        W    .txnindex   version not 0, last offset below the base, first > last
+**   txnindex_bad_entry        W    .txnindex   version not 0, last offset below the base, first > last,
+**                                              last offset not above the previous entry's
+**                                              (such an entry is not compared with the log)
+**   txnindex_missing_entry    W    .txnindex   an ABORT marker of an open transaction has no entry
+**                                              (or the file is absent)
+**   txnindex_extra_entry      W    .txnindex   an entry whose last offset is no such marker
+**   txnindex_entry_mismatch   W    .txnindex   the entry of a marker names another producer, or a
+**                                              first offset not that of the transaction's first
+**                                              batch (see below)
+**   bad_control_record        E    .log        a control batch's first record Kafka rejects
+**                                              (kl_control_parse): key under 4 bytes or of a
+**                                              negative version, an ABORT/COMMIT value null,
+**                                              under 6 bytes or of a negative version
 **   orphan_index              W    index files index without its .log (Kafka deletes it)
 **   no_segments               W    (dir)       no <20 digits>.log file at all
+**
+** The .txnindex is compared with the entries LogSegment.recover() would
+** rebuild: the producers' transactions are followed through every segment
+** in offset order (a transactional batch opens its producer's, a marker
+** closes it), and each ABORT marker of an open transaction is an entry
+** (producer, first offset of the transaction, which may lie in an earlier
+** segment, the marker's offset).  The txnindex_* comparison kinds are W
+** because Kafka rebuilds the file on recovery, but until then read_committed
+** fetches depend on it: a missing entry serves aborted records as
+** committed, an extra or wrong one hides committed records.  A first offset
+** is accepted anywhere after the producer's previous batch up to the
+** transaction's first batch (read_committed readers skip the same batches;
+** the log cleaner keeps the original entry after removing those batches).
+** A marker whose transaction was not seen open (it began before the first
+** segment, or its data was cleaned away, or it had none) may have an entry
+** or not.  The last stable offset field is not compared (check.c says
+** why).  After damage in a segment (an error finding) its entries are not
+** compared and the producers' states start afresh.  bad_control_record is
+** an error as recover() truncates the log there and kafka_batches fails on
+** it, although kafka_log, which returns no control records, reads past it.
 **
 ** Severity: E = error (record data is damaged or lost: a query reading it
 ** fails with SQLITE_CORRUPT unless on_corrupt='skip'), W = warning (an index

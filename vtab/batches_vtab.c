@@ -182,9 +182,7 @@ static kl_rc inspect(kb_cursor *c, kl_err *err) {
   if (!c->b.is_control) return KL_OK;
   kl_record r;
   rc = kl_records_next(&it, &r, err);
-  if (rc == KL_OK && kl_control_parse(&r, &c->control_type, &c->coordinator_epoch) != KL_OK) {
-    rc = kl_err_set(err, KL_CORRUPT, "not a control record Kafka accepts");
-  }
+  if (rc == KL_OK) rc = kl_control_parse(&r, &c->control_type, &c->coordinator_epoch, err);
   if (rc == KL_DONE) rc = kl_err_set(err, KL_CORRUPT, "a control batch without records");
   return rc ? kl_scan_batch_error(c->seg, c->b.position, rc, err) : KL_OK;
 }

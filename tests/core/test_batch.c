@@ -313,7 +313,7 @@ static void test_commit_batch_decode(void **state) {
   assert_int_equal(r.value_len, 6);
   int type = -9;
   int32_t epoch = -9;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
   assert_int_equal(type, 1);
   assert_int_equal(epoch, 5);
   assert_int_equal(kl_records_next(&it, &r, &err), KL_DONE);
@@ -340,7 +340,7 @@ static void test_control_parse_edges(void **state) {
   kl_put_u16(key + 2, 337);
   r.key_len = 4;
   r.value_len = -1;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
   assert_int_equal(type, 337);
   assert_int_equal(epoch, -1);
 
@@ -352,37 +352,42 @@ static void test_control_parse_edges(void **state) {
   kl_put_u32(val + 2, 15);
   kl_put_u16(val + 6, 0x1234);
   r.value_len = 8;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
   assert_int_equal(type, 0);
   assert_int_equal(epoch, 15);
 
   kl_put_u16(val, 0xffff); /* version -1: Kafka's InvalidRecordException */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
+  kl_err err = {0}; /* and says why, for kafka_log_check and kafka_batches */
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, &err), KL_CORRUPT);
+  assert_string_equal(err.msg, "ABORT marker value version -1");
   kl_put_u16(val, 0);
   r.value_len = 5; /* under 6 bytes: the same */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
   r.value_len = -1; /* a null marker value */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
   r.value_len = 6;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
   assert_int_equal(epoch, 15);
   /* A type readers ignore needs no marker value. */
   kl_put_u16(key + 2, 2);
   r.value_len = 3;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_OK);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
   assert_int_equal(type, 2);
   assert_int_equal(epoch, -1);
   kl_put_u16(key + 2, 0);
   r.value_len = 8;
 
   kl_put_u16(key, 0x8000); /* negative key version */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
   kl_put_u16(key, 0);
   r.key_len = 3;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  kl_err_clear(&err);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, &err), KL_CORRUPT);
+  assert_string_equal(err.msg, "control record key of 3 bytes (at least 4 needed)");
   r.key = NULL;
   r.key_len = -1;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch), KL_CORRUPT);
+  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
 }
 
 /*
@@ -1228,7 +1233,7 @@ static int poke(uint8_t *p, size_t n, int fix) {
     assert_int_equal(k, r.header_count);
     int type;
     int32_t ce;
-    (void)kl_control_parse(&r, &type, &ce);
+    (void)kl_control_parse(&r, &type, &ce, NULL);
   }
   kl_buf_free(NULL, &scratch);
   return 1;

@@ -79,7 +79,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       if (b.is_control) {
         int type;
         int32_t epoch;
-        (void)kl_control_parse(&r, &type, &epoch);
+        (void)kl_control_parse(&r, &type, &epoch, NULL);
       }
       (void)sink;
     }

@@ -20,6 +20,7 @@
 
 #include "batch.h"
 #include "crc32c.h"
+#include "kwriter.h"
 
 typedef struct fx {
   const char *set;
@@ -548,6 +549,91 @@ static void test_fixtures_check_clean(void **state) {
   st_close(db);
 }
 
+/* g-transactions, written by Kafka, checks clean (test_fixtures_check_clean):
+** its .txnindex entries are exactly those the check derives from the
+** markers, including aborted transactions that began a segment earlier
+** (segment 728's first entry begins at 713).  Damaged copies show that the
+** comparison is made: half an index cut off, an index removed, a first
+** offset moved, an entry added. */
+static void test_txnindex_findings(void **state) {
+  sqlite3 *db = st_open();
+  char *dir = t_mkdtemp("txnindex");
+  assert_int_equal(t_copy_dir(t_fixture("g-transactions"), dir), 0);
+  const char *q = "SELECT group_concat(segment || ' ' || ifnull(position, 'NULL') || ' ' || kind || "
+                  "' ' || severity, char(10)) FROM kafka_log_check(?1)";
+  char p182[600], p545[600], p728[600];
+  snprintf(p182, sizeof p182, "%s/00000000000000000182.txnindex", dir);
+  snprintf(p545, sizeof p545, "%s/00000000000000000545.txnindex", dir);
+  snprintf(p728, sizeof p728, "%s/00000000000000000728.txnindex", dir);
+  size_t n545, n728;
+  uint8_t *t545 = load(p545, &n545), *t728 = load(p728, &n728);
+  assert_int_equal(n728, 102);
+  assert_int_equal(kl_get_i64(t728 + 10), 713); /* begins in segment 545 */
+
+  truncate_to(p182, 68); /* 4 entries, 2 kept */
+  assert_int_equal(unlink(p545), 0);
+  uint8_t moved[102];
+  memcpy(moved, t728, 102);
+  kl_put_u64(moved + 10, 714);
+  store(p728, moved, 102);
+  char *k = st_text(db, q, "t", dir);
+  assert_text("kafka_log_check", "g-transactions", k,
+              "182 68 txnindex_missing_entry warning\n"
+              "182 68 txnindex_missing_entry warning\n"
+              "545 NULL txnindex_missing_entry warning\n"
+              "545 NULL txnindex_missing_entry warning\n"
+              "545 NULL txnindex_missing_entry warning\n"
+              "728 0 txnindex_entry_mismatch warning");
+  free(k);
+
+  /* An entry for the offset after the last entry's marker (no marker). */
+  store(p545, t545, n545);
+  uint8_t extra[136];
+  memcpy(extra, t728, 102);
+  memcpy(extra + 102, t728 + 68, 34);
+  kl_put_u64(extra + 102 + 18, (uint64_t)(kl_get_i64(t728 + 68 + 18) + 1));
+  store(p728, extra, 136);
+  k = st_text(db, q, "t", dir);
+  assert_text("kafka_log_check", "g-transactions", k,
+              "182 68 txnindex_missing_entry warning\n"
+              "182 68 txnindex_missing_entry warning\n"
+              "728 102 txnindex_extra_entry warning");
+  free(k);
+  free(t545);
+  free(t728);
+  t_rmdir(dir);
+  free(dir);
+  st_close(db);
+}
+
+/* A marker Kafka rejects (value version -1, its CRC intact): the one parser
+** (kl_control_parse) makes kafka_batches fail naming the rule and
+** kafka_log_check report it; kafka_log, which returns no control records,
+** reads past it. */
+static void test_bad_marker_readers(void **state) {
+  sqlite3 *db = st_open();
+  char *dir = t_mkdtemp("badmarker");
+  kw_options o = {1 << 20, 4096, 0, 0};
+  kw_writer *w = kw_open(dir, &o);
+  uint8_t key[4] = {0, 0, 0, 0}, val[6] = {0xff, 0xff, 0, 0, 0, 1};
+  assert_int_equal(kw_append_txn(w, 1000, 2), 0);
+  assert_int_equal(kw_append_control(w, 1000, key, 4, val, 6), 0);
+  assert_int_equal(kw_close(w), 0);
+  sqlite3_stmt *st = st_prep(db, "SELECT count(*) FROM kafka_batches(?1)", "t", dir);
+  assert_int_equal(sqlite3_step(st), SQLITE_CORRUPT);
+  assert_non_null(strstr(sqlite3_errmsg(db), "position 93: ABORT marker value version -1"));
+  sqlite3_finalize(st);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 2);
+  char *k = st_text(db, "SELECT kind || ' ' || position || ' ' || severity || ' ' || message "
+                    "FROM kafka_log_check(?1)", "t", dir);
+  assert_string_equal(k, "bad_control_record 93 error 00000000000000000000.log: position 93: "
+                         "ABORT marker value version -1");
+  free(k);
+  t_rmdir(dir);
+  free(dir);
+  st_close(db);
+}
+
 /* A .log that is not a log, and a directory of unrelated files. */
 static void test_foreign_files(void **state) {
   sqlite3 *db = st_open();
@@ -701,6 +787,8 @@ static void test_tvf_on_corrupt(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fixtures_check_clean),
+      cmocka_unit_test(test_txnindex_findings),
+      cmocka_unit_test(test_bad_marker_readers),
       cmocka_unit_test(test_batch_damage),
       cmocka_unit_test(test_tail_and_index_damage),
       cmocka_unit_test(test_foreign_files),

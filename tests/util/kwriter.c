@@ -20,6 +20,10 @@ struct kw_writer {
   int64_t last_tidx_ts;     /* last time index timestamp, -1 if none */
   int64_t next;             /* next offset */
   kl_buf buf;
+  FILE *txn;                /* active segment's .txnindex, once it has an entry */
+  int nopen;                /* producers with an open transaction: */
+  int64_t open_pid[KW_MAX_PRODUCERS];
+  int64_t open_first[KW_MAX_PRODUCERS]; /* first offset of each one's */
 };
 
 static FILE *open_file(kw_writer *w, const char *suffix) {
@@ -40,8 +44,56 @@ static int finish_segment(kw_writer *w) {
   if (!w->log) return 0;
   if (w->max_ts > w->last_tidx_ts) put_tidx(w, w->max_ts, w->max_ts_off);
   int rc = fclose(w->log) | fclose(w->oidx) | fclose(w->tidx);
-  w->log = w->oidx = w->tidx = NULL;
+  if (w->txn) rc |= fclose(w->txn);
+  w->log = w->oidx = w->tidx = w->txn = NULL;
   return rc;
+}
+
+static int find_open(const kw_writer *w, int64_t pid) {
+  for (int i = 0; i < w->nopen; i++) {
+    if (w->open_pid[i] == pid) return i;
+  }
+  return -1;
+}
+
+/* The producer state a broker keeps (ProducerAppendInfo): a transactional
+** batch opens its producer's transaction, a marker closes it, and an ABORT
+** marker of an open transaction gets a .txnindex entry with the last stable
+** offset of that moment (the earliest other open transaction's first
+** offset, else the marker's offset + 1).  A marker without an open
+** transaction gets none, as in Kafka. */
+static int track_txn(kw_writer *w, const kl_batch_spec *s, const kl_rec_in *recs, int64_t off) {
+  if (s->producer_id < 0) return 0;
+  int k = find_open(w, s->producer_id);
+  if (!s->control) {
+    if (s->transactional && k < 0) {
+      if (w->nopen == KW_MAX_PRODUCERS) return -1;
+      w->open_pid[w->nopen] = s->producer_id;
+      w->open_first[w->nopen++] = off;
+    }
+    return 0;
+  }
+  if (k < 0 || recs[0].key_len < 4) return 0;
+  int type = (int)kl_get_i16((const uint8_t *)recs[0].key + 2);
+  if (type != 0 && type != 1) return 0;
+  if (type == 0) {
+    int64_t lso = off + 1, lso_first = INT64_MAX;
+    for (int i = 0; i < w->nopen; i++) {
+      if (i != k && w->open_first[i] < lso_first) lso_first = w->open_first[i];
+    }
+    if (lso_first != INT64_MAX) lso = lso_first;
+    if (!w->txn && !(w->txn = open_file(w, ".txnindex"))) return -1;
+    uint8_t e[34];
+    kl_put_u16(e, 0);
+    kl_put_u64(e + 2, (uint64_t)s->producer_id);
+    kl_put_u64(e + 10, (uint64_t)w->open_first[k]);
+    kl_put_u64(e + 18, (uint64_t)off);
+    kl_put_u64(e + 26, (uint64_t)lso);
+    if (fwrite(e, 1, sizeof e, w->txn) != sizeof e) return -1;
+  }
+  w->open_pid[k] = w->open_pid[w->nopen - 1];
+  w->open_first[k] = w->open_first[--w->nopen];
+  return 0;
 }
 
 static int start_segment(kw_writer *w) {
@@ -103,6 +155,7 @@ int kw_append(kw_writer *w, const kl_batch_spec *spec, const kl_rec_in *recs, in
     w->since_index = 0;
   }
   if (fwrite(w->buf.p, 1, (size_t)sz, w->log) != (size_t)sz) return -1;
+  if (track_txn(w, &s, recs, w->next)) return -1;
   w->size += sz;
   w->since_index += sz;
   w->next = last + 1;
@@ -110,6 +163,45 @@ int kw_append(kw_writer *w, const kl_batch_spec *spec, const kl_rec_in *recs, in
 }
 
 int64_t kw_next_offset(const kw_writer *w) { return w->next; }
+
+int kw_append_txn(kw_writer *w, int64_t pid, int n) {
+  kl_batch_spec s = {0};
+  s.leader_epoch = 0;
+  s.producer_id = pid;
+  s.producer_epoch = 0;
+  s.base_sequence = 0;
+  s.codec = w->opt.codec;
+  s.transactional = 1;
+  kl_rec_in r[16];
+  if (n < 1 || n > 16) return -1;
+  for (int i = 0; i < n; i++) {
+    kl_rec_in x = {1700000000000 + w->next + i, "k", 1, "txn-data", 8, NULL, 0};
+    r[i] = x;
+  }
+  return kw_append(w, &s, r, n);
+}
+
+int kw_append_control(kw_writer *w, int64_t pid, const void *key, int32_t key_len,
+                      const void *value, int32_t value_len) {
+  kl_batch_spec s = {0};
+  s.leader_epoch = 0;
+  s.producer_id = pid;
+  s.producer_epoch = 0;
+  s.base_sequence = -1;
+  s.transactional = 1;
+  s.control = 1;
+  kl_rec_in r = {1700000000000 + w->next, key, key_len, value, value_len, NULL, 0};
+  return kw_append(w, &s, &r, 1);
+}
+
+int kw_append_marker(kw_writer *w, int64_t pid, int type) {
+  uint8_t key[4], value[6];
+  kl_put_u16(key, 0);
+  kl_put_u16(key + 2, (uint16_t)type);
+  kl_put_u16(value, 0);
+  kl_put_u32(value + 2, 7); /* coordinator epoch */
+  return kw_append_control(w, pid, key, 4, value, 6);
+}
 
 int kw_close(kw_writer *w) {
   if (!w) return 0;

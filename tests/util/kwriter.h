@@ -4,7 +4,9 @@
 ** index entry (last offset, position) and a time index entry whenever more
 ** than index_interval bytes were appended since the previous entry, a roll
 ** when the next batch would pass segment_bytes, and the final time index
-** entry written on roll and on close.  Tests and benchmarks use it to make
+** entry written on roll and on close.  Transactional batches and markers
+** keep a producer state as the broker's does, and an ABORT marker of an
+** open transaction appends a .txnindex entry to its segment.  Tests and benchmarks use it to make
 ** logs of any size; the fixtures (written by Kafka itself) check that it and
 ** the reader agree with Kafka.
 */
@@ -15,6 +17,8 @@
 #include "klog.h"
 
 typedef struct kw_writer kw_writer;
+
+#define KW_MAX_PRODUCERS 16 /* producers with an open transaction at once */
 
 typedef struct kw_options {
   int64_t segment_bytes;    /* roll threshold (Kafka: segment.bytes) */
@@ -28,6 +32,15 @@ kw_writer *kw_open(const char *dir, const kw_options *opt);
 /* Append one batch of n records at the next offset (spec may be NULL for a
 ** plain batch; its base_offset is ignored).  Returns 0 on success. */
 int kw_append(kw_writer *w, const kl_batch_spec *spec, const kl_rec_in *recs, int n);
+/* A transactional data batch of n (1..16) records of producer pid. */
+int kw_append_txn(kw_writer *w, int64_t pid, int n);
+/* A marker of producer pid: type 0 ABORT, 1 COMMIT (version 0 key and
+** value, coordinator epoch 7). */
+int kw_append_marker(kw_writer *w, int64_t pid, int type);
+/* A control batch of one record with the given key and value (key or
+** value NULL with a negative length for null), for bad markers. */
+int kw_append_control(kw_writer *w, int64_t pid, const void *key, int32_t key_len,
+                      const void *value, int32_t value_len);
 /* Next offset to be written. */
 int64_t kw_next_offset(const kw_writer *w);
 /* Finish the active segment (final time index entry) and free. */
