@@ -9,6 +9,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "broker.h"
 #include "skiplist.h"
 
 struct kl_log {
@@ -25,30 +26,6 @@ struct kl_log {
   int64_t *runmax;
   size_t nseg, nknown;
 };
-
-/* "<20 digits>.log" and nothing else (not .log.deleted, .log.swap, ...). */
-static int segment_name(const char *name, int64_t *base) {
-  if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0) return 0;
-  int64_t v = 0;
-  for (int i = 0; i < 20; i++) {
-    if (name[i] < '0' || name[i] > '9') return 0;
-    int d = name[i] - '0';
-    if (v > (INT64_MAX - d) / 10) return 0;
-    v = v * 10 + d;
-  }
-  *base = v;
-  return 1;
-}
-
-/* "<topic>-<partition>": a partition directory's name. */
-static int partition_name(const char *name) {
-  const char *dash = strrchr(name, '-');
-  if (!dash || dash == name || !dash[1]) return 0;
-  for (const char *p = dash + 1; *p; p++) {
-    if (*p < '0' || *p > '9') return 0;
-  }
-  return 1;
-}
 
 void kl_log_close(kl_log *log) {
   if (!log) return;
@@ -70,7 +47,8 @@ void kl_log_close(kl_log *log) {
 /* Note a "<topic>-<n>" directory for the hint of a directory that is not
 ** a partition. */
 static void note_partition_dir(kl_log *log, const char *dir, const struct dirent *de, int *seen) {
-  if (*seen > 3 || !partition_name(de->d_name)) return;
+  int32_t part;
+  if (*seen > 3 || !kl_partition_name(de->d_name, &part)) return;
   int isdir = 0;
 #ifdef DT_DIR
   if (de->d_type == DT_DIR) isdir = 1;
@@ -118,7 +96,7 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
   int partitions = 0;
   while (rc == KL_OK && (de = readdir(d)) != NULL) {
     int64_t base;
-    if (!segment_name(de->d_name, &base)) {
+    if (!kl_segment_name(de->d_name, &base)) {
       note_partition_dir(log, dir, de, &partitions);
       continue;
     }

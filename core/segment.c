@@ -363,3 +363,16 @@ int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_
   }
   return -1; /* its header's max is not among its records: read it */
 }
+
+int kl_segment_name(const char *name, int64_t *base) {
+  if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0) return 0;
+  int64_t v = 0;
+  for (int i = 0; i < 20; i++) {
+    if (name[i] < '0' || name[i] > '9') return 0;
+    int d = name[i] - '0';
+    if (v > (INT64_MAX - d) / 10) return 0;
+    v = v * 10 + d;
+  }
+  *base = v;
+  return 1;
+}

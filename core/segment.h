@@ -208,6 +208,10 @@ kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind);
 /* The hole containing pos, or NULL (binary search). */
 const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos);
 
+/* "<20 digits>.log" and nothing else (not .log.deleted, .log.swap, ...):
+** *base is the segment's base offset. */
+int kl_segment_name(const char *name, int64_t *base);
+
 /* An empty set with the given bound. */
 void kl_segset_init(kl_segset *set, int max_open);
 

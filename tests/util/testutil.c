@@ -53,7 +53,9 @@ void t_rmdir(const char *path) {
     while ((e = readdir(d)) != NULL) {
       if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..")) continue;
       snprintf(buf, sizeof buf, "%s/%s", path, e->d_name);
-      unlink(buf);
+      struct stat st;
+      if (lstat(buf, &st) == 0 && S_ISDIR(st.st_mode)) t_rmdir(buf); /* a log directory's partitions */
+      else unlink(buf);
     }
     closedir(d);
   }

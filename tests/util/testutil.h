@@ -24,7 +24,7 @@ typedef struct t_failalloc {
 const kl_env *t_failenv(t_failalloc *fa, long fail_at);
 
 /* Create a fresh empty directory under $TMPDIR (or /tmp); returns a
-** malloc'd path.  t_rmdir removes it and everything inside (one level). */
+** malloc'd path.  t_rmdir removes it and everything inside. */
 char *t_mkdtemp(const char *tag);
 void t_rmdir(const char *path);
 

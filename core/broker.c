@@ -1,0 +1,308 @@
+/*
+** broker.c - the partitions under a path: log directories and their
+** checkpoints.
+*/
+#include "broker.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "checkpoint.h"
+#include "segment.h"
+
+struct kl_broker {
+  const kl_env *env;
+  kl_part *parts;
+  size_t n, cap;
+  int single;
+};
+
+/* The checkpoints of one log directory. */
+typedef struct ckpts {
+  kl_ckpt start, hw, recovery;
+} ckpts;
+
+size_t kl_partition_name(const char *name, int32_t *partition) {
+  size_t n = strlen(name);
+  static const char *const gone[] = {"-delete", "-future", "-stray"};
+  for (int i = 0; i < 3; i++) {
+    size_t k = strlen(gone[i]);
+    if (n >= k && strcmp(name + n - k, gone[i]) == 0) return 0;
+  }
+  const char *dash = strrchr(name, '-');
+  if (!dash || dash == name || !dash[1] || strlen(dash + 1) > 10) return 0;
+  int64_t v = 0;
+  for (const char *p = dash + 1; *p; p++) {
+    if (*p < '0' || *p > '9') return 0;
+    v = v * 10 + (*p - '0');
+  }
+  if (v > INT32_MAX) return 0;
+  *partition = (int32_t)v;
+  return (size_t)(dash - name);
+}
+
+static int cmp_part(const void *a, const void *b) {
+  const kl_part *x = a, *y = b;
+  if (!x->topic != !y->topic) return x->topic ? -1 : 1;
+  if (x->topic) {
+    int c = strcmp(x->topic, y->topic);
+    if (c) return c;
+    if (x->partition != y->partition) return x->partition < y->partition ? -1 : 1;
+  }
+  if (x->logdir != y->logdir) return x->logdir < y->logdir ? -1 : 1;
+  return strcmp(x->dir, y->dir);
+}
+
+void kl_broker_close(kl_broker *b) {
+  if (!b) return;
+  for (size_t i = 0; i < b->n; i++) {
+    kl_free(b->env, (char *)b->parts[i].topic);
+    kl_free(b->env, (char *)b->parts[i].dir);
+  }
+  kl_free(b->env, b->parts);
+  kl_free(b->env, b);
+}
+
+size_t kl_broker_count(const kl_broker *b) { return b->n; }
+const kl_part *kl_broker_part(const kl_broker *b, size_t i) { return i < b->n ? &b->parts[i] : NULL; }
+int kl_broker_single(const kl_broker *b) { return b->single; }
+
+size_t kl_broker_seek(const kl_broker *b, const char *topic, size_t n, int32_t p) {
+  size_t lo = 0, hi = b->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    const kl_part *x = &b->parts[mid];
+    int c;
+    if (!x->topic) {
+      c = 1;
+    } else {
+      size_t xn = strlen(x->topic);
+      c = memcmp(x->topic, topic, xn < n ? xn : n);
+      if (c == 0) c = xn < n ? -1 : xn > n;
+      if (c == 0) c = x->partition < p ? -1 : 0;
+    }
+    if (c < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+
+static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdir,
+                      const ckpts *ck, kl_err *err) {
+  if (b->n == b->cap) {
+    size_t cap = b->cap ? b->cap * 2 : 16;
+    kl_part *p = kl_realloc(b->env, b->parts, cap * sizeof *p);
+    if (!p) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+    b->parts = p;
+    b->cap = cap;
+  }
+  kl_part *p = &b->parts[b->n];
+  memset(p, 0, sizeof *p);
+  p->partition = -1;
+  p->log_start = p->high_watermark = p->recovery_point = -1;
+  p->logdir = logdir;
+  int32_t part;
+  size_t tn = kl_partition_name(name, &part);
+  p->dir = kl_strdup(b->env, dir);
+  char *t = tn ? kl_malloc(b->env, tn + 1) : NULL;
+  if (!p->dir || (tn && !t)) {
+    kl_free(b->env, (char *)p->dir);
+    kl_free(b->env, t);
+    return kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+  }
+  if (tn) {
+    memcpy(t, name, tn);
+    t[tn] = 0;
+    p->topic = t;
+    p->partition = part;
+    if (ck) {
+      p->log_start = kl_checkpoint_get(&ck->start, t, part);
+      p->high_watermark = kl_checkpoint_get(&ck->hw, t, part);
+      p->recovery_point = kl_checkpoint_get(&ck->recovery, t, part);
+    }
+  }
+  b->n++;
+  return KL_OK;
+}
+
+static void ckpts_free(const kl_env *env, ckpts *ck) {
+  kl_checkpoint_free(env, &ck->start);
+  kl_checkpoint_free(env, &ck->hw);
+  kl_checkpoint_free(env, &ck->recovery);
+}
+
+static kl_rc ckpts_read(const kl_env *env, const char *logdir, ckpts *ck, kl_err *err) {
+  static const char *const names[] = {"log-start-offset-checkpoint", "replication-offset-checkpoint",
+                                      "recovery-point-offset-checkpoint"};
+  kl_ckpt *dst[] = {&ck->start, &ck->hw, &ck->recovery};
+  memset(ck, 0, sizeof *ck);
+  char path[4096];
+  for (int i = 0; i < 3; i++) {
+    if (snprintf(path, sizeof path, "%s/%s", logdir, names[i]) >= (int)sizeof path) {
+      return kl_err_set(err, KL_IO, "%s: path too long", logdir);
+    }
+    kl_rc rc = kl_checkpoint_read(env, path, dst[i], err);
+    if (rc) {
+      ckpts_free(env, ck);
+      return rc;
+    }
+  }
+  return KL_OK;
+}
+
+/* Files only a log directory holds. */
+static int logdir_marker(const char *name) {
+  return strcmp(name, "meta.properties") == 0 || strcmp(name, ".kafka_cleanshutdown") == 0 ||
+         strcmp(name, "log-start-offset-checkpoint") == 0 ||
+         strcmp(name, "replication-offset-checkpoint") == 0 ||
+         strcmp(name, "recovery-point-offset-checkpoint") == 0 ||
+         strcmp(name, "cleaner-offset-checkpoint") == 0;
+}
+
+static int is_dir(const char *dir, const struct dirent *de) {
+#ifdef DT_DIR
+  if (de->d_type == DT_DIR) return 1;
+  if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK) return 0;
+#endif
+  char path[4096];
+  struct stat st;
+  if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) return 0;
+  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* The last component of path (without trailing slashes) in buf. */
+static const char *base_name(const char *path, char *buf, size_t n) {
+  size_t len = strlen(path);
+  while (len > 1 && path[len - 1] == '/') len--;
+  size_t st = len;
+  while (st > 0 && path[st - 1] != '/') st--;
+  size_t k = len - st < n - 1 ? len - st : n - 1;
+  memcpy(buf, path + st, k);
+  buf[k] = 0;
+  return buf;
+}
+
+/* One entry of the path list: a partition directory or a log directory. */
+static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, kl_err *err) {
+  const kl_env *env = b->env;
+  DIR *d = opendir(dir);
+  if (!d) return kl_err_set(err, KL_IO, "cannot open directory %s: %s", dir, strerror(errno));
+  char **subs = NULL;
+  size_t nsub = 0, capsub = 0;
+  int segments = 0, marker = 0;
+  kl_rc rc = KL_OK;
+  struct dirent *de;
+  while (rc == KL_OK && (de = readdir(d)) != NULL) {
+    int64_t base;
+    int32_t part;
+    if (kl_segment_name(de->d_name, &base)) {
+      segments = 1;
+    } else if (logdir_marker(de->d_name)) {
+      marker = 1;
+    } else if (kl_partition_name(de->d_name, &part) && strcmp(de->d_name, "__cluster_metadata-0") != 0 &&
+               is_dir(dir, de)) {
+      /* __cluster_metadata-0 is the KRaft metadata log, which Kafka's log
+      ** manager does not load as a partition. */
+      if (nsub == capsub) {
+        capsub = capsub ? capsub * 2 : 64;
+        char **p = kl_realloc(env, subs, capsub * sizeof *p);
+        if (!p) {
+          rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+          break;
+        }
+        subs = p;
+      }
+      if (!(subs[nsub] = kl_strdup(env, de->d_name))) {
+        rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+      } else {
+        nsub++;
+      }
+    }
+  }
+  closedir(d);
+  char name[256], parent[4096], path[4096];
+  int32_t part;
+  base_name(dir, name, sizeof name);
+  *was_partition = 0;
+  ckpts ck;
+  memset(&ck, 0, sizeof ck);
+  if (rc == KL_OK && (segments || (!nsub && !marker && kl_partition_name(name, &part)))) {
+    /* A partition directory: its log directory is the parent. */
+    *was_partition = 1;
+    size_t len = strlen(dir);
+    while (len > 1 && dir[len - 1] == '/') len--;
+    while (len > 0 && dir[len - 1] != '/') len--;
+    snprintf(parent, sizeof parent, "%.*s", (int)(len > 1 ? len - 1 : len), len ? dir : ".");
+    if ((rc = ckpts_read(env, parent, &ck, err)) == KL_OK) {
+      rc = add_part(b, dir, name, idx, &ck, err);
+    }
+  } else if (rc == KL_OK && (nsub || marker)) {
+    if ((rc = ckpts_read(env, dir, &ck, err)) == KL_OK) {
+      const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
+      for (size_t i = 0; rc == KL_OK && i < nsub; i++) {
+        if (snprintf(path, sizeof path, "%s%s%s", dir, sep, subs[i]) >= (int)sizeof path) {
+          rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
+        } else {
+          rc = add_part(b, path, subs[i], idx, &ck, err);
+        }
+      }
+    }
+  } else if (rc == KL_OK) {
+    rc = kl_err_set(err, KL_IO, "%s is neither a partition directory (it has no <20-digit "
+                    "offset>.log file) nor a log directory (it has no <topic>-<partition> "
+                    "directory)", dir);
+  }
+  ckpts_free(env, &ck);
+  for (size_t i = 0; i < nsub; i++) kl_free(env, subs[i]);
+  kl_free(env, subs);
+  return rc;
+}
+
+kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err) {
+  *out = NULL;
+  kl_broker *b = kl_malloc(env, sizeof *b);
+  if (!b) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
+  memset(b, 0, sizeof *b);
+  b->env = env;
+  /* log.dirs is comma-separated; a directory whose name holds a comma is
+  ** taken whole. */
+  struct stat st;
+  int whole = strchr(path, ',') == NULL || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+  kl_rc rc = KL_OK;
+  int entries = 0, partitions = 0;
+  const char *p = path;
+  char one[4096];
+  while (rc == KL_OK) {
+    const char *end = whole ? p + strlen(p) : strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    const char *s = p, *e = end;
+    while (s < e && (*s == ' ' || *s == '\t')) s++;
+    while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    if (e > s) {
+      if ((size_t)(e - s) >= sizeof one) {
+        rc = kl_err_set(err, KL_IO, "%.*s...: path too long", 64, s);
+        break;
+      }
+      memcpy(one, s, (size_t)(e - s));
+      one[e - s] = 0;
+      int was = 0;
+      rc = list_one(b, one, entries++, &was, err);
+      partitions += was;
+    }
+    if (!*end) break;
+    p = end + 1;
+  }
+  if (rc == KL_OK && entries == 0) rc = kl_err_set(err, KL_IO, "no directory given");
+  if (rc) {
+    kl_broker_close(b);
+    return rc;
+  }
+  b->single = entries == 1 && partitions == 1;
+  if (b->n > 1) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
+  *out = b;
+  return KL_OK;
+}

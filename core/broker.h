@@ -1,0 +1,71 @@
+/*
+** broker.h - what a broker leaves on disk: one or more log directories
+** (Kafka's log.dirs, comma-separated) each holding <topic>-<partition>
+** directories and the offset checkpoint files, or a single partition
+** directory.
+**
+** A path names a partition directory when it holds segment files
+** (<20 digits>.log), else a log directory: its entries named
+** "<topic>-<partition>" are the partitions.  Directories Kafka leaves while
+** deleting or moving a partition ("-delete", "-future", "-stray" suffixes)
+** are not partitions; the internal topics (__consumer_offsets,
+** __transaction_state) are.  Listing costs one readdir per log directory and
+** the reading of its checkpoint files; no partition is opened.
+**
+** Checkpoints (format.md 11.1) are read from each log directory, and for a
+** partition directory given alone, from its parent when that holds them:
+**   log-start-offset-checkpoint        records below are deleted for every
+**                                      consumer
+**   replication-offset-checkpoint      the high watermark
+**   recovery-point-offset-checkpoint   the recovery point
+** A malformed checkpoint is KL_CORRUPT naming the file and the line; an
+** absent one lists nothing.
+*/
+#ifndef KL_BROKER_H
+#define KL_BROKER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "klog.h"
+
+/* One partition directory and what the checkpoints say of it. */
+typedef struct kl_part {
+  const char *topic;        /* NULL when the directory's name is not Kafka's */
+  int32_t partition;        /* -1 when the name is not Kafka's */
+  const char *dir;          /* path of the partition directory */
+  int logdir;               /* index of its log directory in the path list */
+  int64_t log_start;        /* log-start-offset-checkpoint, or -1 */
+  int64_t high_watermark;   /* replication-offset-checkpoint, or -1 */
+  int64_t recovery_point;   /* recovery-point-offset-checkpoint, or -1 */
+} kl_part;
+
+typedef struct kl_broker kl_broker;
+
+/* List the partitions under path (a partition directory, a log directory,
+** or log directories separated by commas).  KL_IO names a path that does
+** not open or is not a directory; KL_CORRUPT a malformed checkpoint (file
+** and line).  *out is owned by the caller (kl_broker_close). */
+kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err);
+void kl_broker_close(kl_broker *b);
+
+/* The partitions, sorted by topic, then partition, then log directory
+** (unnamed ones last, by path).  Valid until kl_broker_close. */
+size_t kl_broker_count(const kl_broker *b);
+const kl_part *kl_broker_part(const kl_broker *b, size_t i);
+
+/* 1 when the path was one partition directory (not a log directory). */
+int kl_broker_single(const kl_broker *b);
+
+/* The index of the first partition of topic (name of n bytes) at or after
+** partition p in the sort order, or kl_broker_count when there is none:
+** topic and partition constraints choose partitions by binary search. */
+size_t kl_broker_seek(const kl_broker *b, const char *topic, size_t n, int32_t p);
+
+/* Parse a directory name as Kafka does: "<topic>-<partition>", the topic
+** non-empty, the partition decimal digits; names ending in -delete,
+** -future or -stray are not partitions.  Returns the topic's length, 0 when
+** the name is not a partition's. */
+size_t kl_partition_name(const char *name, int32_t *partition);
+
+#endif

@@ -1,0 +1,199 @@
+/*
+** checkpoint.c - Kafka's text offset checkpoint files.
+*/
+#include "checkpoint.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Checkpoints hold one line per partition of a log directory: a few MiB
+** for the largest brokers.  More is not a checkpoint. */
+#define KL_CKPT_MAX_BYTES ((size_t)64 << 20)
+
+static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* A decimal integer as Java's parseLong/parseInt accept it (an optional
+** sign, then digits), within [lo, hi]. */
+static int parse_int(const char *s, size_t n, int64_t lo, int64_t hi, int64_t *out) {
+  size_t i = 0;
+  int neg = 0;
+  if (n > 0 && (s[0] == '-' || s[0] == '+')) neg = s[0] == '-', i = 1;
+  if (i == n) return 0;
+  uint64_t v = 0;
+  for (; i < n; i++) {
+    if (s[i] < '0' || s[i] > '9') return 0;
+    v = v * 10 + (uint64_t)(s[i] - '0');
+    if (v > (uint64_t)INT64_MAX + 1) return 0;
+  }
+  if (!neg && v > (uint64_t)INT64_MAX) return 0;
+  int64_t x = neg ? (v == (uint64_t)INT64_MAX + 1 ? INT64_MIN : -(int64_t)v) : (int64_t)v;
+  if (x < lo || x > hi) return 0;
+  *out = x;
+  return 1;
+}
+
+/* Split a line into at most max fields on runs of whitespace, as Java's
+** split("\\s+") does: a leading run gives an empty first field. */
+static int split(const char *s, size_t n, const char **f, size_t *fl, int max) {
+  int k = 0;
+  size_t i = 0;
+  for (;;) {
+    size_t st = i;
+    while (i < n && !is_ws(s[i])) i++;
+    if (k == max) return max + 1;
+    f[k] = s + st;
+    fl[k] = i - st;
+    k++;
+    if (i == n) break;
+    while (i < n && is_ws(s[i])) i++;
+    if (i == n) break; /* trailing whitespace: no empty last field */
+  }
+  return k;
+}
+
+static int cmp_entry(const void *a, const void *b) {
+  const kl_ckpt_entry *x = a, *y = b;
+  int c = strcmp(x->topic, y->topic);
+  if (c) return c;
+  if (x->partition != y->partition) return x->partition < y->partition ? -1 : 1;
+  return x->line > y->line ? -1 : x->line < y->line; /* the later line first */
+}
+
+static int cmp_key(const kl_ckpt_entry *x, const char *topic, int32_t partition) {
+  int c = strcmp(x->topic, topic);
+  if (c) return c;
+  return x->partition < partition ? -1 : x->partition > partition;
+}
+
+void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {
+  for (size_t i = 0; i < c->n; i++) kl_free(env, c->e[i].topic);
+  kl_free(env, c->e);
+  c->e = NULL;
+  c->n = 0;
+}
+
+kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
+  out->e = NULL;
+  out->n = 0;
+  FILE *f = fopen(path, "rb");
+  if (!f) {
+    if (errno == ENOENT) return KL_OK;
+    return kl_err_set(err, KL_IO, "cannot open %s: %s", path, strerror(errno));
+  }
+  char *buf = NULL;
+  size_t len = 0, cap = 0;
+  kl_rc rc = KL_OK;
+  for (;;) {
+    if (len == cap) {
+      if (cap >= KL_CKPT_MAX_BYTES) {
+        rc = kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
+                        KL_CKPT_MAX_BYTES);
+        break;
+      }
+      cap = cap ? cap * 2 : 4096;
+      char *p = kl_realloc(env, buf, cap);
+      if (!p) {
+        rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+        break;
+      }
+      buf = p;
+    }
+    size_t k = fread(buf + len, 1, cap - len, f);
+    len += k;
+    if (k == 0) {
+      if (ferror(f)) rc = kl_err_set(err, KL_IO, "cannot read %s: %s", path, strerror(errno));
+      break;
+    }
+  }
+  fclose(f);
+  if (rc || len == 0) {
+    kl_free(env, buf);
+    return rc;
+  }
+  /* Lines end in \n; a \r before it belongs to the line's whitespace. */
+  size_t pos = 0, line = 0;
+  int64_t version = -1, count = -1;
+  size_t cap_e = 0;
+  while (rc == KL_OK && pos < len) {
+    const char *s = buf + pos;
+    const char *nl = memchr(s, '\n', len - pos);
+    size_t n = nl ? (size_t)(nl - s) : len - pos;
+    pos += n + (nl != NULL);
+    line++;
+    const char *fld[4];
+    size_t fl[4];
+    int k = split(s, n, fld, fl, 3);
+    if (line == 1) {
+      if (k != 1 || !parse_int(fld[0], fl[0], INT64_MIN, INT64_MAX, &version)) {
+        rc = kl_err_set(err, KL_CORRUPT, "%s:1: malformed version line", path);
+      } else if (version != 0) {
+        rc = kl_err_set(err, KL_CORRUPT, "%s:1: unrecognized version %lld (expected 0)", path,
+                        (long long)version);
+      }
+    } else if (line == 2) {
+      if (k != 1 || !parse_int(fld[0], fl[0], 0, INT32_MAX, &count)) {
+        rc = kl_err_set(err, KL_CORRUPT, "%s:2: malformed entry count", path);
+      }
+    } else {
+      int64_t p, off;
+      if ((size_t)count <= out->n) {
+        rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
+                        path, line, (long long)count);
+      } else if (k != 3 || fl[0] == 0 || !parse_int(fld[1], fl[1], INT32_MIN, INT32_MAX, &p) ||
+                 !parse_int(fld[2], fl[2], INT64_MIN, INT64_MAX, &off)) {
+        rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected <topic> <partition> "
+                        "<offset>)", path, line);
+      } else {
+        if (out->n == cap_e) {
+          cap_e = cap_e ? cap_e * 2 : 16;
+          kl_ckpt_entry *e = kl_realloc(env, out->e, cap_e * sizeof *e);
+          if (!e) {
+            rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+            break;
+          }
+          out->e = e;
+        }
+        char *t = kl_malloc(env, fl[0] + 1);
+        if (!t) {
+          rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+          break;
+        }
+        memcpy(t, fld[0], fl[0]);
+        t[fl[0]] = 0;
+        out->e[out->n].topic = t;
+        out->e[out->n].partition = (int32_t)p;
+        out->e[out->n].offset = off;
+        out->e[out->n].line = line;
+        out->n++;
+      }
+    }
+  }
+  if (rc == KL_OK && line < 2) {
+    rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: no entry count line", path, line + 1);
+  } else if (rc == KL_OK && (int64_t)out->n != count) {
+    rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: expected %lld entries but found only %zu", path,
+                    line + 1, (long long)count, out->n);
+  }
+  kl_free(env, buf);
+  if (rc) {
+    kl_checkpoint_free(env, out);
+    return rc;
+  }
+  if (out->n > 1) {
+    qsort(out->e, out->n, sizeof *out->e, cmp_entry);
+  }
+  return KL_OK;
+}
+
+int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition) {
+  size_t lo = 0, hi = c->n;
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (cmp_key(&c->e[mid], topic, partition) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  /* Of duplicates, sorted later line first: the one Kafka's map keeps. */
+  return lo < c->n && cmp_key(&c->e[lo], topic, partition) == 0 ? c->e[lo].offset : -1;
+}

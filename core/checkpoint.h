@@ -1,0 +1,49 @@
+/*
+** checkpoint.h - Kafka's offset checkpoint files (format.md 11.1): the
+** log directory's recovery-point-offset-checkpoint,
+** log-start-offset-checkpoint, replication-offset-checkpoint and
+** cleaner-offset-checkpoint.
+**
+**   0                  <- version, must be 0
+**   2                  <- number of entries
+**   mytopic 0 368769   <- "<topic> <partition> <offset>", split on runs of
+**   other-topic 3 12      whitespace, exactly three fields
+**
+** Read as Kafka's CheckpointFile reads them: an empty file has no entries,
+** anything else that does not follow the framing is malformed.  Kafka's
+** broker then refuses to load the log directory; a reader that guessed
+** would show records Kafka has deleted, so here it is an error naming the
+** file and the line.
+*/
+#ifndef KL_CHECKPOINT_H
+#define KL_CHECKPOINT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "klog.h"
+
+typedef struct kl_ckpt_entry {
+  char *topic;
+  int32_t partition;
+  int64_t offset;
+  size_t line;              /* where it was read */
+} kl_ckpt_entry;
+
+/* The entries of one file, sorted by topic then partition (the last of
+** duplicates wins, as Kafka's map keeps it). */
+typedef struct kl_ckpt {
+  kl_ckpt_entry *e;
+  size_t n;
+} kl_ckpt;
+
+/* Read the checkpoint file at path into *out (empty when the file does not
+** exist).  KL_CORRUPT "<path>:<line>: ..." when it is malformed, KL_IO when
+** it cannot be read.  Free with kl_checkpoint_free. */
+kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err);
+void kl_checkpoint_free(const kl_env *env, kl_ckpt *c);
+
+/* The offset recorded for (topic, partition), or -1. */
+int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition);
+
+#endif

@@ -1,0 +1,240 @@
+/*
+** test_broker.c - log directories: partition names as Kafka parses them,
+** the listing of one or several log directories (what is a partition and
+** what is not), the checkpoint files as Kafka's CheckpointFile reads them,
+** malformed checkpoints named by file and line, and allocation failure.
+*/
+#include "testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "broker.h"
+#include "checkpoint.h"
+
+static void mkdirp(const char *root, const char *name) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", root, name);
+  assert_int_equal(mkdir(p, 0755), 0);
+}
+
+static void put(const char *root, const char *name, const char *text) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", root, name);
+  assert_int_equal(t_write_file(p, text, strlen(text)), 0);
+}
+
+static void test_partition_names(void **state) {
+  (void)state;
+  int32_t p = -2;
+  assert_int_equal(kl_partition_name("orders-0", &p), 6);
+  assert_int_equal(p, 0);
+  assert_int_equal(kl_partition_name("my-topic-12", &p), 8);
+  assert_int_equal(p, 12);
+  assert_int_equal(kl_partition_name("__consumer_offsets-49", &p), 18);
+  assert_int_equal(p, 49);
+  /* Not partitions: what Kafka leaves while deleting or moving, and names
+  ** without a partition number. */
+  assert_int_equal(kl_partition_name("orders-0.0a1b2c3d4e5f-delete", &p), 0);
+  assert_int_equal(kl_partition_name("orders-0.0a1b2c3d4e5f-future", &p), 0);
+  assert_int_equal(kl_partition_name("orders-0.0a1b2c3d4e5f-stray", &p), 0);
+  assert_int_equal(kl_partition_name("orders", &p), 0);
+  assert_int_equal(kl_partition_name("orders-", &p), 0);
+  assert_int_equal(kl_partition_name("-3", &p), 0);
+  assert_int_equal(kl_partition_name("orders-1x", &p), 0);
+  assert_int_equal(kl_partition_name("orders-99999999999", &p), 0);
+}
+
+static void test_checkpoint_read(void **state) {
+  (void)state;
+  char *d = t_mkdtemp("ckpt");
+  char path[4096];
+  kl_ckpt c;
+  kl_err err = {0};
+  snprintf(path, sizeof path, "%s/absent", d);
+  assert_int_equal(kl_checkpoint_read(NULL, path, &c, &err), KL_OK);
+  assert_int_equal(c.n, 0);
+  put(d, "empty", "");
+  snprintf(path, sizeof path, "%s/empty", d);
+  assert_int_equal(kl_checkpoint_read(NULL, path, &c, &err), KL_OK);
+  assert_int_equal(c.n, 0);
+  put(d, "good", "0\n3\norders 1 500\norders 0 368769\nother-topic\t3   12\n");
+  snprintf(path, sizeof path, "%s/good", d);
+  assert_int_equal(kl_checkpoint_read(NULL, path, &c, &err), KL_OK);
+  assert_int_equal(c.n, 3);
+  assert_int_equal(kl_checkpoint_get(&c, "orders", 0), 368769);
+  assert_int_equal(kl_checkpoint_get(&c, "orders", 1), 500);
+  assert_int_equal(kl_checkpoint_get(&c, "other-topic", 3), 12);
+  assert_int_equal(kl_checkpoint_get(&c, "orders", 2), -1);
+  assert_int_equal(kl_checkpoint_get(&c, "order", 0), -1);
+  kl_checkpoint_free(NULL, &c);
+  /* Of a key written twice the later line wins, as in Kafka's map. */
+  put(d, "dup", "0\n3\na 0 5\nb 0 1\na 0 7\n");
+  snprintf(path, sizeof path, "%s/dup", d);
+  assert_int_equal(kl_checkpoint_read(NULL, path, &c, &err), KL_OK);
+  assert_int_equal(kl_checkpoint_get(&c, "a", 0), 7);
+  kl_checkpoint_free(NULL, &c);
+
+  static const struct { const char *text, *where; } bad[] = {
+      {"1\n0\n", ":1: unrecognized version 1"},
+      {"x\n0\n", ":1: malformed version"},
+      {"0\n", ":2: no entry count"},
+      {"0\n2\na 0 1\n", ":4: expected 2 entries but found only 1"},
+      {"0\n1\na 0 1\nb 0 2\n", ":4: more entries than the 1"},
+      {"0\n1\na 0\n", ":3: malformed entry"},
+      {"0\n1\na 0 1 2\n", ":3: malformed entry"},
+      {"0\n1\na zero 1\n", ":3: malformed entry"},
+      {"0\n1\n a 0 1\n", ":3: malformed entry"},
+      {"0\n1\na 0 99999999999999999999\n", ":3: malformed entry"},
+      {"0\n-1\n", ":2: malformed entry count"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    put(d, "bad", bad[i].text);
+    snprintf(path, sizeof path, "%s/bad", d);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(kl_checkpoint_read(NULL, path, &c, &err), KL_CORRUPT);
+    assert_non_null(strstr(err.msg, path));
+    if (!strstr(err.msg, bad[i].where)) fail_msg("case %zu: %s", i, err.msg);
+    assert_int_equal(c.n, 0);
+  }
+  t_rmdir(d);
+  free(d);
+}
+
+/* A log directory with two topics, an internal topic, what Kafka leaves
+** behind, and checkpoints. */
+static char *make_logdir(const char *tag) {
+  char *d = t_mkdtemp(tag);
+  mkdirp(d, "orders-1");
+  mkdirp(d, "orders-0");
+  mkdirp(d, "orders-10");
+  mkdirp(d, "clicks-0");
+  mkdirp(d, "__consumer_offsets-3");
+  mkdirp(d, "orders-2.a1b2c3d4e5f60718293a4b5c6d7e8f90-delete");
+  mkdirp(d, "orders-3.a1b2c3d4e5f60718293a4b5c6d7e8f90-future");
+  mkdirp(d, "__cluster_metadata-0");
+  mkdirp(d, "not-a-partition");
+  put(d, "orders-5", "a file, not a directory");
+  put(d, "meta.properties", "version=1\n");
+  put(d, "log-start-offset-checkpoint", "0\n1\norders 1 42\n");
+  put(d, "replication-offset-checkpoint", "0\n2\norders 0 100\nclicks 0 7\n");
+  put(d, "recovery-point-offset-checkpoint", "0\n1\norders 0 90\n");
+  return d;
+}
+
+static void test_logdir(void **state) {
+  (void)state;
+  char *d = make_logdir("logdir");
+  kl_broker *b;
+  kl_err err = {0};
+  assert_int_equal(kl_broker_open(NULL, d, &b, &err), KL_OK);
+  assert_int_equal(kl_broker_single(b), 0);
+  assert_int_equal(kl_broker_count(b), 5);
+  static const struct { const char *topic; int32_t p; } want[] = {
+      {"__consumer_offsets", 3}, {"clicks", 0}, {"orders", 0}, {"orders", 1}, {"orders", 10}};
+  for (size_t i = 0; i < 5; i++) {
+    const kl_part *p = kl_broker_part(b, i);
+    assert_string_equal(p->topic, want[i].topic);
+    assert_int_equal(p->partition, want[i].p);
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s/%s-%d", d, want[i].topic, (int)want[i].p);
+    assert_string_equal(p->dir, dir);
+  }
+  const kl_part *o0 = kl_broker_part(b, 2), *o1 = kl_broker_part(b, 3), *c0 = kl_broker_part(b, 1);
+  assert_int_equal(o0->log_start, -1);
+  assert_int_equal(o0->high_watermark, 100);
+  assert_int_equal(o0->recovery_point, 90);
+  assert_int_equal(o1->log_start, 42);
+  assert_int_equal(o1->high_watermark, -1);
+  assert_int_equal(c0->high_watermark, 7);
+  assert_int_equal(kl_broker_seek(b, "orders", 6, 1), 3);
+  assert_int_equal(kl_broker_seek(b, "orders", 6, 2), 4);
+  assert_int_equal(kl_broker_seek(b, "orders", 6, 11), 5);
+  assert_int_equal(kl_broker_seek(b, "orders", 6, 0), 2);
+  assert_int_equal(kl_broker_seek(b, "order", 5, 0), 2);
+  assert_int_equal(kl_broker_seek(b, "clicks", 6, 0), 1);
+  assert_int_equal(kl_broker_seek(b, "A", 1, 0), 0);
+  kl_broker_close(b);
+
+  /* A partition directory alone: its parent's checkpoints apply. */
+  char one[4096];
+  snprintf(one, sizeof one, "%s/orders-1/", d);
+  put(d, "orders-1/00000000000000000000.log", "");
+  assert_int_equal(kl_broker_open(NULL, one, &b, &err), KL_OK);
+  assert_int_equal(kl_broker_single(b), 1);
+  assert_int_equal(kl_broker_count(b), 1);
+  assert_string_equal(kl_broker_part(b, 0)->topic, "orders");
+  assert_int_equal(kl_broker_part(b, 0)->partition, 1);
+  assert_int_equal(kl_broker_part(b, 0)->log_start, 42);
+  kl_broker_close(b);
+
+  /* Two log directories, comma-separated with spaces, as log.dirs. */
+  char *d2 = t_mkdtemp("logdir2");
+  mkdirp(d2, "orders-4");
+  char two[8192];
+  snprintf(two, sizeof two, "%s, %s", d, d2);
+  assert_int_equal(kl_broker_open(NULL, two, &b, &err), KL_OK);
+  assert_int_equal(kl_broker_count(b), 6);
+  assert_int_equal(kl_broker_part(b, 4)->partition, 4);
+  assert_int_equal(kl_broker_part(b, 4)->logdir, 1);
+  assert_int_equal(kl_broker_part(b, 3)->logdir, 0);
+  kl_broker_close(b);
+
+  /* A malformed checkpoint fails the listing, naming file and line. */
+  put(d, "replication-offset-checkpoint", "0\n2\norders 0 100\n");
+  memset(&err, 0, sizeof err);
+  assert_int_equal(kl_broker_open(NULL, d, &b, &err), KL_CORRUPT);
+  assert_non_null(strstr(err.msg, "replication-offset-checkpoint:4: expected 2 entries"));
+
+  /* Neither a partition nor a log directory; a missing one. */
+  char *e = t_mkdtemp("neither");
+  memset(&err, 0, sizeof err);
+  assert_int_equal(kl_broker_open(NULL, e, &b, &err), KL_IO);
+  assert_non_null(strstr(err.msg, "is neither a partition directory"));
+  snprintf(one, sizeof one, "%s/missing", e);
+  memset(&err, 0, sizeof err);
+  assert_int_equal(kl_broker_open(NULL, one, &b, &err), KL_IO);
+  assert_non_null(strstr(err.msg, "cannot open directory"));
+  t_rmdir(e);
+  free(e);
+  t_rmdir(d2);
+  free(d2);
+  t_rmdir(d);
+  free(d);
+}
+
+static void test_nomem(void **state) {
+  (void)state;
+  char *d = make_logdir("nomem");
+  int ok = 0;
+  for (long at = 1; at < 200 && !ok; at++) {
+    t_failalloc fa;
+    const kl_env *env = t_failenv(&fa, at);
+    kl_broker *b = NULL;
+    kl_err err = {0};
+    kl_rc rc = kl_broker_open(env, d, &b, &err);
+    if (rc == KL_OK) {
+      assert_int_equal(kl_broker_count(b), 5);
+      kl_broker_close(b);
+      ok = 1;
+    } else {
+      assert_int_equal(rc, KL_NOMEM);
+    }
+    assert_int_equal(fa.live, 0);
+  }
+  assert_true(ok);
+  t_rmdir(d);
+  free(d);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_partition_names),
+      cmocka_unit_test(test_checkpoint_read),
+      cmocka_unit_test(test_logdir),
+      cmocka_unit_test(test_nomem),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
