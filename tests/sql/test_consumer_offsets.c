@@ -4,8 +4,9 @@
 ** and values are encoded by hand from Kafka's schemas: commits of every
 ** value version, later commits of the same key, a tombstone, group
 ** metadata and KIP-848 records) and an ordinary orders-0; the exact rows,
-** their order, the log start offset, the path forms, a lag query joining
-** kafka_log, and corrupt records named by directory and offset.
+** their order, the log start offset, the path forms (replicas in two log
+** directories among them), a lag query joining kafka_log, and corrupt
+** records named by directory and offset.
 */
 #include "sqltest.h"
 
@@ -139,9 +140,10 @@ static void write_orders(const char *root, int n) {
   assert_int_equal(kw_close(w), 0);
 }
 
-/* The log directory of the tests below (caller removes it). */
-static char *make_logdir(void) {
-  char *root = t_mkdtemp("offsets");
+/* The two __consumer_offsets partitions under root: the first n0 records
+** of partition 0, and partition 1 with, when more is set, one record
+** after them (a tombstone of analytics/orders/1). */
+static void write_offsets(const char *root, int n0, int more) {
   tb gv = {0}; /* a group metadata value: its bytes are never read */
   be16(&gv, 3);
   str(&gv, "consumer");
@@ -161,9 +163,17 @@ static char *make_logdir(void) {
       {commit_key(1, "analytics", "orders", 0), value(3, 100, -1, "", 2000, -1)},
       {commit_key(1, "analytics", "orders", 0), value(4, 120, 2, NULL, 2100, -1)},
       {commit_key(1, "analytics", "orders", 1), value(1, 50, -1, "a", 2200, 9999)},
+      {commit_key(1, "analytics", "orders", 1), tombstone},
   };
-  write_partition(root, "__consumer_offsets-0", p0, (int)(sizeof p0 / sizeof p0[0]), 3);
-  write_partition(root, "__consumer_offsets-1", p1, (int)(sizeof p1 / sizeof p1[0]), 1);
+  assert_true(n0 <= (int)(sizeof p0 / sizeof p0[0]));
+  write_partition(root, "__consumer_offsets-0", p0, n0, 3);
+  write_partition(root, "__consumer_offsets-1", p1, more ? 5 : 4, 1);
+}
+
+/* The log directory of most tests below (caller removes it). */
+static char *make_logdir(void) {
+  char *root = t_mkdtemp("offsets");
+  write_offsets(root, 9, 0);
   write_orders(root, 200);
   return root;
 }
@@ -243,6 +253,31 @@ static void test_lag(void **state) {
   free(root);
 }
 
+/* Log directories of two brokers holding replicas of both partitions, one
+** behind on partition 0, the other ahead on partition 1: the most advanced
+** record of each key wins, whichever directory holds it. */
+static void test_replicas(void **state) {
+  char *a = make_logdir();
+  char *b = t_mkdtemp("offsets-replica");
+  write_offsets(b, 3, 1);
+  char path[8400];
+  snprintf(path, sizeof path, "%s,%s", b, a);
+  sqlite3 *db = st_open();
+  static const char *const want =
+      "'analytics'|'clicks'|0|1|NULL|'c'|1900|NULL|1|0\n"
+      "'analytics'|'orders'|0|120|2|NULL|2100|NULL|1|2\n"
+      "'billing'|'orders'|0|20|5|'m2'|1300|NULL|0|4\n"
+      "'billing'|'orders'|1|7|NULL|'x'|1200|NULL|0|3\n";
+  assert_rows(db, want, "SELECT * FROM kafka_consumer_offsets(?1)", path);
+  snprintf(path, sizeof path, "%s,%s", a, b);
+  assert_rows(db, want, "SELECT * FROM kafka_consumer_offsets(?1)", path);
+  st_close(db);
+  t_rmdir(a);
+  t_rmdir(b);
+  free(a);
+  free(b);
+}
+
 /* Records below the log start offset are deleted: not folded. */
 static void test_log_start(void **state) {
   char *root = make_logdir();
@@ -319,6 +354,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_rows),
       cmocka_unit_test(test_lag),
+      cmocka_unit_test(test_replicas),
       cmocka_unit_test(test_log_start),
       cmocka_unit_test(test_corrupt),
       cmocka_unit_test(test_errors),
