@@ -39,6 +39,10 @@ int kl_batches_vtab_register(sqlite3 *db, kl_conn *conn);
 ** conn (owned by the kafka_log module).  segments_vtab.c */
 int kl_segments_vtab_register(sqlite3 *db, kl_conn *conn);
 
+/* Register the kafka_consumer_offsets table-valued function, counting its
+** work into conn (owned by the kafka_log module).  offsets_vtab.c */
+int kl_offsets_vtab_register(sqlite3 *db, kl_conn *conn);
+
 /* For the listing tables (kafka_log_check, kafka_segments): declare schema,
 ** make a vtab of size bytes (zeroed, its first member a sqlite3_vtab) and
 ** mark it DIRECTONLY (they read files named in SQL). */

@@ -3,7 +3,8 @@
 
     make_corpus.py <fixtures dir> <output dir>
 
-Writes <output>/fuzz_batch, <output>/fuzz_index and <output>/fuzz_sql (see
+Writes <output>/fuzz_batch, <output>/fuzz_index, <output>/fuzz_sql and
+<output>/fuzz_offsets (__consumer_offsets records of each version; see
 the input format comment at the top of each fuzz_*.c).  Seeds are small:
 single batches, short runs of batches and the index files, so the corpora
 stay a few MiB and are never committed.
@@ -21,11 +22,37 @@ def put(d, name, data):
         f.write(data)
 
 
+def offsets_seeds(d):
+    """Offset commit keys (types 0, 1), a group metadata key (2), a newer
+    type (4), with values of versions 0 to 4 (fuzz_offsets.c's framing)."""
+    def string(b):
+        return struct.pack(">h", len(b)) + b
+    key = lambda t: struct.pack(">h", t) + string(b"group") + string(b"topic") + struct.pack(">i", 3)
+    values = [
+        struct.pack(">hq", 0, 42) + string(b"meta") + struct.pack(">q", 1700000000000),
+        struct.pack(">hq", 1, 42) + string(b"") + struct.pack(">qq", 1700000000000, 1700086400000),
+        struct.pack(">hq", 2, 42) + struct.pack(">h", -1) + struct.pack(">q", 1700000000000),
+        struct.pack(">hqi", 3, 42, 7) + string(b"m") + struct.pack(">q", 1700000000000),
+        struct.pack(">hqi", 4, 42, 7) + bytes([5]) + b"meta" + struct.pack(">q", 1700000000000)
+        + bytes([1, 0, 2, 0xab, 0xcd]),
+    ]
+    for t in (0, 1):
+        for i, v in enumerate(values):
+            k = key(t)
+            put(d, f"commit-{t}-v{i}", bytes([0, len(k)]) + k + v)
+        put(d, f"commit-{t}-tombstone", bytes([1, len(key(t))]) + key(t))
+    g = struct.pack(">h", 2) + string(b"group")
+    put(d, "group-metadata", bytes([0, len(g)]) + g + struct.pack(">h", 3) + string(b"consumer"))
+    o = struct.pack(">h", 4) + string(b"group")
+    put(d, "consumer-group", bytes([0, len(o)]) + o + b"\x00\x00\xff")
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
-    dirs = {k: os.path.join(out, k) for k in ("fuzz_batch", "fuzz_index", "fuzz_sql")}
+    dirs = {k: os.path.join(out, k) for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
+    offsets_seeds(dirs["fuzz_offsets"])
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):

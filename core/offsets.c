@@ -1,0 +1,359 @@
+/*
+** offsets.c - __consumer_offsets records: decoding (layouts in offsets.h)
+** and the fold of commits into a hash map keyed by (group, topic,
+** partition).
+*/
+#include "offsets.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Bytes still to read; every field is checked against it before it is
+** read, so no length on disk can move a read past the end. */
+typedef struct rd {
+  const uint8_t *p, *end;
+  const char *what;         /* "key" or "value", for messages */
+} rd;
+
+static size_t left(const rd *r) { return (size_t)(r->end - r->p); }
+
+static kl_rc short_read(rd *r, const char *field, size_t need, kl_err *err) {
+  return kl_err_set(err, KL_CORRUPT, "%s: %s needs %zu bytes, %zu left", r->what, field, need,
+                    left(r));
+}
+
+static kl_rc get_i16(rd *r, const char *field, int16_t *v, kl_err *err) {
+  if (left(r) < 2) return short_read(r, field, 2, err);
+  *v = kl_get_i16(r->p);
+  r->p += 2;
+  return KL_OK;
+}
+
+static kl_rc get_i32(rd *r, const char *field, int32_t *v, kl_err *err) {
+  if (left(r) < 4) return short_read(r, field, 4, err);
+  *v = kl_get_i32(r->p);
+  r->p += 4;
+  return KL_OK;
+}
+
+static kl_rc get_i64(rd *r, const char *field, int64_t *v, kl_err *err) {
+  if (left(r) < 8) return short_read(r, field, 8, err);
+  *v = kl_get_i64(r->p);
+  r->p += 8;
+  return KL_OK;
+}
+
+/* Kafka's unsigned varint: at most 5 bytes.  Values past INT32_MAX are
+** refused: Kafka reads them into an int, where they turn negative. */
+static kl_rc get_uvarint(rd *r, const char *field, uint32_t *v, kl_err *err) {
+  uint64_t x = 0;
+  for (int i = 0; i < 5; i++) {
+    if (left(r) < 1) return short_read(r, field, 1, err);
+    uint8_t b = *r->p++;
+    x |= (uint64_t)(b & 0x7f) << (7 * i);
+    if (!(b & 0x80)) {
+      if (x > INT32_MAX) {
+        return kl_err_set(err, KL_CORRUPT, "%s: %s varint %llu is out of range", r->what, field,
+                          (unsigned long long)x);
+      }
+      *v = (uint32_t)x;
+      return KL_OK;
+    }
+  }
+  return kl_err_set(err, KL_CORRUPT, "%s: %s varint is longer than 5 bytes", r->what, field);
+}
+
+/* The bytes of a string of len bytes (len >= 0 checked by the caller). */
+static kl_rc get_bytes(rd *r, const char *field, int32_t len, const uint8_t **s, kl_err *err) {
+  if (len > 0x7fff) { /* what Kafka's readers allow a string */
+    return kl_err_set(err, KL_CORRUPT, "%s: %s has invalid length %d", r->what, field, (int)len);
+  }
+  if (left(r) < (size_t)len) return short_read(r, field, (size_t)len, err);
+  *s = r->p;
+  r->p += len;
+  return KL_OK;
+}
+
+/* A string (i16 length); -1 is null when nullable, else corrupt. */
+static kl_rc get_string(rd *r, const char *field, int nullable, const uint8_t **s, int32_t *len,
+                        kl_err *err) {
+  int16_t n = 0;
+  kl_rc rc = get_i16(r, field, &n, err);
+  if (rc) return rc;
+  if (n == -1 && nullable) {
+    *s = NULL;
+    *len = -1;
+    return KL_OK;
+  }
+  if (n < 0) {
+    return kl_err_set(err, KL_CORRUPT, "%s: %s has length %d", r->what, field, (int)n);
+  }
+  *len = n;
+  return get_bytes(r, field, n, s, err);
+}
+
+/* A compact string (uvarint length + 1, 0 for null). */
+static kl_rc get_compact_string(rd *r, const char *field, const uint8_t **s, int32_t *len,
+                                kl_err *err) {
+  uint32_t u = 0;
+  kl_rc rc = get_uvarint(r, field, &u, err);
+  if (rc) return rc;
+  if (u == 0) {
+    *s = NULL;
+    *len = -1;
+    return KL_OK;
+  }
+  *len = (int32_t)(u - 1);
+  return get_bytes(r, field, *len, s, err);
+}
+
+/* Tagged fields: OffsetCommitValue defines none, so every one is skipped. */
+static kl_rc skip_tagged_fields(rd *r, kl_err *err) {
+  uint32_t count;
+  kl_rc rc = get_uvarint(r, "tagged field count", &count, err);
+  for (uint32_t i = 0; rc == KL_OK && i < count; i++) {
+    uint32_t tag, size;
+    rc = get_uvarint(r, "tag", &tag, err);
+    if (rc == KL_OK) rc = get_uvarint(r, "tagged field size", &size, err);
+    if (rc == KL_OK && left(r) < size) rc = short_read(r, "tagged field", size, err);
+    if (rc == KL_OK) r->p += size;
+  }
+  return rc;
+}
+
+kl_rc kl_offsets_key_parse(const uint8_t *p, size_t n, kl_offsets_key *out, kl_err *err) {
+  rd r = {p, p + n, "key"};
+  memset(out, 0, sizeof *out);
+  out->group_len = out->topic_len = -1;
+  out->partition = -1;
+  kl_rc rc = get_i16(&r, "type", &out->version, err);
+  if (rc) return rc;
+  switch (out->version) {
+    case 0: case 1:
+      out->type = KL_OFFSETS_COMMIT;
+      rc = get_string(&r, "group", 0, &out->group, &out->group_len, err);
+      if (rc == KL_OK) rc = get_string(&r, "topic", 0, &out->topic, &out->topic_len, err);
+      if (rc == KL_OK) rc = get_i32(&r, "partition", &out->partition, err);
+      return rc;
+    case 2:
+      out->type = KL_OFFSETS_GROUP;
+      return get_string(&r, "group", 0, &out->group, &out->group_len, err);
+  }
+  /* Newer coordinators write types this reader does not know: their
+  ** presence is no damage (Kafka's loader skips them too). */
+  out->type = KL_OFFSETS_OTHER;
+  return KL_OK;
+}
+
+kl_rc kl_offsets_value_parse(const uint8_t *p, size_t n, kl_offsets_value *out, kl_err *err) {
+  rd r = {p, p + n, "value"};
+  memset(out, 0, sizeof *out);
+  out->leader_epoch = -1;
+  out->expire_timestamp = -1;
+  out->metadata_len = -1;
+  kl_rc rc = get_i16(&r, "version", &out->version, err);
+  if (rc) return rc;
+  int16_t v = out->version;
+  if (v < 0 || v > 4) {
+    return kl_err_set(err, KL_CORRUPT, "value: unknown offset commit version %d (0 to 4 are known)",
+                      (int)v);
+  }
+  rc = get_i64(&r, "offset", &out->offset, err);
+  if (rc == KL_OK && v >= 3) rc = get_i32(&r, "leader epoch", &out->leader_epoch, err);
+  if (rc == KL_OK) {
+    rc = v == 4 ? get_compact_string(&r, "metadata", &out->metadata, &out->metadata_len, err)
+                : get_string(&r, "metadata", 1, &out->metadata, &out->metadata_len, err);
+  }
+  if (rc == KL_OK) rc = get_i64(&r, "commit timestamp", &out->commit_timestamp, err);
+  if (rc == KL_OK && v == 1) rc = get_i64(&r, "expire timestamp", &out->expire_timestamp, err);
+  if (rc == KL_OK && v == 4) rc = skip_tagged_fields(&r, err);
+  return rc;
+}
+
+/* ---- the fold ---- */
+
+/* One (group, topic, partition): its latest record; group and topic bytes
+** follow the struct in the same allocation. */
+typedef struct entry {
+  kl_offsets_row row;
+  uint64_t hash;
+  int live;                 /* 0 after a tombstone */
+  uint8_t *meta;            /* the copy row.v.metadata points into */
+  size_t meta_cap;
+} entry;
+
+struct kl_offsets {
+  const kl_env *env;
+  entry **slots;            /* open addressing, linear probing; NULL empty */
+  size_t cap;               /* a power of two, or 0 */
+  size_t count;
+  const kl_offsets_row **sorted;  /* what kl_offsets_rows gave */
+  size_t sorted_cap;
+};
+
+kl_rc kl_offsets_new(const kl_env *env, kl_offsets **out) {
+  *out = kl_malloc(env, sizeof **out);
+  if (!*out) return KL_NOMEM;
+  memset(*out, 0, sizeof **out);
+  (*out)->env = env;
+  return KL_OK;
+}
+
+void kl_offsets_free(kl_offsets *o) {
+  if (!o) return;
+  for (size_t i = 0; i < o->cap; i++) {
+    if (!o->slots[i]) continue;
+    kl_free(o->env, o->slots[i]->meta);
+    kl_free(o->env, o->slots[i]);
+  }
+  kl_free(o->env, o->slots);
+  kl_free(o->env, o->sorted);
+  kl_free(o->env, o);
+}
+
+/* FNV-1a, lengths included so that ("ab","c") and ("a","bc") differ. */
+static uint64_t fnv(uint64_t h, const void *p, size_t n) {
+  const uint8_t *b = p;
+  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
+  return h;
+}
+
+static uint64_t key_hash(const kl_offsets_key *k) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  h = fnv(h, &k->group_len, sizeof k->group_len);
+  h = fnv(h, k->group, (size_t)k->group_len);
+  h = fnv(h, &k->topic_len, sizeof k->topic_len);
+  h = fnv(h, k->topic, (size_t)k->topic_len);
+  return fnv(h, &k->partition, sizeof k->partition);
+}
+
+static int key_is(const entry *e, uint64_t h, const kl_offsets_key *k) {
+  const kl_offsets_row *r = &e->row;
+  return e->hash == h && r->partition == k->partition && r->group_len == k->group_len &&
+         r->topic_len == k->topic_len && memcmp(r->group, k->group, (size_t)k->group_len) == 0 &&
+         memcmp(r->topic, k->topic, (size_t)k->topic_len) == 0;
+}
+
+/* The slot of k: its entry's, or the empty one where it would go. */
+static size_t find(const kl_offsets *o, uint64_t h, const kl_offsets_key *k) {
+  size_t i = (size_t)h & (o->cap - 1);
+  while (o->slots[i] && !key_is(o->slots[i], h, k)) i = (i + 1) & (o->cap - 1);
+  return i;
+}
+
+/* Room for one more entry at a load of at most one half. */
+static kl_rc reserve(kl_offsets *o) {
+  if ((o->count + 1) * 2 <= o->cap) return KL_OK;
+  size_t cap = o->cap ? o->cap * 2 : 64;
+  entry **slots = kl_malloc(o->env, cap * sizeof *slots);
+  if (!slots) return KL_NOMEM;
+  memset(slots, 0, cap * sizeof *slots);
+  for (size_t i = 0; i < o->cap; i++) {
+    entry *e = o->slots[i];
+    if (!e) continue;
+    size_t j = (size_t)e->hash & (cap - 1);
+    while (slots[j]) j = (j + 1) & (cap - 1);
+    slots[j] = e;
+  }
+  kl_free(o->env, o->slots);
+  o->slots = slots;
+  o->cap = cap;
+  return KL_OK;
+}
+
+kl_rc kl_offsets_add(kl_offsets *o, int32_t offsets_partition, int64_t record_offset,
+                     const uint8_t *key, int32_t key_len, const uint8_t *value, int32_t value_len,
+                     kl_err *err) {
+  if (!key || key_len < 0) {
+    return kl_err_set(err, KL_CORRUPT, "key: null (the coordinator writes a key on every record)");
+  }
+  kl_offsets_key k;
+  kl_rc rc = kl_offsets_key_parse(key, (size_t)key_len, &k, err);
+  if (rc) return rc;
+  if (k.type != KL_OFFSETS_COMMIT) return KL_OK;
+  kl_offsets_value v;
+  int live = value && value_len >= 0;
+  if (live && (rc = kl_offsets_value_parse(value, (size_t)value_len, &v, err)) != KL_OK) return rc;
+  if (!live) {
+    memset(&v, 0, sizeof v);
+    v.metadata_len = -1;
+  }
+
+  if ((rc = reserve(o)) != KL_OK) return kl_err_set(err, rc, "out of memory");
+  uint64_t h = key_hash(&k);
+  size_t i = find(o, h, &k);
+  entry *e = o->slots[i];
+  if (e && (e->row.offsets_partition > offsets_partition ||
+            (e->row.offsets_partition == offsets_partition &&
+             e->row.record_offset >= record_offset))) {
+    return KL_OK; /* an older record, or the same one in another replica */
+  }
+  if (!e) {
+    size_t glen = (size_t)k.group_len, tlen = (size_t)k.topic_len;
+    e = kl_malloc(o->env, sizeof *e + glen + tlen);
+    if (!e) return kl_err_set(err, KL_NOMEM, "out of memory");
+    memset(e, 0, sizeof *e);
+    uint8_t *s = (uint8_t *)(e + 1);
+    memcpy(s, k.group, glen);
+    memcpy(s + glen, k.topic, tlen);
+    e->row.group = s;
+    e->row.group_len = k.group_len;
+    e->row.topic = s + glen;
+    e->row.topic_len = k.topic_len;
+    e->row.partition = k.partition;
+    e->hash = h;
+  }
+  if (v.metadata_len > 0 && (size_t)v.metadata_len > e->meta_cap) {
+    uint8_t *m = kl_realloc(o->env, e->meta, (size_t)v.metadata_len);
+    if (!m) {
+      if (!o->slots[i]) kl_free(o->env, e);
+      return kl_err_set(err, KL_NOMEM, "out of memory");
+    }
+    e->meta = m;
+    e->meta_cap = (size_t)v.metadata_len;
+  }
+  if (v.metadata_len > 0) memcpy(e->meta, v.metadata, (size_t)v.metadata_len);
+  /* A zero-length metadata still needs a non-NULL pointer: NULL is null. */
+  if (v.metadata_len >= 0) v.metadata = v.metadata_len > 0 ? e->meta : (const uint8_t *)"";
+  e->row.v = v;
+  e->row.offsets_partition = offsets_partition;
+  e->row.record_offset = record_offset;
+  e->live = live;
+  if (!o->slots[i]) {
+    o->slots[i] = e;
+    o->count++;
+  }
+  return KL_OK;
+}
+
+static int cmp_bytes(const uint8_t *a, int32_t an, const uint8_t *b, int32_t bn) {
+  int c = memcmp(a, b, (size_t)(an < bn ? an : bn));
+  if (c) return c;
+  return (an > bn) - (an < bn);
+}
+
+static int cmp_rows(const void *x, const void *y) {
+  const kl_offsets_row *a = *(const kl_offsets_row *const *)x;
+  const kl_offsets_row *b = *(const kl_offsets_row *const *)y;
+  int c = cmp_bytes(a->group, a->group_len, b->group, b->group_len);
+  if (!c) c = cmp_bytes(a->topic, a->topic_len, b->topic, b->topic_len);
+  if (!c) c = (a->partition > b->partition) - (a->partition < b->partition);
+  return c;
+}
+
+kl_rc kl_offsets_rows(kl_offsets *o, const kl_offsets_row *const **rows, size_t *n) {
+  if (o->count > o->sorted_cap) {
+    const kl_offsets_row **s = kl_realloc(o->env, o->sorted, o->count * sizeof *s);
+    if (!s) return KL_NOMEM;
+    o->sorted = s;
+    o->sorted_cap = o->count;
+  }
+  size_t k = 0;
+  for (size_t i = 0; i < o->cap; i++) {
+    if (o->slots[i] && o->slots[i]->live) o->sorted[k++] = &o->slots[i]->row;
+  }
+  if (k > 1) qsort(o->sorted, k, sizeof *o->sorted, cmp_rows);
+  *rows = o->sorted;
+  *n = k;
+  return KL_OK;
+}
