@@ -559,6 +559,48 @@ static void test_partitions_table(void **state) {
   free(root);
 }
 
+/* key_type / value_type 'text': UTF-8 keys and values compare and print as
+** TEXT, other bytes stay BLOBs (nothing is lost to a conversion). */
+static void test_text_columns(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("text");
+  kw_writer *w = open_part(root, "t-0", 1 << 20);
+  kl_rec_in r[3];
+  memset(r, 0, sizeof r);
+  static const uint8_t bad[2] = {0xc3, 0x28}; /* not UTF-8 */
+  r[0].key = "c10", r[0].key_len = 3, r[0].value = "{\"a\":1}", r[0].value_len = 7;
+  r[1].key = bad, r[1].key_len = 2, r[1].value = bad, r[1].value_len = 2;
+  r[2].key = NULL, r[2].key_len = -1, r[2].value = "", r[2].value_len = 0;
+  assert_int_equal(kw_append(w, NULL, r, 3), 0);
+  assert_int_equal(kw_close(w), 0);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/t-0", root);
+  sqlite3 *db = st_open();
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c10'", "t", dir), 0);
+  assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE key = 'c10' AND key_type = 'text'", "t", dir), 0);
+  char *s = st_text(db, "SELECT group_concat(typeof(key) || ':' || typeof(value), ' ') FROM kafka_log(?1, 'error',"
+                        " NULL, NULL, 'text', 'text')", "t", dir);
+  assert_string_equal(s, "text:text blob:blob null:text");
+  free(s);
+  s = st_text(db, "SELECT json_extract(value, '$.a') FROM kafka_log(?1) WHERE value_type = 'TEXT' AND offset = 0",
+              "t", dir);
+  assert_string_equal(s, "1");
+  free(s);
+  char *c = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, key_type='text')", dir);
+  st_exec(db, c);
+  sqlite3_free(c);
+  s = st_text(db, "SELECT group_concat(typeof(key) || ':' || typeof(value), ' ') FROM t", NULL);
+  assert_string_equal(s, "text:blob blob:blob null:blob");
+  free(s);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE key_type = 'blob' AND typeof(key) = 'text'", NULL), 0);
+  sqlite3_stmt *st = st_prep(db, "SELECT * FROM t WHERE key_type = 'json'", NULL);
+  assert_int_equal(sqlite3_step(st), SQLITE_ERROR);
+  sqlite3_finalize(st);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_partitions_as_rows),
@@ -568,6 +610,7 @@ int main(void) {
       cmocka_unit_test(test_read_committed_fixture),
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
+      cmocka_unit_test(test_text_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
