@@ -2,13 +2,17 @@
 ** fuzz_sql.c - libFuzzer target for whole-directory reads through SQL: the
 ** input becomes a partition directory, then a few queries run over it with
 ** kafka_log (ascending, descending, by offset, by timestamp, with
-** on_corrupt='skip'), kafka_batches, kafka_segments and kafka_log_check.  Errors are fine; crashes,
+** on_corrupt='skip', read_committed), kafka_batches, kafka_segments,
+** kafka_log_check, and over the log directory holding it, kafka_log by
+** topic and partition and kafka_partitions.  Errors are fine; crashes,
 ** sanitizer reports and leaks are findings.
 **
-** Input: up to three sections separated by "\n--KLSEP--\n": the .log, the
-** .index and the .timeindex of segment 0 (a missing section means a missing
-** file).  Each run uses a fresh directory under $TMPDIR (default /dev/shm),
-** so the module's log cache never sees a file changed in place.
+** Input: up to five sections separated by "\n--KLSEP--\n": the .log, the
+** .index, the .timeindex and the .txnindex of segment 0, and the log
+** directory's log-start-offset-checkpoint (a missing section means a
+** missing file).  Each run uses a fresh partition directory "t-<run>"
+** under a log directory in $TMPDIR (default /dev/shm), so the module's log
+** cache never sees a file changed in place.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -23,7 +27,7 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
 
 static const char SEP[] = "\n--KLSEP--\n";
 static sqlite3 *db;         /* table-valued queries, statements kept prepared */
-#define NQ 18
+#define NQ 24
 static sqlite3_stmt *stmts[NQ];
 static const char *const queries[NQ] = {
     "SELECT count(*), sum(offset), sum(length(value)), max(headers) FROM kafka_log(?1)",
@@ -46,7 +50,13 @@ static const char *const queries[NQ] = {
     "SELECT k.value FROM kafka_log(?1) a JOIN kafka_log(?1) k ON k.offset = a.offset + 2 LIMIT 20",
     "SELECT count(*), sum(crc_valid), max(control_type), sum(coordinator_epoch) FROM kafka_batches(?1)",
     "SELECT base_offset, record_count FROM kafka_batches(?1) WHERE last_offset >= 3 AND base_offset < 60",
-    "SELECT * FROM kafka_segments(?1)"};
+    "SELECT * FROM kafka_segments(?1)",
+    "SELECT count(*), max(offset) FROM kafka_log(?1) WHERE isolation = 'read_committed'",
+    "SELECT typeof(key), typeof(value) FROM kafka_log(?1) WHERE key_type = 'text' AND value_type = 'text'",
+    "SELECT topic, partition, count(*), min(offset) FROM kafka_log(?2) GROUP BY 1, 2",
+    "SELECT offset, value FROM kafka_log(?2) WHERE topic = 't' AND partition = ?3 AND offset >= 2 LIMIT 3",
+    "SELECT offset FROM kafka_log(?2) WHERE isolation = 'read_committed' ORDER BY offset DESC LIMIT 3",
+    "SELECT * FROM kafka_partitions(?2)"};
 static char root[512];
 static unsigned long runs;
 
@@ -81,23 +91,29 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   char dir[600];
-  snprintf(dir, sizeof dir, "%s/%lu", root, runs++);
+  unsigned long run = runs++;
+  snprintf(dir, sizeof dir, "%s/t-%lu", root, run);
   if (mkdir(dir, 0700) != 0) return 0;
-  static const char *names[3] = {"00000000000000000000.log", "00000000000000000000.index",
-                                 "00000000000000000000.timeindex"};
+  static const char *names[5] = {"00000000000000000000.log", "00000000000000000000.index",
+                                 "00000000000000000000.timeindex", "00000000000000000000.txnindex",
+                                 "../log-start-offset-checkpoint"};
   const uint8_t *p = data, *end = data + size;
-  for (int k = 0; k < 3 && p; k++) {
+  int written = 0;
+  for (int k = 0; k < 5 && p; k++) {
     const uint8_t *q = memmem(p, (size_t)(end - p), SEP, sizeof SEP - 1);
     size_t n = q ? (size_t)(q - p) : (size_t)(end - p);
     put(dir, names[k], p, n);
+    written = k + 1;
     p = q ? q + sizeof SEP - 1 : NULL;
   }
   for (int i = 0; i < NQ; i++) {
     sqlite3_bind_text(stmts[i], 1, dir, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(stmts[i]) >= 2) sqlite3_bind_text(stmts[i], 2, root, -1, SQLITE_STATIC);
+    if (sqlite3_bind_parameter_count(stmts[i]) >= 3) sqlite3_bind_int64(stmts[i], 3, (sqlite3_int64)run);
     step_all(stmts[i]);
     sqlite3_reset(stmts[i]);
   }
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < written; k++) {
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, names[k]);
     unlink(path);
