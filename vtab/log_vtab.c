@@ -442,13 +442,38 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
 }
 
 /* dir made absolute against the working directory (sqlite3_malloc'd). */
-static char *absolute(const char *dir) {
-  if (dir[0] == '/') return sqlite3_mprintf("%s", dir);
+static char *absolute_one(const char *dir, size_t n) {
+  while (n > 0 && (*dir == ' ' || *dir == '\t')) dir++, n--;
+  while (n > 0 && (dir[n - 1] == ' ' || dir[n - 1] == '\t')) n--;
+  if (n > 0 && dir[0] == '/') return sqlite3_mprintf("%.*s", (int)n, dir);
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) return NULL;
-  while (dir[0] == '.' && dir[1] == '/') dir += 2;
-  if (strcmp(dir, ".") == 0) return sqlite3_mprintf("%s", cwd);
-  return sqlite3_mprintf("%s/%s", strcmp(cwd, "/") ? cwd : "", dir);
+  while (n >= 2 && dir[0] == '.' && dir[1] == '/') dir += 2, n -= 2;
+  if (n == 0 || (n == 1 && dir[0] == '.')) return sqlite3_mprintf("%s", cwd);
+  return sqlite3_mprintf("%s/%.*s", strcmp(cwd, "/") ? cwd : "", (int)n, dir);
+}
+
+/* The path made absolute against the working directory (sqlite3_malloc'd):
+** each of several log directories separated by commas, unless the whole
+** names an existing directory (core/broker.h reads it the same way). */
+static char *absolute(const char *path) {
+  struct stat st;
+  if (!strchr(path, ',') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
+    return absolute_one(path, strlen(path));
+  }
+  char *out = NULL;
+  for (const char *p = path;;) {
+    const char *e = strchr(p, ',');
+    size_t n = e ? (size_t)(e - p) : strlen(p);
+    char *one = absolute_one(p, n);
+    char *joined = one ? sqlite3_mprintf("%s%s%s", out ? out : "", out ? "," : "", one) : NULL;
+    sqlite3_free(one);
+    sqlite3_free(out);
+    if (!joined) return NULL;
+    out = joined;
+    if (!e) return out;
+    p = e + 1;
+  }
 }
 
 static void vtab_free(kl_vtab *vt) {
