@@ -683,6 +683,11 @@ static void check_orphans(checker *ck, const char *dir, kl_log *log) {
 }
 
 kl_rc kl_check_dir(const kl_env *env, const char *dir, kl_check_fn fn, void *ud, kl_err *err) {
+  return kl_check_dir_stats(env, dir, NULL, fn, ud, err);
+}
+
+kl_rc kl_check_dir_stats(const kl_env *env, const char *dir, kl_stats *stats, kl_check_fn fn,
+                         void *ud, kl_err *err) {
   kl_log *log = NULL;
   kl_rc rc = kl_log_open(env, dir, &log, err);
   if (rc) return rc;
@@ -701,7 +706,7 @@ kl_rc kl_check_dir(const kl_env *env, const char *dir, kl_check_fn fn, void *ud,
     emit(&ck, "no_segments", KL_SEV_WARNING, -1, msg);
   }
   kl_reader rd;
-  kl_reader_init(&rd, env, NULL, KL_ON_CORRUPT_ERROR);
+  kl_reader_init(&rd, env, stats, KL_ON_CORRUPT_ERROR);
   for (kl_segment *s = kl_log_first(log); s && rc == KL_OK && !ck.rc; s = kl_log_next(log, s)) {
     walk w = {0};
     rc = check_segment(&ck, &rd, s, &w);

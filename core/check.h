@@ -123,4 +123,9 @@ typedef kl_rc (*kl_check_fn)(void *ud, const kl_finding *f);
 kl_rc kl_check_dir(const kl_env *env, const char *dir, kl_check_fn fn, void *ud,
                    kl_err *err);
 
+/* kl_check_dir counting its work (segments opened, bytes read) into stats
+** (NULL: nowhere), as a query's readers count theirs. */
+kl_rc kl_check_dir_stats(const kl_env *env, const char *dir, kl_stats *stats, kl_check_fn fn,
+                         void *ud, kl_err *err);
+
 #endif

@@ -1,16 +1,24 @@
 /*
 ** batches_vtab.c - the kafka_batches table-valued function: one row per
-** entry of a partition's .log files, control batches included, what
-** kafka-dump-log.sh prints for each batch, as a table:
+** entry of the .log files of each partition under a path (kafka_log's
+** forms, core/broker.h), control batches included, what kafka-dump-log.sh
+** prints for each batch, as a table, with the partition's topic and
+** partition:
 **
 **   SELECT * FROM kafka_batches('<partition dir>') WHERE last_offset >= 5000 LIMIT 20;
+**
+** Partitions come in listing order, one open at a time; topic / partition
+** constraints choose them before any is opened.  Every entry on disk is a
+** row, also below the log start offset (it is the dump, not a consumer's
+** view).
 **
 ** Entries are walked by the readers' own walker (core/scan.h): a batch whose
 ** CRC does not hold is a row with crc_valid = 0 (its header still parsed, so
 ** the walk goes on after it, as kafka-dump-log goes on), any other damage
 ** fails the query with SQLITE_CORRUPT naming the file and position.
 ** `last_offset >= x` (or >) seeks as kafka_log's offset bounds do, and
-** `base_offset <= y` (or <) ends the walk; both are exact.  A legacy
+** `base_offset <= y` (or <) ends the walk, in each partition; both are
+** exact.  A legacy
 ** compressed wrapper is opened to learn its first offset; a control batch
 ** to read its marker.  Eponymous only, DIRECTONLY like kafka_log.
 */
@@ -28,13 +36,19 @@ enum {
   KB_CRC, KB_CRC_VALID, KB_ATTRIBUTES, KB_LAST_OFFSET_DELTA, KB_BASE_TIMESTAMP, KB_MAX_TIMESTAMP,
   KB_COMPRESSION, KB_TIMESTAMP_TYPE, KB_PRODUCER_ID, KB_PRODUCER_EPOCH, KB_BASE_SEQUENCE,
   KB_LEADER_EPOCH, KB_IS_TRANSACTIONAL, KB_IS_CONTROL, KB_CONTROL_TYPE, KB_COORDINATOR_EPOCH,
-  KB_DIR
+  KB_TOPIC, KB_PARTITION, KB_DIR
 };
 
-/* Plan bits: the first three carry one argv value each, in this order;
-** the other two say the bound is strict (> rather than >=, < rather
-** than <=). */
-enum { KB_P_DIR = 1, KB_P_LO = 2, KB_P_HI = 4, KB_P_LO_GT = 8, KB_P_HI_LT = 16 };
+/* Plan bits: the listing's (glue.h, KL_L_*), then these.  KB_P_LO and
+** KB_P_HI carry one argv value each, in this order, after the listing's;
+** the other two say the bound is strict (> rather than >=, < rather than
+** <=). */
+enum {
+  KB_P_LO = KL_L_OWN,       /* last_offset >= ? (> with KB_P_LO_GT) */
+  KB_P_HI = KL_L_OWN << 1,  /* base_offset <= ? (< with KB_P_HI_LT) */
+  KB_P_LO_GT = KL_L_OWN << 2,
+  KB_P_HI_LT = KL_L_OWN << 3
+};
 
 typedef struct kb_vtab {
   sqlite3_vtab base;
@@ -43,7 +57,8 @@ typedef struct kb_vtab {
 
 typedef struct kb_cursor {
   sqlite3_vtab_cursor base;
-  kl_log *log;
+  kl_listing ls;            /* the partitions of the path */
+  kl_log *log;              /* the one being read */
   kl_reader rd;
   int have_rd;
   kl_scan sc;
@@ -61,22 +76,17 @@ typedef struct kb_cursor {
 
 static int kb_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
-  int rc = sqlite3_declare_vtab(db,
+  int rc = kl_listing_connect(db,
       "CREATE TABLE x(segment INTEGER, position INTEGER, base_offset INTEGER, last_offset INTEGER,"
       " record_count INTEGER, size INTEGER, magic INTEGER, crc INTEGER, crc_valid INTEGER,"
       " attributes INTEGER, last_offset_delta INTEGER, base_timestamp INTEGER,"
       " max_timestamp INTEGER, compression TEXT, timestamp_type TEXT, producer_id INTEGER,"
       " producer_epoch INTEGER, base_sequence INTEGER, partition_leader_epoch INTEGER,"
       " is_transactional INTEGER, is_control INTEGER, control_type TEXT,"
-      " coordinator_epoch INTEGER, dir HIDDEN)");
-  if (rc) return rc;
-  kb_vtab *vt = sqlite3_malloc(sizeof *vt);
-  if (!vt) return SQLITE_NOMEM;
-  memset(vt, 0, sizeof *vt);
-  vt->conn = aux;
-  sqlite3_vtab_config(db, SQLITE_VTAB_DIRECTONLY);
-  *out = &vt->base;
-  return SQLITE_OK;
+      " coordinator_epoch INTEGER, topic TEXT, partition INTEGER, dir HIDDEN)",
+      sizeof(kb_vtab), out);
+  if (rc == SQLITE_OK) ((kb_vtab *)*out)->conn = aux;
+  return rc;
 }
 
 static int kb_disconnect(sqlite3_vtab *vt) {
@@ -84,43 +94,40 @@ static int kb_disconnect(sqlite3_vtab *vt) {
   return SQLITE_OK;
 }
 
-/* dir = ? is required; last_offset >= / > and base_offset <= / < are
-** handled exactly (one of each kind; SQLite checks any other). */
+/* The path is required; topic and partition constraints are the
+** listing's; last_offset >= / > and base_offset <= / < are handled exactly
+** (one of each kind; SQLite checks any other). */
 static int kb_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  int use[3] = {-1, -1, -1};
+  int argv;
+  int rc = kl_best_index_listing(info, KB_DIR, KB_TOPIC, KB_PARTITION, &argv);
+  if (rc != SQLITE_OK || !(info->idxNum & KL_L_DIR)) return rc;
+  int use[2] = {-1, -1};
   for (int i = 0; i < info->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-    if (c->iColumn == KB_DIR && !c->usable) return SQLITE_CONSTRAINT;
     if (!c->usable) continue;
-    if (c->iColumn == KB_DIR && c->op == SQLITE_INDEX_CONSTRAINT_EQ && use[0] < 0) use[0] = i;
-    if (c->iColumn == KB_LAST_OFFSET && use[1] < 0 &&
+    if (c->iColumn == KB_LAST_OFFSET && use[0] < 0 &&
         (c->op == SQLITE_INDEX_CONSTRAINT_GE || c->op == SQLITE_INDEX_CONSTRAINT_GT)) {
+      use[0] = i;
+    }
+    if (c->iColumn == KB_BASE_OFFSET && use[1] < 0 &&
+        (c->op == SQLITE_INDEX_CONSTRAINT_LE || c->op == SQLITE_INDEX_CONSTRAINT_LT)) {
       use[1] = i;
     }
-    if (c->iColumn == KB_BASE_OFFSET && use[2] < 0 &&
-        (c->op == SQLITE_INDEX_CONSTRAINT_LE || c->op == SQLITE_INDEX_CONSTRAINT_LT)) {
-      use[2] = i;
-    }
   }
-  if (use[0] < 0) {
-    info->estimatedCost = 1e12;
-    return SQLITE_CONSTRAINT;
-  }
-  int argv = 0;
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < 2; k++) {
     if (use[k] < 0) continue;
-    info->idxNum |= 1 << k;
+    info->idxNum |= k == 0 ? KB_P_LO : KB_P_HI;
     info->aConstraintUsage[use[k]].argvIndex = ++argv;
     info->aConstraintUsage[use[k]].omit = 1;
   }
-  if (use[1] >= 0 && info->aConstraint[use[1]].op == SQLITE_INDEX_CONSTRAINT_GT) {
-    info->idxNum |= KB_P_LO_GT;
-  }
-  if (use[2] >= 0 && info->aConstraint[use[2]].op == SQLITE_INDEX_CONSTRAINT_LT) {
-    info->idxNum |= KB_P_HI_LT;
-  }
-  info->estimatedCost = (info->idxNum & (KB_P_LO | KB_P_HI)) ? 1000 : 100000;
-  return SQLITE_OK;
+  int gt = use[0] >= 0 && info->aConstraint[use[0]].op == SQLITE_INDEX_CONSTRAINT_GT;
+  int lt = use[1] >= 0 && info->aConstraint[use[1]].op == SQLITE_INDEX_CONSTRAINT_LT;
+  if (gt) info->idxNum |= KB_P_LO_GT;
+  if (lt) info->idxNum |= KB_P_HI_LT;
+  if (use[0] >= 0) rc = kl_append_idx_str(info, gt ? "last_offset>?" : "last_offset>=?");
+  if (rc == SQLITE_OK && use[1] >= 0) rc = kl_append_idx_str(info, lt ? "base_offset<?" : "base_offset<=?");
+  if (info->idxNum & (KB_P_LO | KB_P_HI)) info->estimatedCost /= 100;
+  return rc;
 }
 
 static int kb_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
@@ -132,7 +139,8 @@ static int kb_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
   return SQLITE_OK;
 }
 
-static void kb_end(kb_cursor *c) {
+/* Done with the partition being read: its files are closed. */
+static void kb_end_part(kb_cursor *c) {
   if (c->scanning) kl_scan_end(&c->sc);
   c->scanning = 0;
   if (c->have_rd) kl_reader_free(&c->rd);
@@ -140,6 +148,11 @@ static void kb_end(kb_cursor *c) {
   kl_log_close(c->log);
   c->log = NULL;
   c->seg = NULL;
+}
+
+static void kb_end(kb_cursor *c) {
+  kb_end_part(c);
+  kl_listing_end(&c->ls);
 }
 
 static int kb_close(sqlite3_vtab_cursor *cur) {
@@ -187,14 +200,40 @@ static kl_rc inspect(kb_cursor *c, kl_err *err) {
   return rc ? kl_scan_batch_error(c->seg, c->b.position, rc, err) : KL_OK;
 }
 
+/* Open the next chosen partition and start walking it at the seek of lo
+** (nothing to walk when it has no segment); KL_DONE when none is left. */
+static kl_rc next_partition(kb_cursor *c, kl_err *err) {
+  kb_vtab *vt = (kb_vtab *)c->base.pVtab;
+  kb_end_part(c);
+  while (kl_listing_next(&c->ls)) {
+    kl_rc rc = kl_listing_open_log(&c->ls, &c->log, err);
+    if (rc) return rc;
+    kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+    c->have_rd = 1;
+    kl_segment *s = c->lo == INT64_MIN ? kl_log_first(c->log) : kl_log_floor(c->log, c->lo);
+    if (!s) s = kl_log_first(c->log);
+    if (s) return walk_segment(c, s, err);
+    kb_end_part(c); /* an empty partition of a log directory: no rows */
+  }
+  return KL_DONE;
+}
+
 /* The next row, or eof. */
 static int kb_step(kb_cursor *c) {
   kl_err err;
   kl_err_clear(&err);
   for (;;) {
     if (!c->scanning) {
-      c->eof = 1;
-      return SQLITE_OK;
+      kl_rc rc = next_partition(c, &err);
+      if (rc == KL_DONE) {
+        c->eof = 1;
+        return SQLITE_OK;
+      }
+      if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
+        int src = kb_error(c, rc, &err);
+        return rc == KL_IO && !c->log ? SQLITE_CANTOPEN : src;
+      }
+      continue;
     }
     kl_rc rc = kl_scan_next(&c->sc, &c->b, &err);
     c->crc_valid = 1;
@@ -231,15 +270,15 @@ static int kb_step(kb_cursor *c) {
 static int kb_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
                      sqlite3_value **argv) {
   kb_cursor *c = (kb_cursor *)cur;
-  kb_vtab *vt = (kb_vtab *)cur->pVtab;
   kb_end(c);
   c->eof = 1;
   c->rowno = 0;
   c->lo = INT64_MIN;
   c->hi = INT64_MAX;
-  int a = 0;
-  const char *dir = NULL;
-  if (idx & KB_P_DIR) dir = (const char *)sqlite3_value_text(argv[a++]);
+  const char *dir;
+  kl_part_filter f;
+  int a = kl_listing_args(idx, argc, argv, &dir, &f);
+  if (a < 0 || a + ((idx & KB_P_LO) != 0) + ((idx & KB_P_HI) != 0) > argc) return SQLITE_ERROR;
   /* last_offset >= x and base_offset <= y, as kafka_log folds its bounds. */
   int64_t ignore_lo = INT64_MIN, ignore_hi = INT64_MAX;
   if (idx & KB_P_LO) {
@@ -251,29 +290,16 @@ static int kb_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     if (c->hi < ignore_lo) return SQLITE_OK;
   }
   (void)idx_str;
-  (void)argc;
   if (!dir) {
     sqlite3_free(cur->pVtab->zErrMsg);
-    cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_batches: a partition directory is required");
+    cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_batches: a path is required: "
+                                          "kafka_batches('<partition or log directory>')");
     return SQLITE_ERROR;
   }
-  kl_err err;
-  kl_err_clear(&err);
-  kl_rc rc = kl_log_open_partition(NULL, dir, &c->log, &err);
-  if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
-    int src = kb_error(c, rc, &err);
-    return rc == KL_IO ? SQLITE_CANTOPEN : src;
-  }
-  kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
-  c->have_rd = 1;
+  int rc = kl_listing_start(&c->ls, cur->pVtab, "kafka_batches", dir, &f);
+  if (rc != SQLITE_OK) return rc;
+  if (c->lo > c->hi) return SQLITE_OK;
   c->eof = 0;
-  if (c->lo > c->hi) {
-    c->eof = 1;
-    return SQLITE_OK;
-  }
-  kl_segment *s = c->lo == INT64_MIN ? kl_log_first(c->log) : kl_log_floor(c->log, c->lo);
-  if (!s) s = kl_log_first(c->log);
-  if ((rc = walk_segment(c, s, &err)) != KL_OK) return kb_error(c, rc, &err);
   return kb_step(c);
 }
 
@@ -338,7 +364,13 @@ static int kb_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       if (c->control_type == 0 || c->control_type == 1) sqlite3_result_int(ctx, c->coordinator_epoch);
       else sqlite3_result_null(ctx);
       break;
-    case KB_DIR: sqlite3_result_text(ctx, kl_log_dir(c->log), -1, SQLITE_TRANSIENT); break;
+    case KB_TOPIC:
+      if (c->ls.part->topic) sqlite3_result_text(ctx, c->ls.part->topic, -1, SQLITE_TRANSIENT);
+      break;
+    case KB_PARTITION:
+      if (c->ls.part->partition >= 0) sqlite3_result_int(ctx, c->ls.part->partition);
+      break;
+    case KB_DIR: sqlite3_result_text(ctx, c->ls.path, -1, SQLITE_TRANSIENT); break;
   }
   return SQLITE_OK;
 }

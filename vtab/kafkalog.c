@@ -96,7 +96,7 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
   memset(conn, 0, sizeof *conn);
   int rc = kl_log_vtab_register(db, conn); /* owns conn from here on */
   const int flags = SQLITE_UTF8 | SQLITE_INNOCUOUS;
-  if (rc == SQLITE_OK) rc = kl_check_vtab_register(db);
+  if (rc == SQLITE_OK) rc = kl_check_vtab_register(db, conn);
   if (rc == SQLITE_OK) rc = kl_batches_vtab_register(db, conn);
   if (rc == SQLITE_OK) rc = kl_segments_vtab_register(db, conn);
   if (rc == SQLITE_OK) rc = kl_offsets_vtab_register(db, conn);

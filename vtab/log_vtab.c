@@ -1024,78 +1024,6 @@ static int step(kl_vcursor *c) {
   return SQLITE_OK;
 }
 
-/* The values of an IN list, or the one value v: copies (an IN list's
-** values last only until the next is fetched), sqlite3_malloc'd, freed
-** with free_values; NULL, which matches nothing, is left out. */
-static void free_values(sqlite3_value **v, int n) {
-  for (int i = 0; i < n; i++) sqlite3_value_free(v[i]);
-  sqlite3_free(v);
-}
-
-static int in_values(sqlite3_value *v, int is_in, sqlite3_value ***out, int *n) {
-  *out = NULL;
-  *n = 0;
-  int cap = 0, rc = SQLITE_OK;
-  sqlite3_value *x = v;
-  if (is_in) rc = sqlite3_vtab_in_first(v, &x);
-  while (rc == SQLITE_OK && x) {
-    if (sqlite3_value_type(x) != SQLITE_NULL) {
-      if (*n == cap) {
-        cap = cap ? cap * 2 : 8;
-        sqlite3_value **p = sqlite3_realloc64(*out, (sqlite3_uint64)cap * sizeof *p);
-        if (!p) return SQLITE_NOMEM;
-        *out = p;
-      }
-      if (!((*out)[*n] = sqlite3_value_dup(x))) return SQLITE_NOMEM;
-      (*n)++;
-    }
-    if (!is_in) break;
-    rc = sqlite3_vtab_in_next(v, &x);
-  }
-  return rc == SQLITE_DONE ? SQLITE_OK : rc;
-}
-
-/* Choose the partitions the topic and partition constraints admit, in
-** listing order: topic = binary-searches the sorted listing, so a lookup
-** in a log directory of thousands of partitions opens one. */
-static int choose(kl_vcursor *c, sqlite3_value *topic, int topic_in, sqlite3_value *part,
-                  int part_in, int64_t plo, int64_t phi) {
-  const kl_broker *b = c->bk->b;
-  size_t n = kl_broker_count(b);
-  sqlite3_value **tv = NULL, **pv = NULL;
-  int nt = 0, np = 0, rc = SQLITE_OK;
-  if (topic) rc = in_values(topic, topic_in, &tv, &nt);
-  if (rc == SQLITE_OK && part) rc = in_values(part, part_in, &pv, &np);
-  c->sel = rc == SQLITE_OK ? sqlite3_malloc64((sqlite3_uint64)n * sizeof *c->sel + 1) : NULL;
-  if (!c->sel) rc = rc ? rc : SQLITE_NOMEM;
-  c->nsel = 0;
-  /* A partition = value that is not an integer matches nothing;
-  ** fold each value into its own bounds. */
-  for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
-    const kl_part *p = kl_broker_part(b, i);
-    if ((topic || part || plo > INT64_MIN || phi < INT64_MAX) && !p->topic) continue;
-    if (p->partition < plo || p->partition > phi) continue;
-    int ok = !topic;
-    for (int k = 0; !ok && k < nt; k++) {
-      const char *t = (const char *)sqlite3_value_text(tv[k]);
-      ok = t && sqlite3_value_type(tv[k]) == SQLITE_TEXT && strcmp(t, p->topic) == 0;
-    }
-    for (int k = 0; ok && part && k <= np; k++) {
-      if (k == np) {
-        ok = 0;
-        break;
-      }
-      int64_t lo = INT64_MIN, hi = INT64_MAX;
-      kl_fold_bound(KL_CMP_EQ, pv[k], &lo, &hi);
-      if (lo == hi && lo == p->partition) break;
-    }
-    if (ok) c->sel[c->nsel++] = i;
-  }
-  free_values(tv, nt);
-  free_values(pv, np);
-  return rc;
-}
-
 static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
                      sqlite3_value **argv) {
   kl_vcursor *c = (kl_vcursor *)cur;
@@ -1111,8 +1039,9 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   c->bnd.desc = (idx & KL_P_DESC) != 0 && !(idx & KL_P_TS_ORDER);
   const char *dir = vt->dir;
   int a = 0;
-  sqlite3_value *in_list = NULL, *topic = NULL, *part = NULL;
-  int64_t plo = INT64_MIN, phi = INT64_MAX;
+  sqlite3_value *in_list = NULL;
+  kl_part_filter pf; /* topic and partition constraints */
+  kl_part_filter_init(&pf);
   int on_corrupt = vt->on_corrupt;
   int read_committed = vt->read_committed;
   int text[2] = {vt->text[0], vt->text[1]};
@@ -1169,11 +1098,13 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
       }
       text[bit == KL_P_VALUE_TYPE] = mode;
     } else if (bit == KL_P_TOPIC_EQ) {
-      topic = v;
+      pf.topic = v;
+      pf.topic_in = (idx & KL_P_TOPIC_IN) != 0;
     } else if (bit == KL_P_PART_EQ) {
-      part = v;
+      pf.part = v;
+      pf.part_in = (idx & KL_P_PART_IN) != 0;
     } else if (bit >= KL_P_PART_GT && bit <= KL_P_PART_LE) {
-      kl_fold_bound((enum kl_cmp_op)(b - 17), v, &plo, &phi);
+      kl_fold_bound((enum kl_cmp_op)(b - 17), v, &pf.lo, &pf.hi);
     }
   }
   c->bnd.max_skew = max_skew;
@@ -1196,10 +1127,8 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     c->on_corrupt = on_corrupt;
     c->read_committed = read_committed;
   }
-  if ((rc = choose(c, topic, (idx & KL_P_TOPIC_IN) != 0, part, (idx & KL_P_PART_IN) != 0, plo,
-                   phi)) != SQLITE_OK) {
-    return rc;
-  }
+  /* Partitions are chosen by name before any is opened. */
+  if ((rc = kl_choose_parts(c->bk->b, &pf, &c->sel, &c->nsel)) != SQLITE_OK) return rc;
   if (in_list) {
     /* All IN values at once, sorted, so rows come out in offset order. */
     sqlite3_value *v;

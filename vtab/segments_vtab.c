@@ -1,14 +1,17 @@
 /*
 ** segments_vtab.c - the kafka_segments table-valued function: one row per
-** segment of a partition directory.
+** segment of each partition under a path (kafka_log's forms, core/broker.h).
 **
-**   SELECT * FROM kafka_segments('<partition dir>');
+**   SELECT * FROM kafka_segments('<partition dir | log dir[,log dir...]>');
 **
 ** segment (base offset), next_offset, the sizes of the .log, .index,
 ** .timeindex and .txnindex files (NULL when a file is absent), the entries
 ** of the two indexes and their zero-filled (preallocated) slots, the
 ** largest timestamp and the offset of the batch first reaching it, and
-** whether it is the live (last) segment.  Each segment is read as a query
+** whether it is the live (last) segment, and the topic and partition of
+** its directory.  Partitions come in listing order, one open at a time;
+** topic / partition constraints choose them before any is opened.  Each
+** segment is read as a query
 ** reads it (core/scan.h: its indexes and the batches after their last
 ** entry), so damage there is SQLITE_CORRUPT naming the file and position.
 ** Eponymous only, DIRECTONLY like kafka_log.
@@ -26,7 +29,7 @@ SQLITE_EXTENSION_INIT3
 enum {
   KS_SEGMENT, KS_NEXT_OFFSET, KS_LOG_BYTES, KS_INDEX_BYTES, KS_TIMEINDEX_BYTES, KS_TXNINDEX_BYTES,
   KS_INDEX_ENTRIES, KS_TIMEINDEX_ENTRIES, KS_INDEX_ZERO_SLOTS, KS_TIMEINDEX_ZERO_SLOTS,
-  KS_MAX_TIMESTAMP, KS_MAX_TIMESTAMP_OFFSET, KS_IS_LIVE, KS_DIR
+  KS_MAX_TIMESTAMP, KS_MAX_TIMESTAMP_OFFSET, KS_IS_LIVE, KS_TOPIC, KS_PARTITION, KS_DIR
 };
 
 typedef struct ks_vtab {
@@ -43,7 +46,8 @@ typedef struct ks_row {
 
 typedef struct ks_cursor {
   sqlite3_vtab_cursor base;
-  kl_log *log;
+  kl_listing ls;            /* the partitions of the path */
+  kl_log *log;              /* the one being read */
   kl_reader rd;
   int have_rd;
   kl_segment *seg;
@@ -57,7 +61,7 @@ static int ks_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       " index_bytes INTEGER, timeindex_bytes INTEGER, txnindex_bytes INTEGER,"
       " index_entries INTEGER, timeindex_entries INTEGER, index_zero_slots INTEGER,"
       " timeindex_zero_slots INTEGER, max_timestamp INTEGER, max_timestamp_offset INTEGER,"
-      " is_live INTEGER, dir HIDDEN)", sizeof(ks_vtab), out);
+      " is_live INTEGER, topic TEXT, partition INTEGER, dir HIDDEN)", sizeof(ks_vtab), out);
   if (rc == SQLITE_OK) ((ks_vtab *)*out)->conn = aux;
   return rc;
 }
@@ -68,7 +72,8 @@ static int ks_disconnect(sqlite3_vtab *vt) {
 }
 
 static int ks_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  return kl_best_index_dir(info, KS_DIR);
+  int nargv;
+  return kl_best_index_listing(info, KS_DIR, KS_TOPIC, KS_PARTITION, &nargv);
 }
 
 static int ks_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
@@ -79,12 +84,18 @@ static int ks_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
   return SQLITE_OK;
 }
 
-static void ks_end(ks_cursor *c) {
+/* Done with the partition being read: its files are closed. */
+static void ks_end_part(ks_cursor *c) {
   if (c->have_rd) kl_reader_free(&c->rd);
   c->have_rd = 0;
   kl_log_close(c->log);
   c->log = NULL;
   c->seg = NULL;
+}
+
+static void ks_end(ks_cursor *c) {
+  ks_end_part(c);
+  kl_listing_end(&c->ls);
 }
 
 static int ks_close(sqlite3_vtab_cursor *cur) {
@@ -130,30 +141,44 @@ static int ks_load(ks_cursor *c) {
   return SQLITE_OK;
 }
 
+/* Move to the first segment of the next partition that has one (c->seg
+** NULL when none is left). */
+static int next_partition(ks_cursor *c) {
+  ks_vtab *vt = (ks_vtab *)c->base.pVtab;
+  ks_end_part(c);
+  while (kl_listing_next(&c->ls)) {
+    kl_err err;
+    kl_err_clear(&err);
+    kl_rc rc = kl_listing_open_log(&c->ls, &c->log, &err);
+    if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
+      int src = ks_error(c, rc, &err);
+      return rc == KL_IO ? SQLITE_CANTOPEN : src;
+    }
+    kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+    c->have_rd = 1;
+    c->seg = kl_log_first(c->log);
+    if (c->seg) return ks_load(c);
+    ks_end_part(c); /* an empty partition of a log directory: no rows */
+  }
+  return SQLITE_OK;
+}
+
 static int ks_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
                      sqlite3_value **argv) {
   ks_cursor *c = (ks_cursor *)cur;
-  ks_vtab *vt = (ks_vtab *)cur->pVtab;
   ks_end(c);
   (void)idx_str;
-  const char *dir = idx && argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
-  kl_err err;
-  kl_err_clear(&err);
+  const char *dir;
+  kl_part_filter f;
+  if (kl_listing_args(idx, argc, argv, &dir, &f) < 0) return SQLITE_ERROR;
   if (!dir) {
     sqlite3_free(cur->pVtab->zErrMsg);
-    cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_segments: a partition directory is required: "
-                                          "kafka_segments('<dir>')");
+    cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_segments: a path is required: "
+                                          "kafka_segments('<partition or log directory>')");
     return SQLITE_ERROR;
   }
-  kl_rc rc = kl_log_open_partition(NULL, dir, &c->log, &err);
-  if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
-    int src = ks_error(c, rc, &err);
-    return rc == KL_IO ? SQLITE_CANTOPEN : src;
-  }
-  kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
-  c->have_rd = 1;
-  c->seg = kl_log_first(c->log);
-  return ks_load(c);
+  int rc = kl_listing_start(&c->ls, cur->pVtab, "kafka_segments", dir, &f);
+  return rc == SQLITE_OK ? next_partition(c) : rc;
 }
 
 static int ks_next(sqlite3_vtab_cursor *cur) {
@@ -161,7 +186,7 @@ static int ks_next(sqlite3_vtab_cursor *cur) {
   /* Done with it: a listing of thousands of segments keeps none open. */
   kl_segment_close(c->seg);
   c->seg = kl_log_next(c->log, c->seg);
-  return ks_load(c);
+  return c->seg ? ks_load(c) : next_partition(c);
 }
 
 static int ks_eof(sqlite3_vtab_cursor *cur) { return ((ks_cursor *)cur)->seg == NULL; }
@@ -195,13 +220,20 @@ static int ks_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       else sqlite3_result_int64(ctx, r->tail.max_timestamp < 0 ? -1 : r->tail.max_ts_offset);
       break;
     case KS_IS_LIVE: sqlite3_result_int(ctx, c->seg->is_last); break;
-    case KS_DIR: sqlite3_result_text(ctx, kl_log_dir(c->log), -1, SQLITE_TRANSIENT); break;
+    case KS_TOPIC:
+      if (c->ls.part->topic) sqlite3_result_text(ctx, c->ls.part->topic, -1, SQLITE_TRANSIENT);
+      break;
+    case KS_PARTITION:
+      if (c->ls.part->partition >= 0) sqlite3_result_int(ctx, c->ls.part->partition);
+      break;
+    case KS_DIR: sqlite3_result_text(ctx, c->ls.path, -1, SQLITE_TRANSIENT); break;
   }
   return SQLITE_OK;
 }
 
 static int ks_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
-  *rowid = ((ks_cursor *)cur)->seg->base;
+  ks_cursor *c = (ks_cursor *)cur;
+  *rowid = kl_listing_rowid(&c->ls, c->seg->base);
   return SQLITE_OK;
 }
 

@@ -9,11 +9,14 @@
 ** g-transactions' markers (the expected set is derived in SQL from
 ** expected.json, Kafka's own reading, not from .txnindex) and against
 ** written logs with an open transaction, an aborted one and a high
-** watermark.
+** watermark.  kafka_batches, kafka_segments and kafka_log_check over the
+** same path forms: each partition's rows as for its directory alone, with
+** its topic and partition, and their pushdown.
 */
 #include "sqltest.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "kwriter.h"
 
@@ -601,6 +604,272 @@ static void test_text_columns(void **state) {
   free(root);
 }
 
+/* ---- kafka_batches, kafka_segments, kafka_log_check over a listing ---- */
+
+/* The three listing tables and their visible columns but topic and
+** partition. */
+static const struct {
+  const char *table, *cols;
+} k_listing_tables[] = {
+    {"kafka_batches",
+     "segment, position, base_offset, last_offset, record_count, size, magic, crc, crc_valid,"
+     " attributes, last_offset_delta, base_timestamp, max_timestamp, compression, timestamp_type,"
+     " producer_id, producer_epoch, base_sequence, partition_leader_epoch, is_transactional,"
+     " is_control, control_type, coordinator_epoch"},
+    {"kafka_segments",
+     "segment, next_offset, log_bytes, index_bytes, timeindex_bytes, txnindex_bytes,"
+     " index_entries, timeindex_entries, index_zero_slots, timeindex_zero_slots, max_timestamp,"
+     " max_timestamp_offset, is_live"},
+    {"kafka_log_check", "segment, file, position, kind, severity, message"},
+};
+
+/* The partitions of make_listing_root, in listing order. */
+static const struct {
+  const char *topic;
+  int p;
+  const char *dir;
+} k_listing_parts[] = {
+    {"clicks", 0, "clicks-0"}, {"empty", 0, "empty-0"},     {"orders", 0, "orders-0"},
+    {"orders", 1, "orders-1"}, {"payments", 0, "payments-0"},
+};
+
+/* root: orders-0 (100 records), orders-1 (250, its first .timeindex
+** removed: a finding), clicks-0 (30), a copy of g-transactions (Kafka's
+** own writing, with control batches) as payments-0, and empty-0 without
+** segments. */
+static char *make_listing_root(void) {
+  char *root = t_mkdtemp("listing");
+  write_part(root, "orders-0", 100, 1000000);
+  write_part(root, "orders-1", 250, 2000000);
+  write_part(root, "clicks-0", 30, 4000000);
+  copy_fixture("g-transactions", root, "payments-0");
+  char p[4096];
+  snprintf(p, sizeof p, "%s/empty-0", root);
+  assert_int_equal(mkdir(p, 0755), 0);
+  snprintf(p, sizeof p, "%s/orders-1/00000000000000000000.timeindex", root);
+  assert_int_equal(unlink(p), 0);
+  return root;
+}
+
+/* "topic-partition" of the rows of sql, each run of equal ones once, in
+** the order the rows come (caller frees). */
+static char *partition_runs(sqlite3 *db, const char *sql, const char *path) {
+  sqlite3_stmt *st = st_prep(db, sql, "t", path);
+  st_buf b = {0};
+  char last[256] = "";
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    char cur[256];
+    snprintf(cur, sizeof cur, "%s-%d", (const char *)sqlite3_column_text(st, 0),
+             sqlite3_column_int(st, 1));
+    if (strcmp(cur, last) != 0) st_buf_printf(&b, "%s%s", b.p ? "," : "", cur);
+    snprintf(last, sizeof last, "%s", cur);
+  }
+  assert_int_equal(rc, SQLITE_DONE);
+  sqlite3_finalize(st);
+  char *r = strdup(b.p ? b.p : "");
+  st_buf_free(&b);
+  return r;
+}
+
+/* Each table over a log directory gives, for each partition, exactly the
+** rows it gives for that partition directory alone, with the partition's
+** topic and partition; rows come partition after partition in listing
+** order; kafka_batches' offset bounds hold in every partition. */
+static void test_listing_tables(void **state) {
+  (void)state;
+  char *root = make_listing_root();
+  sqlite3 *db = st_open();
+  for (size_t t = 0; t < sizeof k_listing_tables / sizeof *k_listing_tables; t++) {
+    const char *tab = k_listing_tables[t].table, *cols = k_listing_tables[t].cols;
+    int64_t total = 0;
+    for (size_t i = 0; i < sizeof k_listing_parts / sizeof *k_listing_parts; i++) {
+      char dir[4096];
+      snprintf(dir, sizeof dir, "%s/%s", root, k_listing_parts[i].dir);
+      const char *topic = k_listing_parts[i].topic;
+      int part = k_listing_parts[i].p;
+      int empty = strcmp(topic, "empty") == 0;
+      /* Alone, a directory without segments is not a partition (Kafka
+      ** keeps one in each): an error but for kafka_log_check. */
+      if (empty && strcmp(tab, "kafka_log_check") != 0) continue;
+      for (int bounded = 0; bounded < 2; bounded++) {
+        if (bounded && strcmp(tab, "kafka_batches") != 0) break;
+        const char *where = bounded ? " AND last_offset >= 40 AND base_offset < 60" : "";
+        char *both[2];
+        for (int way = 0; way < 2; way++) {
+          both[way] = sqlite3_mprintf(
+              "SELECT count(*) FROM (SELECT %s FROM %s(?1) WHERE topic = %Q AND partition = %d%s"
+              " EXCEPT SELECT %s FROM %s(?2) WHERE 1%s)",
+              cols, tab, topic, part, where, cols, tab, where);
+          if (way) { /* the other way round: ?1 alone, ?2 the log directory */
+            sqlite3_free(both[way]);
+            both[way] = sqlite3_mprintf(
+                "SELECT count(*) FROM (SELECT %s FROM %s(?2) WHERE 1%s EXCEPT SELECT %s FROM"
+                " %s(?1) WHERE topic = %Q AND partition = %d%s)",
+                cols, tab, where, cols, tab, topic, part, where);
+          }
+          print_message("  %s %s%s\n", tab, k_listing_parts[i].dir, where);
+          assert_int_equal(count_of(db, both[way], root, dir), 0);
+          sqlite3_free(both[way]);
+        }
+        char *n1 = sqlite3_mprintf("SELECT count(*) FROM %s(?1) WHERE topic = %Q AND partition = %d%s",
+                                   tab, topic, part, where);
+        char *n2 = sqlite3_mprintf("SELECT count(*) FROM %s(?1) WHERE 1%s", tab, where);
+        int64_t in_root = count_of(db, n1, root, NULL);
+        assert_int_equal(in_root, count_of(db, n2, dir, NULL));
+        if (!bounded) total += in_root;
+        if (!bounded && strcmp(tab, "kafka_log_check") != 0) assert_true(in_root > 0);
+        sqlite3_free(n1);
+        sqlite3_free(n2);
+        /* A partition directory alone names itself. */
+        char *q = sqlite3_mprintf("SELECT count(*) FROM %s(?1) WHERE topic IS NOT %Q OR partition IS NOT %d",
+                                  tab, topic, part);
+        assert_int_equal(count_of(db, q, dir, NULL), 0);
+        sqlite3_free(q);
+      }
+    }
+    char *q = sqlite3_mprintf("SELECT count(*) FROM %s(?1)", tab);
+    int64_t all = count_of(db, q, root, NULL);
+    sqlite3_free(q);
+    q = sqlite3_mprintf("SELECT topic, partition FROM %s(?1)", tab);
+    char *runs = partition_runs(db, q, root);
+    sqlite3_free(q);
+    print_message("  %s: %s\n", tab, runs);
+    if (strcmp(tab, "kafka_log_check") == 0) {
+      /* orders-1 lacks a .timeindex; empty-0 has no segments (kafka_log
+      ** reads it as an empty log); the rest are sound. */
+      assert_int_equal(all, total);
+      assert_string_equal(runs, "empty-0,orders-1");
+      assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1) WHERE topic = 'empty' AND"
+                                  " partition = 0 AND kind = 'no_segments'", "t", root), 1);
+      assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1) WHERE topic = 'orders' AND"
+                                  " partition = 1 AND kind = 'missing_index'", "t", root), 1);
+      assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'empty'", "t", root), 0);
+    } else {
+      assert_int_equal(all, total);
+      assert_string_equal(runs, "clicks-0,orders-0,orders-1,payments-0");
+    }
+    free(runs);
+  }
+  /* Comma-separated log directories: both listings, partition after
+  ** partition. */
+  char *root2 = t_mkdtemp("listing2");
+  write_part(root2, "orders-4", 60, 6000000);
+  char *dirs = sqlite3_mprintf("%s,%s", root, root2);
+  char *runs = partition_runs(db, "SELECT topic, partition FROM kafka_segments(?1)", dirs);
+  assert_string_equal(runs, "clicks-0,orders-0,orders-1,orders-4,payments-0");
+  free(runs);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_batches(?1) WHERE topic = 'orders' AND partition > 1",
+                          "t", dirs), 12);
+  sqlite3_free(dirs);
+  t_rmdir(root2);
+  free(root2);
+  /* kafka_batches is the dump of what is on disk: batches below the log
+  ** start offset are rows too (kafka_log does not read them). */
+  put_file(root, "log-start-offset-checkpoint", "0\n1\norders 1 40\n");
+  assert_int_equal(st_int(db, "SELECT min(base_offset) FROM kafka_batches(?1) WHERE topic = 'orders' AND"
+                              " partition = 1", "t", root), 0);
+  assert_int_equal(st_int(db, "SELECT min(offset) FROM kafka_log(?1) WHERE topic = 'orders' AND"
+                              " partition = 1", "t", root), 40);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
+/* Topic and partition constraints choose partitions before any is opened:
+** on a fresh connection, a query for one partition of the log directory
+** opens exactly the segments it opens for that partition alone; SQLite
+** checking the same constraints itself (+topic, +partition) gives the same
+** rows. */
+static void test_listing_pushdown(void **state) {
+  (void)state;
+  char *root = make_listing_root();
+  char one[4096];
+  snprintf(one, sizeof one, "%s/orders-1", root);
+  static const char *const conds[][2] = {
+      {"topic = 'orders' AND partition = 1", "+topic = 'orders' AND +partition = 1"},
+      {"topic IN ('orders', 'nope') AND partition >= 1 AND partition < 5",
+       "+topic IN ('orders', 'nope') AND +partition >= 1 AND +partition < 5"},
+      {"topic = 'orders' AND partition IN (1, 7)", "+topic = 'orders' AND +partition IN (1, 7)"},
+  };
+  for (size_t t = 0; t < sizeof k_listing_tables / sizeof *k_listing_tables; t++) {
+    const char *tab = k_listing_tables[t].table, *cols = k_listing_tables[t].cols;
+    char *alone_sql = sqlite3_mprintf("SELECT %s FROM %s(?1)", cols, tab);
+    sqlite3 *db = st_open();
+    st_buf alone = {0};
+    st_render(db, st_prep(db, alone_sql, "t", one), &alone);
+    st_stats s_alone = st_get_stats(db);
+    st_close(db);
+    assert_true(s_alone.segments_opened > 0);
+    for (size_t c = 0; c < sizeof conds / sizeof *conds; c++) {
+      st_buf got[2] = {{0}, {0}};
+      st_stats s[2];
+      for (int k = 0; k < 2; k++) {
+        char *sql = sqlite3_mprintf("SELECT %s FROM %s(?1) WHERE %s", cols, tab, conds[c][k]);
+        db = st_open(); /* fresh: nothing cached, counters at zero */
+        st_render(db, st_prep(db, sql, "t", root), &got[k]);
+        s[k] = st_get_stats(db);
+        print_message("  %s\n", sql);
+        st_print_stats("stats", &s[k]);
+        if (k == 0) {
+          char *eqp = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+          st_buf pb = {0};
+          st_render(db, st_prep(db, eqp, "t", root), &pb);
+          assert_non_null(strstr(pb.p, c == 1 ? "topic IN (...)" : "topic=?"));
+          st_buf_free(&pb);
+          sqlite3_free(eqp);
+        }
+        st_close(db);
+        sqlite3_free(sql);
+      }
+      assert_string_equal(got[0].p ? got[0].p : "", alone.p ? alone.p : "");
+      assert_string_equal(got[1].p ? got[1].p : "", alone.p ? alone.p : "");
+      assert_int_equal(s[0].segments_opened, s_alone.segments_opened);
+      assert_true(s[1].segments_opened > s[0].segments_opened);
+      st_buf_free(&got[0]);
+      st_buf_free(&got[1]);
+    }
+    st_buf_free(&alone);
+    sqlite3_free(alone_sql);
+  }
+  t_rmdir(root);
+  free(root);
+}
+
+/* A path that does not list is an error, as in kafka_log: a missing
+** directory (SQLITE_CANTOPEN), a malformed checkpoint (SQLITE_CORRUPT
+** naming the file and line). */
+static void test_listing_errors(void **state) {
+  (void)state;
+  char *root = make_listing_root();
+  char one[4096];
+  snprintf(one, sizeof one, "%s/orders-1", root);
+  sqlite3 *db = st_open();
+  char missing[4200];
+  snprintf(missing, sizeof missing, "%s/nope", root);
+  put_file(root, "replication-offset-checkpoint", "0\n2\norders 1 40\n");
+  const char *tabs[] = {"kafka_log", "kafka_batches", "kafka_segments", "kafka_log_check"};
+  for (size_t t = 0; t < 4; t++) {
+    char *sql = sqlite3_mprintf("SELECT count(*) FROM %s(?1)", tabs[t]);
+    sqlite3_stmt *st = st_prep(db, sql, "t", missing);
+    assert_int_equal(sqlite3_step(st), SQLITE_CANTOPEN);
+    assert_non_null(strstr(sqlite3_errmsg(db), missing));
+    sqlite3_finalize(st);
+    const char *paths[] = {root, one};
+    for (int i = 0; i < 2; i++) {
+      st = st_prep(db, sql, "t", paths[i]);
+      assert_int_equal(sqlite3_step(st), SQLITE_CORRUPT);
+      print_message("  %s: %s\n", tabs[t], sqlite3_errmsg(db));
+      assert_non_null(strstr(sqlite3_errmsg(db), "replication-offset-checkpoint:4: expected 2 entries"));
+      sqlite3_finalize(st);
+    }
+    sqlite3_free(sql);
+  }
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_partitions_as_rows),
@@ -611,6 +880,9 @@ int main(void) {
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
       cmocka_unit_test(test_text_columns),
+      cmocka_unit_test(test_listing_tables),
+      cmocka_unit_test(test_listing_pushdown),
+      cmocka_unit_test(test_listing_errors),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
