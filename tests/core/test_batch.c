@@ -1152,7 +1152,7 @@ static int walk_fixture_log(const char *path, int magic, int64_t *next, int chec
     assert_int_equal(it.b.base_offset, *next);
     int count = 0;
     while ((rc = kl_records_next(&it, &r, &err)) == KL_OK) {
-      char k[16], v[16];
+      char k[24], v[32];
       snprintf(k, sizeof k, "%08lld", (long long)*next);
       snprintf(v, sizeof v, "val-%lld-", (long long)*next);
       assert_int_equal(r.offset, *next);
