@@ -43,6 +43,10 @@ int kl_segments_vtab_register(sqlite3 *db, kl_conn *conn);
 ** work into conn (owned by the kafka_log module).  offsets_vtab.c */
 int kl_offsets_vtab_register(sqlite3 *db, kl_conn *conn);
 
+/* Register the kafka_partitions table-valued function, counting its work
+** into conn (owned by the kafka_log module).  partitions_vtab.c */
+int kl_partitions_vtab_register(sqlite3 *db, kl_conn *conn);
+
 /* For the listing tables (kafka_log_check, kafka_segments): declare schema,
 ** make a vtab of size bytes (zeroed, its first member a sqlite3_vtab) and
 ** mark it DIRECTONLY (they read files named in SQL). */

@@ -100,6 +100,7 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
   if (rc == SQLITE_OK) rc = kl_batches_vtab_register(db, conn);
   if (rc == SQLITE_OK) rc = kl_segments_vtab_register(db, conn);
   if (rc == SQLITE_OK) rc = kl_offsets_vtab_register(db, conn);
+  if (rc == SQLITE_OK) rc = kl_partitions_vtab_register(db, conn);
   if (rc == SQLITE_OK) {
     rc = sqlite3_create_function(db, "kafka_log_version", 0, flags | SQLITE_DETERMINISTIC, NULL,
                                  fn_version, NULL, NULL);

@@ -48,7 +48,8 @@ static const char kl_schema[] =
     " producer_epoch INTEGER NOT NULL, sequence INTEGER NOT NULL,"
     " is_transactional INTEGER NOT NULL, compression TEXT NOT NULL, segment INTEGER NOT NULL,"
     " position INTEGER NOT NULL, topic TEXT, partition INTEGER,"
-    " dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN, isolation HIDDEN)";
+    " dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN, isolation HIDDEN, key_type HIDDEN,"
+    " value_type HIDDEN)";
 
 /* Logs a table keeps open between queries, most recently used first: a
 ** query over a log directory moves from partition to partition, and a join
@@ -97,6 +98,7 @@ typedef struct kl_vtab {
   int on_corrupt;           /* KL_ON_CORRUPT_*: on_corrupt='error'|'skip' */
   sqlite3_int64 max_skew;   /* max_skew_ms=N, or -1 */
   int read_committed;       /* isolation='read_committed' */
+  int text[2];              /* key_type, value_type = 'text' */
   kl_segset set;            /* the open segments of all its logs */
   kl_logref *lru[KL_LOG_CACHE]; /* cached logs, most recent first (a ref each) */
   int nlru;
@@ -117,6 +119,7 @@ typedef struct kl_vcursor {
                             ** range (log start offset; read_committed: the
                             ** last stable offset and high watermark) */
   int read_committed;       /* records of aborted transactions are not rows */
+  int text[2];              /* key, value as TEXT when they are UTF-8 */
   sqlite3_int64 *in;        /* sorted distinct IN values, or NULL */
   int n_in, i_in;
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
@@ -380,6 +383,13 @@ static int isolation_mode(const char *m) {
   return -1;
 }
 
+/* 1 for 'text', 0 for 'blob' (any case), -1 for anything else. */
+static int type_mode(const char *m) {
+  if (m && sqlite3_stricmp(m, "text") == 0) return 1;
+  if (m && sqlite3_stricmp(m, "blob") == 0) return 0;
+  return -1;
+}
+
 /* KL_ON_CORRUPT_* for 'error' or 'skip' (any case), -1 for anything else. */
 static int on_corrupt_mode(const char *m) {
   if (m && sqlite3_stricmp(m, "skip") == 0) return KL_ON_CORRUPT_SKIP;
@@ -413,6 +423,11 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
     long long n = strtoll(d, &end, 10);
     ok = d[0] >= '0' && d[0] <= '9' && *end == 0 && errno == 0;
     if (ok) vt->max_skew = n;
+  } else if (eq && ((kn == 8 && strncmp(arg, "key_type", 8) == 0) ||
+                    (kn == 10 && strncmp(arg, "value_type", 10) == 0))) {
+    int mode = type_mode(d);
+    if (mode >= 0) vt->text[kn == 10] = mode;
+    ok = mode >= 0;
   } else if (eq && kn == 9 && strncmp(arg, "isolation", 9) == 0) {
     int mode = isolation_mode(d);
     if (mode >= 0) vt->read_committed = mode;
@@ -421,8 +436,8 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
   sqlite3_free(d);
   if (ok) return SQLITE_OK;
   *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
-                            "on_corrupt='skip', max_skew_ms=<milliseconds>, or isolation='read_uncommitted' or "
-                            "'read_committed')", arg);
+                            "on_corrupt='skip', max_skew_ms=<milliseconds>, isolation='read_uncommitted' or "
+                            "'read_committed', key_type and value_type='blob' or 'text')", arg);
   return SQLITE_ERROR;
 }
 
@@ -467,6 +482,8 @@ static int read_config(kl_vtab *vt, int *found, char **errmsg) {
       *found = 1;
     } else if (strcmp(k, "max_skew_ms") == 0) {
       vt->max_skew = sqlite3_column_type(st, 1) == SQLITE_INTEGER ? sqlite3_column_int64(st, 1) : -1;
+    } else if (strcmp(k, "key_type") == 0 || strcmp(k, "value_type") == 0) {
+      vt->text[k[0] == 'v'] = type_mode(v) == 1;
     } else if (strcmp(k, "isolation") == 0) {
       vt->read_committed = isolation_mode(v) == 1;
     } else if (strcmp(k, "on_corrupt") == 0) {
@@ -496,10 +513,11 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 7) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most three options, "
-                              "on_corrupt='error'|'skip', max_skew_ms=<milliseconds> and "
-                              "isolation='read_uncommitted'|'read_committed'");
+  if (argc > 9) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most five options, "
+                              "on_corrupt='error'|'skip', max_skew_ms=<milliseconds>, "
+                              "isolation='read_uncommitted'|'read_committed', "
+                              "key_type='blob'|'text' and value_type='blob'|'text'");
     return SQLITE_ERROR;
   }
   if (argc < 4 && sqlite3_stricmp(argv[2], argv[0]) != 0) {
@@ -544,10 +562,11 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       char *sql = sqlite3_mprintf(
           "CREATE TABLE \"%w\".\"%w_config\"(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
           "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q),"
-          " ('max_skew_ms', %s), ('isolation', %Q);",
+          " ('max_skew_ms', %s), ('isolation', %Q), ('key_type', %Q), ('value_type', %Q);",
           vt->schema, vt->name, vt->schema, vt->name, vt->dir,
           vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", skew,
-          vt->read_committed ? "read_committed" : "read_uncommitted");
+          vt->read_committed ? "read_committed" : "read_uncommitted",
+          vt->text[0] ? "text" : "blob", vt->text[1] ? "text" : "blob");
       rc = sql ? sqlite3_exec(db, sql, NULL, NULL, errmsg) : SQLITE_NOMEM;
       sqlite3_free(sql);
     }
@@ -1071,6 +1090,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   int64_t plo = INT64_MIN, phi = INT64_MAX;
   int on_corrupt = vt->on_corrupt;
   int read_committed = vt->read_committed;
+  int text[2] = {vt->text[0], vt->text[1]};
   sqlite3_int64 max_skew = vt->max_skew;
   for (int b = 0; b < KL_P_ARGV_COUNT; b++) {
     if (!(idx & (1 << b))) continue;
@@ -1115,6 +1135,14 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
                            "'read_uncommitted' or 'read_committed', not %s", m ? m : "NULL");
         }
       }
+    } else if (bit == KL_P_KEY_TYPE || bit == KL_P_VALUE_TYPE) {
+      const char *m = (const char *)sqlite3_value_text(v);
+      int mode = sqlite3_value_type(v) == SQLITE_NULL ? 0 : type_mode(m);
+      if (mode < 0) {
+        return set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: key_type and value_type must be "
+                         "'blob' or 'text', not %s", m ? m : "NULL");
+      }
+      text[bit == KL_P_VALUE_TYPE] = mode;
     } else if (bit == KL_P_TOPIC_EQ) {
       topic = v;
     } else if (bit == KL_P_PART_EQ) {
@@ -1125,6 +1153,8 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   }
   c->bnd.max_skew = max_skew;
   c->max_skew = max_skew;
+  c->text[0] = text[0];
+  c->text[1] = text[1];
   (void)idx_str;
   if (!dir) {
     return set_error(cur->pVtab, SQLITE_ERROR, "%s",
@@ -1281,9 +1311,15 @@ static kl_rc headers_json(kl_buf *o, const kl_record *r) {
   return rc;
 }
 
-static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n) {
+/* Bytes as a BLOB, or with key_type/value_type 'text' as TEXT when they
+** are UTF-8 (else still a BLOB: no byte is lost to a conversion). */
+static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n, int text) {
   if (n < 0) sqlite3_result_null(ctx);
-  else sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);
+  else if (text && utf8_valid(p, (size_t)n)) {
+    sqlite3_result_text(ctx, n ? (const char *)p : "", n, SQLITE_TRANSIENT);
+  } else {
+    sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);
+  }
 }
 
 /* Decode the current row if it was produced from its batch's record count
@@ -1328,8 +1364,8 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KL_COL_TIMESTAMP_TYPE:
       sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
       break;
-    case KL_COL_KEY: result_bytes(ctx, r->key, r->key_len); break;
-    case KL_COL_VALUE: result_bytes(ctx, r->value, r->value_len); break;
+    case KL_COL_KEY: result_bytes(ctx, r->key, r->key_len, c->text[0]); break;
+    case KL_COL_VALUE: result_bytes(ctx, r->value, r->value_len, c->text[1]); break;
     case KL_COL_HEADERS:
       if (headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
       sqlite3_result_text(ctx, (const char *)c->json.p, (int)c->json.len, SQLITE_TRANSIENT);
@@ -1351,6 +1387,9 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       if (c->part->partition >= 0) sqlite3_result_int(ctx, c->part->partition);
       break;
     case KL_COL_DIR: sqlite3_result_text(ctx, c->bk->path, -1, SQLITE_TRANSIENT); break;
+    case KL_COL_KEY_TYPE: case KL_COL_VALUE_TYPE:
+      sqlite3_result_text(ctx, c->text[col == KL_COL_VALUE_TYPE] ? "text" : "blob", -1, SQLITE_STATIC);
+      break;
     case KL_COL_ISOLATION:
       sqlite3_result_text(ctx, c->read_committed ? "read_committed" : "read_uncommitted", -1,
                           SQLITE_STATIC);

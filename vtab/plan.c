@@ -26,6 +26,8 @@ static int bit_for(int col, int op, const kl_plan_info *pi) {
     return col == KL_COL_DIR ? KL_P_DIR : col == KL_COL_ON_CORRUPT ? KL_P_ON_CORRUPT : KL_P_SKEW;
   }
   if (col == KL_COL_ISOLATION) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_ISOLATION : 0;
+  if (col == KL_COL_KEY_TYPE) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_KEY_TYPE : 0;
+  if (col == KL_COL_VALUE_TYPE) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_VALUE_TYPE : 0;
   if (col == KL_COL_TOPIC) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_TOPIC_EQ : 0;
   if (col == KL_COL_PARTITION) {
     switch (op) {
@@ -120,7 +122,8 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
                            (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT) |
                            (1ull << KL_COL_MAX_SKEW) | (1ull << KL_COL_ISOLATION) |
-                           (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION);
+                           (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION) |
+                           (1ull << KL_COL_KEY_TYPE) | (1ull << KL_COL_VALUE_TYPE);
     int only_pairs = (info->colUsed & ~pairs) == 0;
     int limit = 0;
     for (int i = 0; i < info->nConstraint; i++) {
@@ -212,7 +215,7 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
       "offset<=?",    "timestamp=?",  "timestamp>?",  "timestamp>=?",  "timestamp<?",
       "timestamp<=?", "LIMIT ?",      "OFFSET ?",     "on_corrupt=?",  "max_skew_ms=?",
       "isolation=?",  "topic=?",      "partition=?",  "partition>?",   "partition>=?",
-      "partition<?",  "partition<=?"};
+      "partition<?",  "partition<=?", "key_type=?",   "value_type=?"};
   size_t len = 0;
   buf[0] = 0;
 #define ADD(s) do { int k_ = snprintf(buf + len, n - len, "%s%s", len ? " " : "", s); \
@@ -241,5 +244,7 @@ void kl_plan_describe(int idx, char *buf, size_t n) {
   if (idx & KL_P_ON_CORRUPT) ADD(names[13]);
   if (idx & KL_P_SKEW) ADD(names[14]);
   if (idx & KL_P_ISOLATION) ADD(names[15]);
+  if (idx & KL_P_KEY_TYPE) ADD(names[22]);
+  if (idx & KL_P_VALUE_TYPE) ADD(names[23]);
 #undef ADD
 }

@@ -31,11 +31,13 @@
 **   0x0080000  yes   partition >= ?
 **   0x0100000  yes   partition < ?
 **   0x0200000  yes   partition <= ?
-**   0x0400000  no    the consumed order is descending (ORDER BY offset DESC, or
+**   0x0400000  yes   key_type = ?       'blob' or 'text' (both forms)
+**   0x0800000  yes   value_type = ?     the same for value
+**   0x1000000  no    the consumed order is descending (ORDER BY offset DESC, or
 **                    ORDER BY timestamp DESC with KL_P_TS_ORDER)
-**   0x0800000  no    the offset = value is an IN list, read all at once
-**   0x1000000  no    ORDER BY offset is consumed (one partition only)
-**   0x2000000  no    ORDER BY timestamp is consumed (one partition only).
+**   0x2000000  no    the offset = value is an IN list, read all at once
+**   0x4000000  no    ORDER BY offset is consumed (one partition only)
+**   0x8000000  no    ORDER BY timestamp is consumed (one partition only).
 **                    Descending: the first row is the first record carrying
 **                    the log's largest timestamp (found from the segments'
 **                    largest timestamps, as Kafka's ListOffsets
@@ -47,11 +49,11 @@
 **                    sorted in memory, each then read by offset; consumed
 **                    only when LIMIT is given or only offset and timestamp
 **                    are read
-**   0x4000000  no    with KL_P_TS_ORDER: only offset and timestamp are read,
+**  0x10000000  no    with KL_P_TS_ORDER: only offset and timestamp are read,
 **                    so rows come from the sorted pairs without reading
 **                    records again
-**   0x8000000  no    the topic = value is an IN list
-**  0x10000000  no    the partition = value is an IN list
+**  0x20000000  no    the topic = value is an IN list
+**  0x40000000  no    the partition = value is an IN list
 **
 ** Topic and partition constraints choose partitions before any is opened
 ** (the listing is sorted by topic and partition, see core/broker.h); rows
@@ -99,15 +101,17 @@ enum {
   KL_P_PART_GE = 0x0080000,
   KL_P_PART_LT = 0x0100000,
   KL_P_PART_LE = 0x0200000,
-  KL_P_ARGV_BITS = 0x03fffff, /* bits that carry an argv value */
-  KL_P_ARGV_COUNT = 22,       /* how many: bits 0 to 21 */
-  KL_P_DESC = 0x0400000,
-  KL_P_IN = 0x0800000,
-  KL_P_ORDERED = 0x1000000,
-  KL_P_TS_ORDER = 0x2000000,
-  KL_P_PAIRS = 0x4000000,
-  KL_P_TOPIC_IN = 0x8000000,
-  KL_P_PART_IN = 0x10000000
+  KL_P_KEY_TYPE = 0x0400000,
+  KL_P_VALUE_TYPE = 0x0800000,
+  KL_P_ARGV_BITS = 0x0ffffff, /* bits that carry an argv value */
+  KL_P_ARGV_COUNT = 24,       /* how many: bits 0 to 23 */
+  KL_P_DESC = 0x1000000,
+  KL_P_IN = 0x2000000,
+  KL_P_ORDERED = 0x4000000,
+  KL_P_TS_ORDER = 0x8000000,
+  KL_P_PAIRS = 0x10000000,
+  KL_P_TOPIC_IN = 0x20000000,
+  KL_P_PART_IN = 0x40000000
 };
 
 /* Largest log (in records, as estimated when planning, when the directory
@@ -137,7 +141,9 @@ enum {
   KL_COL_DIR,       /* hidden: the table-valued function's first argument */
   KL_COL_ON_CORRUPT,/* hidden: its optional second argument */
   KL_COL_MAX_SKEW,  /* hidden: its optional third argument, max_skew_ms */
-  KL_COL_ISOLATION  /* hidden: its optional fourth argument */
+  KL_COL_ISOLATION, /* hidden: its optional fourth argument */
+  KL_COL_KEY_TYPE,  /* hidden: fifth, 'blob' (default) or 'text' */
+  KL_COL_VALUE_TYPE /* hidden: sixth */
 };
 
 /* What xBestIndex knows about the data to estimate costs with; zeros when

@@ -482,6 +482,125 @@ static void test_read_committed_written(void **state) {
   free(root);
 }
 
+/* kafka_partitions over a log directory holding every Kafka-written
+** fixture as a partition ("<set>-0"), against Kafka's reading of each
+** (expected.json): log start and end offsets, segments, bytes of the .log
+** files, the first data record's timestamp and the largest timestamp. */
+static void test_partitions_table(void **state) {
+  (void)state;
+  static const char *const sets[] = {"a-tiny", "b-multi-segment", "c-gzip", "d-jitter-nulls-headers",
+                                     "e-live-preallocated", "f-legacy-v0", "f-legacy-v1-gzip",
+                                     "g-transactions", "h-index-full-roll", "i-log-append-time",
+                                     "j-mixed-codecs", NULL};
+  char *root = t_mkdtemp("parts");
+  char name[256];
+  for (int i = 0; sets[i]; i++) {
+    snprintf(name, sizeof name, "%s-0", sets[i]);
+    copy_fixture(sets[i], root, name);
+  }
+  put_file(root, "replication-offset-checkpoint", "0\n1\na-tiny 0 7\n");
+  put_file(root, "recovery-point-offset-checkpoint", "0\n1\nc-gzip 0 3\n");
+  put_file(root, "log-start-offset-checkpoint", "0\n1\nb-multi-segment 0 12345\n");
+  sqlite3 *db = st_open();
+  for (int i = 0; sets[i]; i++) {
+    uint8_t *json;
+    size_t n;
+    json = t_read_file(t_fixture_expected(sets[i]), &n);
+    assert_non_null(json);
+    const char *e_sql =
+        "SELECT json_extract(?1,'$.log.log_start_offset') || ' ' || json_extract(?1,'$.log.log_end_offset')"
+        " || ' ' || json_extract(?1,'$.log.segment_count') || ' ' ||"
+        " (SELECT sum(json_extract(f.value,'$.size')) FROM json_each(?1,'$.files') f"
+        "   WHERE json_extract(f.value,'$.name') LIKE '%.log') || ' ' ||"
+        " coalesce((SELECT json_extract(r.value,'$[1]') FROM json_each(?1,'$.segments') s,"
+        "   json_each(s.value,'$.batches') b, json_each(b.value,'$.records') r"
+        "   WHERE json_extract(b.value,'$.is_control') = 0 ORDER BY json_extract(r.value,'$[0]') LIMIT 1), 'NULL')"
+        " || ' ' || coalesce((SELECT max(json_extract(b.value,'$.max_timestamp')) FROM json_each(?1,'$.segments') s,"
+        "   json_each(s.value,'$.batches') b), 'NULL')";
+    char *want = st_text(db, e_sql, "t", (const char *)json);
+    char *got = st_text(db, "SELECT log_start_offset || ' ' || log_end_offset || ' ' || segments || ' ' ||"
+                            " bytes || ' ' || coalesce(first_timestamp, 'NULL') || ' ' ||"
+                            " coalesce(last_timestamp, 'NULL') FROM kafka_partitions(?1) WHERE topic = ?2",
+                        "tt", root, sets[i]);
+    if (i == 1) { /* its log start offset comes from the checkpoint */
+      char *fixed = st_text(db, "SELECT '12345' || substr(?1, instr(?1, ' '))", "t", want);
+      free(want);
+      want = fixed;
+      char *first = st_text(db, "SELECT timestamp FROM kafka_log(?1) WHERE offset = 12345", "t",
+                            t_fixture(sets[i]));
+      /* and so does its first record */
+      char *fixed2 = st_text(db, "SELECT (SELECT group_concat(x, ' ') FROM (SELECT CASE WHEN key = 4 THEN ?2"
+                                 " ELSE value END AS x FROM json_each('[\"' || replace(?1, ' ', '\",\"') || '\"]')))",
+                             "tt", want, first);
+      free(want);
+      want = fixed2;
+      free(first);
+    }
+    print_message("  %-24s kafka: %s\n  %-24s here:  %s\n", sets[i], want, "", got);
+    assert_string_equal(got, want);
+    free(want);
+    free(got);
+    free(json);
+  }
+  assert_int_equal(st_int(db, "SELECT high_watermark FROM kafka_partitions(?1) WHERE topic = 'a-tiny'", "t", root), 7);
+  assert_int_equal(st_int(db, "SELECT recovery_point FROM kafka_partitions(?1) WHERE topic = 'c-gzip'", "t", root), 3);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_partitions(?1) WHERE high_watermark IS NULL", "t", root),
+                   10);
+  assert_int_equal(st_int(db, "SELECT last_stable_offset FROM kafka_partitions(?1) WHERE topic = 'g-transactions'",
+                          "t", root), 1275);
+  /* Listing only: a filter on topic opens that partition alone. */
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  assert_int_equal(st_int(db, "SELECT log_end_offset FROM kafka_partitions(?1) WHERE topic = 'a-tiny'", "t", root),
+                   10);
+  st_stats s = st_get_stats(db);
+  assert_true(s.segments_opened <= 1);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
+/* key_type / value_type 'text': UTF-8 keys and values compare and print as
+** TEXT, other bytes stay BLOBs (nothing is lost to a conversion). */
+static void test_text_columns(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("text");
+  kw_writer *w = open_part(root, "t-0", 1 << 20);
+  kl_rec_in r[3];
+  memset(r, 0, sizeof r);
+  static const uint8_t bad[2] = {0xc3, 0x28}; /* not UTF-8 */
+  r[0].key = "c10", r[0].key_len = 3, r[0].value = "{\"a\":1}", r[0].value_len = 7;
+  r[1].key = bad, r[1].key_len = 2, r[1].value = bad, r[1].value_len = 2;
+  r[2].key = NULL, r[2].key_len = -1, r[2].value = "", r[2].value_len = 0;
+  assert_int_equal(kw_append(w, NULL, r, 3), 0);
+  assert_int_equal(kw_close(w), 0);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/t-0", root);
+  sqlite3 *db = st_open();
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c10'", "t", dir), 0);
+  assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE key = 'c10' AND key_type = 'text'", "t", dir), 0);
+  char *s = st_text(db, "SELECT group_concat(typeof(key) || ':' || typeof(value), ' ') FROM kafka_log(?1, 'error',"
+                        " NULL, NULL, 'text', 'text')", "t", dir);
+  assert_string_equal(s, "text:text blob:blob null:text");
+  free(s);
+  s = st_text(db, "SELECT json_extract(value, '$.a') FROM kafka_log(?1) WHERE value_type = 'TEXT' AND offset = 0",
+              "t", dir);
+  assert_string_equal(s, "1");
+  free(s);
+  char *c = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, key_type='text')", dir);
+  st_exec(db, c);
+  sqlite3_free(c);
+  s = st_text(db, "SELECT group_concat(typeof(key) || ':' || typeof(value), ' ') FROM t", NULL);
+  assert_string_equal(s, "text:blob blob:blob null:blob");
+  free(s);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE key_type = 'blob' AND typeof(key) = 'text'", NULL), 0);
+  sqlite3_stmt *st = st_prep(db, "SELECT * FROM t WHERE key_type = 'json'", NULL);
+  assert_int_equal(sqlite3_step(st), SQLITE_ERROR);
+  sqlite3_finalize(st);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_partitions_as_rows),
@@ -490,6 +609,8 @@ int main(void) {
       cmocka_unit_test(test_checkpoints),
       cmocka_unit_test(test_read_committed_fixture),
       cmocka_unit_test(test_read_committed_written),
+      cmocka_unit_test(test_partitions_table),
+      cmocka_unit_test(test_text_columns),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
