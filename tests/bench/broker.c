@@ -25,8 +25,10 @@
 **
 ** Figures (kafka_log side: the table-valued form with the log directory
 ** bound as ?1; the native side: the same on t):
-**   1 listing     SELECT count(*) FROM kafka_partitions(?1) when the
-**                 function exists; always, the stand-in that touches every
+**   1 listing     SELECT count(*) FROM kafka_partitions(?1), and the same
+**                 with the log end offsets, segments, bytes and last
+**                 timestamps (which open partitions), when the function
+**                 exists (else n/a); always, a stand-in that touches every
 **                 partition: count(DISTINCT topic || '-' || partition) WHERE
 **                 offset = 0.  First on a fresh connection and repeated.
 **   2 lookup      value WHERE topic = ? AND partition = ? AND offset = ?,
@@ -39,9 +41,13 @@
 **                 and rows/s; in a separate run the peak of open descriptors
 **                 (/proc/self/fd) and of memory mappings (/proc/self/maps
 **                 lines), sampled from a progress handler every
-**                 --probe-every (2,000) VM instructions and before and after;
+**                 --probe-every (2,000) VM instructions and before and after
+**                 (at the peak, the descriptors by kind: .log, .index,
+**                 .timeindex, directories, other);
 **                 then the same scan with RLIMIT_NOFILE lowered to --nofile
-**                 (256), which must still finish with the same answer.
+**                 (256), which must still finish with the same answer (the
+**                 exit status is 1 when it does not).  The same counts for
+**                 the window, the offset-0 listing and kafka_partitions.
 **   4 window      count(*) WHERE timestamp >= ?2 AND timestamp < ?3, a window
 **                 of 1% of the day at random (native: the index on
 **                 timestamp), repeated and first on a fresh connection.
@@ -244,6 +250,33 @@ static int count_fds(void) {
   return n - 1;
 }
 
+/* What the open descriptors are, by the file's name: .log, .index,
+** .timeindex, directories and the rest (k[0..4]). */
+enum { FD_LOG, FD_INDEX, FD_TIMEINDEX, FD_DIR, FD_OTHER, FD_KINDS };
+
+static void classify_fds(int k[FD_KINDS]) {
+  memset(k, 0, FD_KINDS * sizeof *k);
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return;
+  struct dirent *de;
+  char link[300], target[4096];
+  while ((de = readdir(d))) {
+    if (de->d_name[0] == '.' || atoi(de->d_name) == dirfd(d)) continue;
+    snprintf(link, sizeof link, "/proc/self/fd/%s", de->d_name);
+    ssize_t n = readlink(link, target, sizeof target - 1);
+    if (n < 0) continue;
+    target[n] = 0;
+    size_t len = (size_t)n;
+    struct stat st;
+    if (len > 4 && !strcmp(target + len - 4, ".log")) k[FD_LOG]++;
+    else if (len > 10 && !strcmp(target + len - 10, ".timeindex")) k[FD_TIMEINDEX]++;
+    else if (len > 6 && !strcmp(target + len - 6, ".index")) k[FD_INDEX]++;
+    else if (stat(target, &st) == 0 && S_ISDIR(st.st_mode)) k[FD_DIR]++;
+    else k[FD_OTHER]++;
+  }
+  closedir(d);
+}
+
 static int count_maps(void) {
   FILE *f = fopen("/proc/self/maps", "r");
   if (!f) return -1;
@@ -263,6 +296,7 @@ typedef struct probe {
   int fd_after, maps_after;   /* the statement done, connection still open */
   int fd_closed, maps_closed; /* the connection closed */
   long samples, missed;       /* missed: no descriptor left to look */
+  int kinds[FD_KINDS];        /* the descriptors at the peak, by kind */
 } probe;
 
 static int probe_cb(void *arg) {
@@ -270,7 +304,10 @@ static int probe_cb(void *arg) {
   int f = count_fds(), m = count_maps();
   p->samples++;
   if (f < 0 || m < 0) p->missed++;
-  if (f > p->fd_peak) p->fd_peak = f;
+  if (f > p->fd_peak) {
+    p->fd_peak = f;
+    classify_fds(p->kinds);
+  }
   if (m > p->maps_peak) p->maps_peak = m;
   return 0;
 }
@@ -444,6 +481,9 @@ static const char *const SQL_WIN_K =
 static const char *const SQL_WIN_N =
     "SELECT count(*) FROM t WHERE timestamp >= ?1 AND timestamp < ?2";
 static const char *const SQL_LIST_P = "SELECT count(*) FROM kafka_partitions(?1)";
+static const char *const SQL_LIST_PA =
+    "SELECT count(*), sum(log_end_offset), sum(segments), sum(bytes), max(last_timestamp) "
+    "FROM kafka_partitions(?1)";
 static const char *const SQL_LIST_L =
     "SELECT count(DISTINCT topic || '-' || partition) FROM kafka_log(?1) WHERE offset = 0";
 
@@ -571,13 +611,17 @@ static void probed_run(bench *b, const char *sql, const int64_t *w, probe *p, an
   sqlite3 *db = open_kafka();
   sqlite3_stmt *st = prep_or_die(db, sql);
   p->fd_before = p->fd_peak = count_fds();
+  classify_fds(p->kinds);
   p->maps_before = p->maps_peak = count_maps();
   sqlite3_progress_handler(db, b->o->probe_every, probe_cb, p);
   *a = run_stmt(db, st, b->ds->logdir, w, w ? 2 : 0, NULL);
   sqlite3_progress_handler(db, 0, NULL, NULL);
   p->fd_after = count_fds();
   p->maps_after = count_maps();
-  if (p->fd_after > p->fd_peak) p->fd_peak = p->fd_after;
+  if (p->fd_after > p->fd_peak) {
+    p->fd_peak = p->fd_after;
+    classify_fds(p->kinds);
+  }
   if (p->maps_after > p->maps_peak) p->maps_peak = p->maps_after;
   sqlite3_finalize(st);
   sqlite3_close(db);
@@ -591,6 +635,9 @@ static void print_probe(const char *what, const probe *p) {
          what, p->fd_before, p->fd_peak, p->fd_after, p->fd_closed, p->maps_before,
          p->maps_peak, p->maps_after, p->maps_closed, p->samples,
          p->missed ? " (some missed: no descriptor left)" : "");
+  printf("  %-44s at the peak: %d .log, %d .index, %d .timeindex, %d directories, %d other\n",
+         "", p->kinds[FD_LOG], p->kinds[FD_INDEX], p->kinds[FD_TIMEINDEX], p->kinds[FD_DIR],
+         p->kinds[FD_OTHER]);
 }
 
 static void json_str(FILE *j, const char *s) {
@@ -612,9 +659,12 @@ static void json_probe(FILE *j, const char *name, const probe *p, int last) {
   fprintf(j,
           "    \"%s\": {\"fds_before\": %d, \"fds_peak\": %d, \"fds_after\": %d, "
           "\"fds_closed\": %d, \"maps_before\": %d, \"maps_peak\": %d, \"maps_after\": %d, "
-          "\"maps_closed\": %d, \"samples\": %ld, \"missed\": %ld}%s\n",
+          "\"maps_closed\": %d, \"samples\": %ld, \"missed\": %ld, \"peak_fds_by_kind\": "
+          "{\"log\": %d, \"index\": %d, \"timeindex\": %d, \"dir\": %d, \"other\": %d}}%s\n",
           name, p->fd_before, p->fd_peak, p->fd_after, p->fd_closed, p->maps_before,
-          p->maps_peak, p->maps_after, p->maps_closed, p->samples, p->missed, last ? "" : ",");
+          p->maps_peak, p->maps_after, p->maps_closed, p->samples, p->missed,
+          p->kinds[FD_LOG], p->kinds[FD_INDEX], p->kinds[FD_TIMEINDEX], p->kinds[FD_DIR],
+          p->kinds[FD_OTHER], last ? "" : ",");
 }
 
 static void usage(void) {
@@ -719,6 +769,8 @@ int main(int argc, char **argv) {
       const char *id, *label, *sql;
       int on;
     } ls[] = {{"list_partitions", "1 kafka_partitions, count(*)", SQL_LIST_P, have_partitions},
+              {"list_partitions_all", "1 kafka_partitions, ends, sizes, times", SQL_LIST_PA,
+               have_partitions},
               {"list_offset0", "1 offset = 0 in every partition", SQL_LIST_L, 1}};
     for (size_t i = 0; i < NELEM(ls); i++) {
       for (int fresh = 1; fresh >= 0; fresh--) {
@@ -735,9 +787,11 @@ int main(int argc, char **argv) {
         side s = {1, fresh, b.kdb, fresh ? NULL : prep_or_die(b.kdb, ls[i].sql), ls[i].sql};
         answer a = side_run(&b, &s, 'p', NULL, NULL);
         if (!a.ok) die("%s: %s", ls[i].sql, a.err);
-        f->correct = a.a == ds.parts;
+        /* The second column of the every-column listing is the records. */
+        f->correct = a.a == ds.parts && (ls[i].sql != SQL_LIST_PA || a.b == ds.records);
         if (!f->correct) {
-          snprintf(f->note, sizeof f->note, "%" PRId64 " partitions, %ld made", a.a, ds.parts);
+          snprintf(f->note, sizeof f->note, "%" PRId64 " partitions (%" PRId64 "), %ld made (%"
+                   PRId64 " records)", a.a, a.b, ds.parts, ds.records);
         }
         double t;
         if (fresh) measure_each(&b, &s, 1, 'p', -1, 11, &t);
@@ -784,8 +838,9 @@ int main(int argc, char **argv) {
   }
 
   /* ---- 3: full scan, descriptors and mappings ---- */
-  probe pr_scan, pr_low, pr_win, pr_list, pr_part;
+  probe pr_scan, pr_low, pr_win, pr_list, pr_part, pr_part_all;
   memset(&pr_part, 0, sizeof pr_part);
+  memset(&pr_part_all, 0, sizeof pr_part_all);
   answer low = {0};
   int low_ok = 0;
   struct rlimit rl0;
@@ -856,6 +911,8 @@ int main(int argc, char **argv) {
     if (have_partitions) {
       probed_run(&b, SQL_LIST_P, NULL, &pr_part, &a);
       if (!a.ok) die("probed kafka_partitions: %s", a.err);
+      probed_run(&b, SQL_LIST_PA, NULL, &pr_part_all, &a);
+      if (!a.ok) die("probed kafka_partitions: %s", a.err);
     }
     printf("  measured descriptors and mappings\n");
     fflush(stdout);
@@ -863,7 +920,7 @@ int main(int argc, char **argv) {
   getloadavg(load1, 3);
 
   /* ---- the table ---- */
-  printf("\n%-50s %11s %11s %8s %-5s %21s\n", "figure (time per query or lookup)", "kafka_log",
+  printf("\n%-54s %11s %11s %8s %-5s %21s\n", "figure (time per query or lookup)", "kafka_log",
          "native", "ratio", "", "rows/s k / n");
   for (int i = 0; i < g_nfig; i++) {
     figure *f = &g_fig[i];
@@ -875,7 +932,7 @@ int main(int argc, char **argv) {
     double q = ratio(f);
     if (q < 0) snprintf(r, sizeof r, "-");
     else snprintf(r, sizeof r, "%.3f", q);
-    printf("%-50s %11s %11s %8s %-5s %9s%s%-9s\n", f->label, a, n, r,
+    printf("%-54s %11s %11s %8s %-5s %9s%s%-9s\n", f->label, a, n, r,
            f->correct == 0 ? "WRONG" : "", ra, f->per > 0 ? " / " : "   ", rb);
   }
   printf("\nratio = native time / kafka_log time (>1: kafka_log faster); lookups: the median of "
@@ -894,7 +951,10 @@ int main(int argc, char **argv) {
          low_ok ? "" : low.err, low_ok ? "" : "");
   print_probe("window of 1%", &pr_win);
   print_probe("distinct partitions WHERE offset = 0", &pr_list);
-  if (have_partitions) print_probe("kafka_partitions count(*)", &pr_part);
+  if (have_partitions) {
+    print_probe("kafka_partitions count(*)", &pr_part);
+    print_probe("kafka_partitions, ends, sizes, times", &pr_part_all);
+  }
   printf("\nstatements:\n");
   for (int i = 0; i < g_nfig; i++) {
     if (i && !strcmp(g_fig[i].sql_k, g_fig[i - 1].sql_k)) continue;
@@ -957,7 +1017,10 @@ int main(int argc, char **argv) {
   json_probe(j, "full_scan_low_nofile", &pr_low, 0);
   json_probe(j, "window", &pr_win, 0);
   json_probe(j, "offset0_listing", &pr_list, 0);
-  if (have_partitions) json_probe(j, "kafka_partitions", &pr_part, 0);
+  if (have_partitions) {
+    json_probe(j, "kafka_partitions", &pr_part, 0);
+    json_probe(j, "kafka_partitions_ends_sizes_times", &pr_part_all, 0);
+  }
   fprintf(j, "    \"low_nofile_completed\": %s\n  }\n}\n", low_ok ? "true" : "false");
   fclose(j);
 
