@@ -7,16 +7,20 @@
 #   tests/bench/run.sh --quick    smoke run (20k records, no 1 GB log)
 #   tests/bench/run.sh --no-big   full run without the 1 GB log
 #   tests/bench/run.sh --queries-only [--quick]   just the everyday queries
+#   tests/bench/run.sh --broker-only [--quick]    just the log directory of
+#                                 2,000 partitions (broker.c)
 #
 # Installs what the build needs (tests/setup.sh) plus gnuplot, builds into
 # build-bench/, and writes tests/bench/out/: bench.json, bench.png,
 # bench-big.json, bench-big.png, queries.json, queries.png, twozone.json,
-# twozone.png, summary.md (what this run made; --queries-only replaces only
-# the queries files).
+# twozone.png, broker.json, summary.md (what this run made; --queries-only
+# and --broker-only replace only their own files).  The full run does not
+# include broker: run it with --broker-only.
 # The charts are copied to tests/bench/results/ (committed, shown by the
 # README).  Data goes to $TMPDIR (default /var/tmp, which must be a real
 # disk for the cold-cache figures, not tmpfs) and is deleted afterwards.
-# Extra arguments after -- go to bench (to queries with --queries-only), e.g.
+# Extra arguments after -- go to bench (to queries with --queries-only, to
+# broker with --broker-only), e.g.
 # run.sh --no-big -- --records 200000
 set -euo pipefail
 args="$*"
@@ -26,14 +30,16 @@ out="$bench_dir/out"
 quick=0
 big=1
 queries_only=0
+broker_only=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1; big=0 ;;
     --no-big) big=0 ;;
     --queries-only) queries_only=1; big=0 ;;
+    --broker-only) broker_only=1; big=0 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: $0 [--quick] [--no-big] [--queries-only] [-- bench or queries arguments]" >&2
+    *) echo "usage: $0 [--quick] [--no-big] [--queries-only] [--broker-only] [-- bench, queries or broker arguments]" >&2
        exit 2 ;;
   esac
   shift
@@ -59,6 +65,8 @@ fi
 mkdir -p "$out" "$bench_dir/results"
 if [ $queries_only = 1 ]; then
   rm -f "$out"/queries.* "$out/summary.md"
+elif [ $broker_only = 1 ]; then
+  rm -f "$out"/broker.* "$out/summary.md"
 else
   rm -f "$out"/*.json "$out"/*.dat "$out"/*.png "$out"/*.txt "$out/summary.md"
 fi
@@ -70,6 +78,9 @@ ran=()
 if [ $queries_only = 1 ]; then
   "$bin/queries" ${q[@]+"${q[@]}"} --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/queries.txt"
   ran=(queries)
+elif [ $broker_only = 1 ]; then
+  "$bin/broker" ${q[@]+"${q[@]}"} --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/broker.txt"
+  ran=(broker)
 elif [ $quick = 1 ]; then
   "$bin/bench" --quick --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench.txt"
   "$bin/queries" --quick --out "$out" | tee "$out/queries.txt"
@@ -92,6 +103,7 @@ for t in "${ran[@]}"; do
     bench|bench-big) gnuplot -e "dir='$out'; tag='$t'" "$bench_dir/bench.gp" ;;
     queries) gnuplot -e "dir='$out'; tag='queries'" "$bench_dir/queries.gp" ;;
     twozone) gnuplot -e "dir='$out'" "$bench_dir/twozone.gp" ;;
+    broker) ;; # a table, no chart
   esac
 done
 
@@ -112,6 +124,8 @@ done
 } > "$out/summary.md"
 
 if [ $quick = 0 ]; then
-  for t in "${ran[@]}"; do cp "$out/$t.png" "$bench_dir/results/"; done
+  for t in "${ran[@]}"; do
+    if [ -f "$out/$t.png" ]; then cp "$out/$t.png" "$bench_dir/results/"; fi
+  done
 fi
 echo "results: $out/summary.md"
