@@ -27,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <fcntl.h>
 #include <unistd.h>
@@ -357,6 +358,21 @@ static int acquire_broker(kl_vtab *vt, const char *path, kl_bkref **out) {
 
 /* ---- create / connect / disconnect ---- */
 
+/* How many segments a table keeps open at most: its share of the process's
+** descriptors is half the soft limit (the host keeps the rest).  An open
+** segment holds up to three (.log, .index, .timeindex), a cached log two
+** (its directory and last .log, to notice changes), a listing its log
+** directories and checkpoints.  KL_SEGSET_MAX_OPEN under the usual 1024. */
+static int max_open_segments(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
+    return KL_SEGSET_MAX_OPEN;
+  }
+  long long n = ((long long)rl.rlim_cur / 2 - 2 * KL_LOG_CACHE - 8) / 3;
+  if (n > KL_SEGSET_MAX_OPEN) n = KL_SEGSET_MAX_OPEN;
+  return n < 2 ? 2 : (int)n;
+}
+
 /* An argument of CREATE VIRTUAL TABLE, unquoted. */
 static char *dequote(const char *s) {
   size_t n = strlen(s);
@@ -556,7 +572,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->db = db;
   vt->conn = aux;
   vt->max_skew = -1;
-  kl_segset_init(&vt->set, KL_SEGSET_MAX_OPEN);
+  kl_segset_init(&vt->set, max_open_segments());
   if (argc >= 4) {
     vt->schema = sqlite3_mprintf("%s", argv[1]);
     vt->name = sqlite3_mprintf("%s", argv[2]);
