@@ -36,7 +36,7 @@ enum {
   KB_CRC, KB_CRC_VALID, KB_ATTRIBUTES, KB_LAST_OFFSET_DELTA, KB_BASE_TIMESTAMP, KB_MAX_TIMESTAMP,
   KB_COMPRESSION, KB_TIMESTAMP_TYPE, KB_PRODUCER_ID, KB_PRODUCER_EPOCH, KB_BASE_SEQUENCE,
   KB_LEADER_EPOCH, KB_IS_TRANSACTIONAL, KB_IS_CONTROL, KB_CONTROL_TYPE, KB_COORDINATOR_EPOCH,
-  KB_TOPIC, KB_PARTITION, KB_DIR
+  KB_TOPIC, KB_PARTITION, KB_DIR, KB_OFFSET
 };
 
 /* Plan bits: the listing's (glue.h, KL_L_*), then these.  KB_P_LO and
@@ -83,7 +83,7 @@ static int kb_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       " max_timestamp INTEGER, compression TEXT, timestamp_type TEXT, producer_id INTEGER,"
       " producer_epoch INTEGER, base_sequence INTEGER, partition_leader_epoch INTEGER,"
       " is_transactional INTEGER, is_control INTEGER, control_type TEXT,"
-      " coordinator_epoch INTEGER, topic TEXT, partition INTEGER, dir HIDDEN)",
+      " coordinator_epoch INTEGER, topic TEXT, partition INTEGER, dir HIDDEN, offset HIDDEN)",
       sizeof(kb_vtab), out);
   if (rc == SQLITE_OK) ((kb_vtab *)*out)->conn = aux;
   return rc;
@@ -105,7 +105,9 @@ static int kb_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
   for (int i = 0; i < info->nConstraint; i++) {
     const struct sqlite3_index_constraint *c = &info->aConstraint[i];
     if (!c->usable) continue;
-    if (c->iColumn == KB_LAST_OFFSET && use[0] < 0 &&
+    /* offset is last_offset under the name kafka_log's readers use:
+    ** offset >= x lists the batches holding offsets from x on. */
+    if ((c->iColumn == KB_LAST_OFFSET || c->iColumn == KB_OFFSET) && use[0] < 0 &&
         (c->op == SQLITE_INDEX_CONSTRAINT_GE || c->op == SQLITE_INDEX_CONSTRAINT_GT)) {
       use[0] = i;
     }
@@ -327,7 +329,7 @@ static int kb_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KB_SEGMENT: sqlite3_result_int64(ctx, c->seg->base); break;
     case KB_POSITION: sqlite3_result_int64(ctx, b->position); break;
     case KB_BASE_OFFSET: sqlite3_result_int64(ctx, c->first); break;
-    case KB_LAST_OFFSET: sqlite3_result_int64(ctx, b->last_offset); break;
+    case KB_LAST_OFFSET: case KB_OFFSET: sqlite3_result_int64(ctx, b->last_offset); break;
     case KB_RECORD_COUNT: /* legacy entries have no count field: NULL, as Kafka's countOrNull */
       if (v2) sqlite3_result_int(ctx, b->record_count);
       else sqlite3_result_null(ctx);

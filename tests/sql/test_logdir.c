@@ -870,6 +870,28 @@ static void test_listing_errors(void **state) {
   free(root);
 }
 
+/* kafka_batches' hidden offset column: the last offset, so offset >= x
+** lists the batches holding offsets from x on, pushed down as last_offset
+** >= x is, and the same when SQLite compares. */
+static void test_batches_offset(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  const char *dir = t_fixture("b-multi-segment");
+  int64_t n = st_int(db, "SELECT count(*) FROM kafka_batches(?1) WHERE last_offset >= 5000", "t", dir);
+  assert_true(n > 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_batches(?1) WHERE offset >= 5000", "t", dir), n);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_batches(?1) WHERE offset + 0 >= 5000", "t", dir), n);
+  assert_int_equal(st_int(db, "SELECT min(base_offset) <= 5000 AND max(last_offset) >= 5000 FROM (SELECT * FROM"
+                              " kafka_batches(?1) WHERE offset >= 5000 LIMIT 1)", "t", dir), 1);
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  st_buf b = {0};
+  st_render(db, st_prep(db, "SELECT base_offset FROM kafka_batches(?1) WHERE offset >= 5000 LIMIT 20", "t", dir), &b);
+  st_stats s = st_get_stats(db);
+  assert_true(s.segments_opened <= 2); /* a seek, not a walk from the start */
+  st_buf_free(&b);
+  st_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_partitions_as_rows),
@@ -883,6 +905,7 @@ int main(void) {
       cmocka_unit_test(test_listing_tables),
       cmocka_unit_test(test_listing_pushdown),
       cmocka_unit_test(test_listing_errors),
+      cmocka_unit_test(test_batches_offset),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
