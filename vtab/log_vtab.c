@@ -35,6 +35,7 @@
 #include "codec.h"
 #include "cursor.h"
 #include "glue.h"
+#include "logcache.h"
 #include "broker.h"
 #include "log.h"
 #include "plan.h"
@@ -52,30 +53,10 @@ static const char kl_schema[] =
     " dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN, isolation HIDDEN, key_type HIDDEN,"
     " value_type HIDDEN)";
 
-/* Logs a table keeps open between queries, most recently used first: a
-** query over a log directory moves from partition to partition, and a join
-** comes back to the same few.  Their segments share one bound on open
-** files (the table's kl_segset), so the number of descriptors and maps
-** held stays below KL_SEGSET_MAX_OPEN segments plus two per cached log,
-** however many partitions a scan passes through. */
-#define KL_LOG_CACHE 16
-
 /* Rowids of a path with several partitions carry the partition's place in
 ** the listing above the offset, so that rows stay distinct (SQLite's OR
 ** optimisation merges rowid sets); one partition's rowid is its offset. */
 #define KL_ROWID_SHIFT 44
-
-/* An open log shared by the table's cache and its cursors. */
-typedef struct kl_logref {
-  kl_log *log;
-  int refs;
-  char *dir;
-  struct timespec dir_mtime; /* detects segments added or removed */
-  int dirfd;                /* the directory, for fstat */
-  int lastfd;               /* the last segment's .log, for fstat, or -1 */
-  int txns_loaded;          /* txns is known (read_committed) */
-  kl_txns txns;
-} kl_logref;
 
 /* The partitions under a path, shared by the table and its cursors. */
 typedef struct kl_bkref {
@@ -101,8 +82,7 @@ typedef struct kl_vtab {
   int read_committed;       /* isolation='read_committed' */
   int text[2];              /* key_type, value_type = 'text' */
   kl_segset set;            /* the open segments of all its logs */
-  kl_logref *lru[KL_LOG_CACHE]; /* cached logs, most recent first (a ref each) */
-  int nlru;
+  kl_logcache *logs;        /* the logs kept between queries */
   kl_bkref *bk;             /* the listing of the path last read */
 } kl_vtab;
 
@@ -155,45 +135,9 @@ typedef struct kl_vcursor {
 
 /* ---- shared logs ---- */
 
-static void logref_release(kl_logref *r) {
-  if (r && --r->refs == 0) {
-    if (r->dirfd >= 0) close(r->dirfd);
-    if (r->lastfd >= 0) close(r->lastfd);
-    kl_txns_free(NULL, &r->txns);
-    kl_log_close(r->log);
-    sqlite3_free(r->dir);
-    sqlite3_free(r);
-  }
-}
-
-/* Is the cached log still what is on disk?  Checked with fstat on open
-** descriptors: a prepared statement run in a loop must not pay two path
-** lookups per run (they were a quarter of a point lookup's time). */
-static int logref_fresh(kl_logref *r) {
-  struct stat st;
-  if (fstat(r->dirfd, &st) != 0 || r->dir_mtime.tv_sec != st.st_mtim.tv_sec ||
-      r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
-    return 0;
-  }
-  kl_segment *last = kl_log_last(r->log);
-  if (last && last->seen && (r->lastfd < 0 || fstat(r->lastfd, &st) != 0 || st.st_size != last->size)) {
-    return 0;
-  }
-  return 1;
-}
-
 /* A read of dir failed or found a file changed: the next query opens it
-** afresh instead of reusing what was learnt; the listing too. */
-static void forget_log(kl_vtab *vt, const char *dir) {
-  for (int i = 0; i < vt->nlru; i++) {
-    if (strcmp(vt->lru[i]->dir, dir) == 0) {
-      logref_release(vt->lru[i]);
-      memmove(&vt->lru[i], &vt->lru[i + 1], (size_t)(vt->nlru - i - 1) * sizeof *vt->lru);
-      vt->nlru--;
-      break;
-    }
-  }
-}
+** afresh instead of reusing what was learnt. */
+static void forget_log(kl_vtab *vt, const char *dir) { kl_logcache_forget(vt->logs, dir); }
 
 static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg) {
   sqlite3_free(vt->zErrMsg);
@@ -201,67 +145,17 @@ static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg)
   return rc;
 }
 
-/* A counted reference to the log of dir, opened or taken from the cache.
-** alone: dir is the whole path, and a directory without segments is then
-** not a partition (an error saying so); inside a log directory it is an
-** empty one. */
+/* A counted reference to the log of dir (logcache.h), its error in the
+** table's message. */
 static int acquire_log(kl_vtab *vt, const char *dir, int alone, kl_logref **out) {
-  *out = NULL;
-  for (int i = 0; i < vt->nlru; i++) {
-    kl_logref *r = vt->lru[i];
-    if (strcmp(r->dir, dir) != 0) continue;
-    if (!logref_fresh(r) || (alone && !kl_log_first(r->log))) {
-      forget_log(vt, dir);
-      break;
-    }
-    memmove(&vt->lru[1], &vt->lru[0], (size_t)i * sizeof *vt->lru);
-    vt->lru[0] = r;
-    r->refs++;
-    *out = r;
-    return SQLITE_OK;
-  }
-  struct stat st;
-  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0 || fstat(dirfd, &st) != 0) {
-    int e = errno;
-    if (dirfd >= 0) close(dirfd);
+  char *msg = NULL;
+  int rc = kl_logcache_get(vt->logs, dir, alone, out, &msg);
+  if (rc != SQLITE_OK) {
     sqlite3_free(vt->base.zErrMsg);
-    vt->base.zErrMsg = sqlite3_mprintf("kafka_log: cannot open partition directory %s: %s", dir,
-                                       strerror(e));
-    return SQLITE_CANTOPEN;
+    vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
   }
-  kl_logref *r = sqlite3_malloc(sizeof *r);
-  if (!r) {
-    close(dirfd);
-    return SQLITE_NOMEM;
-  }
-  memset(r, 0, sizeof *r);
-  r->dirfd = dirfd;
-  r->lastfd = -1;
-  r->dir = sqlite3_mprintf("%s", dir);
-  kl_err err = {0};
-  kl_rc rc = r->dir ? kl_log_open_in(NULL, dir, &vt->set, &r->log, &err) : KL_NOMEM;
-  if (rc == KL_OK && alone && !kl_log_first(r->log)) {
-    kl_log_close(r->log);
-    r->log = NULL;
-    rc = kl_log_open_partition(NULL, dir, &r->log, &err); /* says why, with its hint */
-  }
-  if (rc) set_error(&vt->base, 0, "kafka_log: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
-  if (rc) {
-    r->refs = 1;
-    logref_release(r);
-    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
-  }
-  r->dir_mtime = st.st_mtim;
-  kl_segment *last = kl_log_last(r->log);
-  if (last) r->lastfd = open(last->log_path, O_RDONLY | O_CLOEXEC);
-  r->refs = 2; /* the cache's and the caller's */
-  if (vt->nlru == KL_LOG_CACHE) logref_release(vt->lru[--vt->nlru]);
-  memmove(&vt->lru[1], &vt->lru[0], (size_t)vt->nlru * sizeof *vt->lru);
-  vt->lru[0] = r;
-  vt->nlru++;
-  *out = r;
-  return SQLITE_OK;
+  sqlite3_free(msg);
+  return rc;
 }
 
 static void bkref_release(kl_bkref *k) {
@@ -368,7 +262,7 @@ static int max_open_segments(void) {
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
     return KL_SEGSET_MAX_OPEN;
   }
-  long long n = ((long long)rl.rlim_cur / 2 - 2 * KL_LOG_CACHE - 8) / 3;
+  long long n = ((long long)rl.rlim_cur / 2 - 2 * KL_LOGCACHE_WATCHED - 8) / 3;
   if (n > KL_SEGSET_MAX_OPEN) n = KL_SEGSET_MAX_OPEN;
   return n < 2 ? 2 : (int)n;
 }
@@ -494,7 +388,7 @@ static char *absolute(const char *path) {
 
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
-  for (int i = 0; i < vt->nlru; i++) logref_release(vt->lru[i]);
+  kl_logcache_free(vt->logs);
   bkref_release(vt->bk);
   sqlite3_free(vt->schema);
   sqlite3_free(vt->name);
@@ -573,6 +467,11 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->conn = aux;
   vt->max_skew = -1;
   kl_segset_init(&vt->set, max_open_segments());
+  vt->logs = kl_logcache_new(&vt->set);
+  if (!vt->logs) {
+    sqlite3_free(vt);
+    return SQLITE_NOMEM;
+  }
   if (argc >= 4) {
     vt->schema = sqlite3_mprintf("%s", argv[1]);
     vt->name = sqlite3_mprintf("%s", argv[2]);
@@ -693,7 +592,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
           pi.records = (double)(last->base - first->base) * n / (n - 1);
         }
         pi.segments = n;
-        logref_release(r);
+        kl_logref_release(r);
       }
       bkref_release(k);
     }
@@ -731,7 +630,7 @@ static void reset_scan(kl_vcursor *c) {
 static void end_partition(kl_vcursor *c) {
   kl_cursor_free(c->cur);
   c->cur = NULL;
-  logref_release(c->ref);
+  kl_logref_release(c->ref);
   c->ref = NULL;
 }
 

@@ -1,0 +1,193 @@
+/*
+** logcache.c - open logs kept between queries, by directory.
+*/
+#include "logcache.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "glue.h"
+
+SQLITE_EXTENSION_INIT3
+
+#define KL_LOGCACHE_BUCKETS 8192 /* a power of two, twice KL_LOGCACHE_MAX */
+
+struct kl_logcache {
+  kl_segset *set;
+  kl_logref *buckets[KL_LOGCACHE_BUCKETS];
+  kl_logref *mru, *lru;
+  int n, watched;
+  size_t segments;
+};
+
+static unsigned hash_dir(const char *s) {
+  unsigned h = 2166136261u; /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+static void unwatch(kl_logcache *c, kl_logref *r) {
+  if (r->dirfd >= 0) {
+    close(r->dirfd);
+    c->watched--;
+  }
+  if (r->lastfd >= 0) close(r->lastfd);
+  r->dirfd = r->lastfd = -1;
+}
+
+void kl_logref_release(kl_logref *r) {
+  if (r && --r->refs == 0) {
+    if (r->dirfd >= 0) close(r->dirfd);
+    if (r->lastfd >= 0) close(r->lastfd);
+    kl_txns_free(NULL, &r->txns);
+    kl_log_close(r->log);
+    sqlite3_free(r->dir);
+    sqlite3_free(r);
+  }
+}
+
+kl_logcache *kl_logcache_new(kl_segset *set) {
+  kl_logcache *c = sqlite3_malloc(sizeof *c);
+  if (c) {
+    memset(c, 0, sizeof *c);
+    c->set = set;
+  }
+  return c;
+}
+
+/* Take r out of the cache (its reference dropped). */
+static void drop(kl_logcache *c, kl_logref *r) {
+  kl_logref **pp = &c->buckets[r->hash & (KL_LOGCACHE_BUCKETS - 1)];
+  while (*pp != r) pp = &(*pp)->hnext;
+  *pp = r->hnext;
+  if (r->newer) r->newer->older = r->older;
+  else c->mru = r->older;
+  if (r->older) r->older->newer = r->newer;
+  else c->lru = r->newer;
+  c->n--;
+  c->segments -= kl_log_segment_count(r->log);
+  unwatch(c, r);
+  r->cached = 0;
+  kl_logref_release(r);
+}
+
+void kl_logcache_free(kl_logcache *c) {
+  if (!c) return;
+  while (c->lru) drop(c, c->lru);
+  sqlite3_free(c);
+}
+
+void kl_logcache_forget(kl_logcache *c, const char *dir) {
+  unsigned h = hash_dir(dir);
+  for (kl_logref *r = c->buckets[h & (KL_LOGCACHE_BUCKETS - 1)]; r; r = r->hnext) {
+    if (r->hash == h && strcmp(r->dir, dir) == 0) {
+      drop(c, r);
+      return;
+    }
+  }
+}
+
+/* Is the cached log still what is on disk? */
+static int fresh(const kl_logref *r) {
+  struct stat st;
+  if ((r->dirfd >= 0 ? fstat(r->dirfd, &st) : stat(r->dir, &st)) != 0 ||
+      r->dir_mtime.tv_sec != st.st_mtim.tv_sec || r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
+    return 0;
+  }
+  kl_segment *last = kl_log_last(r->log);
+  if (!last) return 1;
+  if (r->dirfd >= 0 && r->lastfd < 0) return 0; /* watched, but its .log did not open */
+  if ((r->lastfd >= 0 ? fstat(r->lastfd, &st) : stat(last->log_path, &st)) != 0) return 0;
+  return st.st_size == r->last_size;
+}
+
+static void to_front(kl_logcache *c, kl_logref *r) {
+  if (c->mru == r) return;
+  r->newer->older = r->older;
+  if (r->older) r->older->newer = r->newer;
+  else c->lru = r->newer;
+  r->newer = NULL;
+  r->older = c->mru;
+  c->mru->newer = r;
+  c->mru = r;
+}
+
+int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, char **errmsg) {
+  *out = NULL;
+  *errmsg = NULL;
+  unsigned h = hash_dir(dir);
+  for (kl_logref *r = c->buckets[h & (KL_LOGCACHE_BUCKETS - 1)]; r; r = r->hnext) {
+    if (r->hash != h || strcmp(r->dir, dir) != 0) continue;
+    if (!fresh(r) || (alone && !kl_log_first(r->log))) {
+      drop(c, r);
+      break;
+    }
+    to_front(c, r);
+    r->refs++;
+    *out = r;
+    return SQLITE_OK;
+  }
+  struct stat st;
+  int watch = c->watched < KL_LOGCACHE_WATCHED;
+  int dirfd = watch ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  if ((watch && dirfd < 0) || (watch ? fstat(dirfd, &st) : stat(dir, &st)) != 0) {
+    int e = errno;
+    if (dirfd >= 0) close(dirfd);
+    *errmsg = sqlite3_mprintf("cannot open partition directory %s: %s", dir, strerror(e));
+    return SQLITE_CANTOPEN;
+  }
+  kl_logref *r = sqlite3_malloc(sizeof *r);
+  if (!r) {
+    if (dirfd >= 0) close(dirfd);
+    return SQLITE_NOMEM;
+  }
+  memset(r, 0, sizeof *r);
+  r->dirfd = dirfd;
+  r->lastfd = -1;
+  r->refs = 1;
+  r->dir = sqlite3_mprintf("%s", dir);
+  kl_err err = {0};
+  kl_rc rc = r->dir ? kl_log_open_in(NULL, dir, c->set, &r->log, &err) : KL_NOMEM;
+  if (rc == KL_OK && alone && !kl_log_first(r->log)) {
+    kl_log_close(r->log);
+    r->log = NULL;
+    rc = kl_log_open_partition(NULL, dir, &r->log, &err); /* says why, with its hint */
+  }
+  if (rc) {
+    *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
+    kl_logref_release(r);
+    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
+  }
+  r->dir_mtime = st.st_mtim;
+  kl_segment *last = kl_log_last(r->log);
+  if (last) {
+    if (dirfd >= 0) r->lastfd = open(last->log_path, O_RDONLY | O_CLOEXEC);
+    if (r->lastfd >= 0 ? fstat(r->lastfd, &st) == 0 : stat(last->log_path, &st) == 0) {
+      r->last_size = st.st_size;
+    } else {
+      r->last_size = -1; /* not fresh next time: opened afresh */
+    }
+  }
+  if (dirfd >= 0) c->watched++;
+  /* Cache it (one more reference), making room from the least recent. */
+  size_t nseg = kl_log_segment_count(r->log);
+  while (c->lru && (c->n >= KL_LOGCACHE_MAX || c->segments + nseg > KL_LOGCACHE_SEGMENTS)) {
+    drop(c, c->lru);
+  }
+  r->hash = h;
+  r->hnext = c->buckets[h & (KL_LOGCACHE_BUCKETS - 1)];
+  c->buckets[h & (KL_LOGCACHE_BUCKETS - 1)] = r;
+  r->older = c->mru;
+  if (c->mru) c->mru->newer = r;
+  c->mru = r;
+  if (!c->lru) c->lru = r;
+  c->n++;
+  c->segments += nseg;
+  r->cached = 1;
+  r->refs++;
+  *out = r;
+  return SQLITE_OK;
+}

@@ -1,0 +1,70 @@
+/*
+** logcache.h - the open logs a kafka_log table keeps between queries.
+**
+** A query over a log directory moves from partition to partition, a join
+** comes back to the same few, and a repeated window query visits all of
+** them again: what a log learnt (segment tails, small indexes, batch facts)
+** is worth keeping.  Logs are found by directory through a hash table and
+** evicted least recently used first, beyond KL_LOGCACHE_MAX logs or
+** KL_LOGCACHE_SEGMENTS segments in all.
+**
+** A cached log is reused only while its files are unchanged: the
+** directory's mtime (segments added or removed) and the last segment's
+** size (appends).  The first KL_LOGCACHE_WATCHED logs opened keep their
+** directory and last .log open and check them with fstat, so that a
+** prepared statement run in a loop on one partition pays no path lookup;
+** the others are checked with stat.  Their segments share the table's
+** bound on open files (kl_segset), so the number of descriptors held stays
+** bounded however many logs are cached.
+*/
+#ifndef KL_LOGCACHE_H
+#define KL_LOGCACHE_H
+
+#include <time.h>
+
+#include "log.h"
+#include "sqlite3ext.h"
+#include "txn.h"
+
+#define KL_LOGCACHE_MAX 4096
+#define KL_LOGCACHE_SEGMENTS 32768
+#define KL_LOGCACHE_WATCHED 16
+
+/* An open log, shared by the cache and the cursors reading it. */
+typedef struct kl_logref {
+  kl_log *log;
+  int refs;
+  char *dir;
+  int txns_loaded;          /* txns is known (read_committed) */
+  kl_txns txns;
+  /* The cache's business. */
+  struct timespec dir_mtime;
+  int dirfd, lastfd;        /* watched: descriptors for fstat, else -1 */
+  int64_t last_size;        /* the last segment's .log size when seen */
+  unsigned hash;
+  struct kl_logref *hnext;  /* hash chain */
+  struct kl_logref *newer, *older; /* LRU list */
+  int cached;
+} kl_logref;
+
+typedef struct kl_logcache kl_logcache;
+
+/* A cache whose logs keep their segments in set (owned by the caller,
+** outliving the cache).  NULL when out of memory. */
+kl_logcache *kl_logcache_new(kl_segset *set);
+void kl_logcache_free(kl_logcache *c);
+
+/* A counted reference to the log of dir (kl_logref_release), from the
+** cache when it is fresh, else opened and cached.  alone: dir is the whole
+** path, and a directory without segments is then an error saying it is
+** not a partition; inside a log directory it is an empty log.  Errors:
+** SQLITE_CANTOPEN (the OS reason) or another code, with *errmsg
+** (sqlite3_malloc'd) saying why. */
+int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, char **errmsg);
+void kl_logref_release(kl_logref *r);
+
+/* A read of dir failed or found a file changed: drop it, so that the next
+** query opens it afresh. */
+void kl_logcache_forget(kl_logcache *c, const char *dir);
+
+#endif
