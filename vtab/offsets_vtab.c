@@ -22,6 +22,8 @@
 #include "glue.h"
 #include "log.h"
 #include "offsets.h"
+#include "scan.h"
+#include "txn.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -104,18 +106,32 @@ static int ko_error(ko_cursor *c, kl_rc rc, const kl_err *err) {
   return kl_sqlite_rc(rc);
 }
 
-/* Fold every record of partition p from its log start offset on. */
+/* Fold every record of partition p from its log start offset on, as a
+** read_committed reader sees them: offsets committed inside a transaction
+** (TxnOffsetCommit) count only once it committed, so records of aborted
+** transactions and of one still open (at and after the last stable
+** offset) are left out (core/txn.h).  Kafka applies a committed
+** transaction's offsets at its COMMIT marker; here they take effect at
+** their own offset, which differs only when a plain commit of the same key
+** lies between the two. */
 static kl_rc read_partition(ko_cursor *c, const kl_part *p, kl_err *err) {
   ko_vtab *vt = (ko_vtab *)c->base.pVtab;
   kl_log *log = NULL;
   kl_cursor *cur = NULL;
+  kl_txns txns;
+  int have_txns = 0;
+  kl_reader rd;
+  kl_reader_init(&rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
   kl_rc rc = kl_log_open_partition(NULL, p->dir, &log, err);
+  if (rc == KL_OK && (rc = kl_txns_load(log, &rd, &txns, err)) == KL_OK) have_txns = 1;
   if (rc == KL_OK) rc = kl_cursor_new(log, &vt->conn->stats, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds all = kl_bounds_all();
   if (p->log_start > 0) all.off_lo = p->log_start; /* below it Kafka has deleted */
+  if (have_txns) all.off_hi = txns.lso - 1;
   if (rc == KL_OK) rc = kl_cursor_start(cur, &all, err);
-  while (rc == KL_OK && (rc = kl_cursor_next(cur, err)) == KL_OK &&
-         (rc = kl_cursor_load(cur, err)) == KL_OK) {
+  while (rc == KL_OK && (rc = kl_cursor_next(cur, err)) == KL_OK) {
+    if (kl_txns_aborted(&txns, kl_cursor_batch(cur))) continue;
+    if ((rc = kl_cursor_load(cur, err)) != KL_OK) break;
     const kl_record *r = kl_cursor_record(cur);
     kl_err e;
     kl_err_clear(&e);
@@ -126,6 +142,8 @@ static kl_rc read_partition(ko_cursor *c, const kl_part *p, kl_err *err) {
     }
   }
   kl_cursor_free(cur);
+  if (have_txns) kl_txns_free(NULL, &txns);
+  kl_reader_free(&rd);
   kl_log_close(log);
   return rc == KL_DONE ? KL_OK : rc;
 }

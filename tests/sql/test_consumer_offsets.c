@@ -297,6 +297,37 @@ static void test_log_start(void **state) {
   free(root);
 }
 
+/* Offsets committed inside transactions (TxnOffsetCommit): those of a
+** committed transaction count, those of an aborted one or of one still
+** open do not, as the group coordinator applies them only at COMMIT. */
+static void test_transactional(void **state) {
+  char *root = t_mkdtemp("offsets-txn");
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/__consumer_offsets-0", root);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  kw_options o = {1 << 20, 4096, 0, KL_CODEC_NONE};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  for (int i = 0; i < 4; i++) {
+    tb k = commit_key(1, "g", "t", i), v = value(3, 10 * (i + 1), 0, "", 1000 + i, 0);
+    kl_rec_in in = {.timestamp = 1700000000000LL + i, .key = k.b, .key_len = k.n,
+                    .value = v.b, .value_len = v.n};
+    kl_batch_spec spec = {.leader_epoch = 0, .producer_id = 4 + i, .producer_epoch = 0,
+                          .base_sequence = 0, .transactional = i > 0};
+    assert_int_equal(kw_append(w, i > 0 ? &spec : NULL, &in, 1), 0);
+    if (i == 1) assert_int_equal(kw_append_marker(w, 5, 1), 0); /* COMMIT */
+    if (i == 2) assert_int_equal(kw_append_marker(w, 6, 0), 0); /* ABORT */
+  }
+  assert_int_equal(kw_close(w), 0); /* producer 7's transaction is still open */
+  sqlite3 *db = st_open();
+  assert_rows(db, "'g'|'t'|0|10\n'g'|'t'|1|20\n",
+              "SELECT group_id, topic, partition, committed_offset FROM kafka_consumer_offsets(?1)", root);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 4);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* A record Kafka would not read fails the query, naming the partition
 ** directory and the record's offset. */
 static void test_corrupt(void **state) {
@@ -356,6 +387,7 @@ int main(void) {
       cmocka_unit_test(test_lag),
       cmocka_unit_test(test_replicas),
       cmocka_unit_test(test_log_start),
+      cmocka_unit_test(test_transactional),
       cmocka_unit_test(test_corrupt),
       cmocka_unit_test(test_errors),
   };
