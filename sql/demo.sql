@@ -67,5 +67,23 @@ SELECT count(*) AS problems FROM kafka_log_check('tests/fixtures/d-jitter-nulls-
 SELECT segment, kind, severity, position FROM kafka_log_check('tests/fixtures/e-live-preallocated/orders-0');
 
 .print ''
+.print 'A whole log directory (tests/fixtures/broker: five partitions and checkpoint files):'
+SELECT topic, partition, log_start_offset, log_end_offset, high_watermark, segments, bytes
+  FROM kafka_partitions('tests/fixtures/broker');
+SELECT topic, count(*) AS records FROM kafka_log('tests/fixtures/broker') GROUP BY 1 ORDER BY 1;
+
+.print ''
+.print 'One record by topic, partition and offset (only that partition is opened):'
+SELECT topic, partition, offset, key_type, key FROM kafka_log('tests/fixtures/broker')
+ WHERE topic = 'orders' AND partition = 1 AND offset = 1234 AND key_type = 'text';
+
+.print ''
+.print 'Transactions: every data record, and what a read_committed consumer sees (no aborted records,\n  and nothing past the high watermark, 1200 in replication-offset-checkpoint):'
+SELECT count(*) AS read_uncommitted,
+       (SELECT count(*) FROM kafka_log('tests/fixtures/broker')
+         WHERE topic = 'payments' AND isolation = 'read_committed') AS read_committed
+  FROM kafka_log('tests/fixtures/broker') WHERE topic = 'payments';
+
+.print ''
 .print 'Work done by these queries (counters, not timings):'
 SELECT kafka_log_stats() AS stats;
