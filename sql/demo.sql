@@ -78,7 +78,8 @@ SELECT topic, partition, offset, key_type, key FROM kafka_log('tests/fixtures/br
  WHERE topic = 'orders' AND partition = 1 AND offset = 1234 AND key_type = 'text';
 
 .print ''
-.print 'Transactions: every data record, and what a read_committed consumer sees (no aborted records,\n  and nothing past the high watermark, 1200 in replication-offset-checkpoint):'
+.print 'Transactions: every data record, and what a read_committed consumer sees'
+.print '(no aborted records, nothing past the high watermark: 1200 in replication-offset-checkpoint):'
 SELECT count(*) AS read_uncommitted,
        (SELECT count(*) FROM kafka_log('tests/fixtures/broker')
          WHERE topic = 'payments' AND isolation = 'read_committed') AS read_committed
