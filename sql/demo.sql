@@ -86,5 +86,11 @@ SELECT count(*) AS read_uncommitted,
   FROM kafka_log('tests/fixtures/broker') WHERE topic = 'payments';
 
 .print ''
+.print 'Consumer lag: committed offsets from __consumer_offsets, joined with the partitions:'
+SELECT o.group_id, o.topic, o.partition, o.committed_offset, p.log_end_offset - o.committed_offset AS lag
+  FROM kafka_consumer_offsets('tests/fixtures/broker') o
+  JOIN kafka_partitions('tests/fixtures/broker') p USING (topic, partition);
+
+.print ''
 .print 'Work done by these queries (counters, not timings):'
 SELECT kafka_log_stats() AS stats;
