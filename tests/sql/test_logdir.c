@@ -892,6 +892,37 @@ static void test_batches_offset(void **state) {
   st_close(db);
 }
 
+/* tests/fixtures/broker, the log directory the README's examples use:
+** its answers, so that the examples stay true. */
+static void test_repository_broker(void **state) {
+  (void)state;
+  char root[4096];
+  snprintf(root, sizeof root, "%s/broker", KL_FIXTURES);
+  sqlite3 *db = st_open();
+  st_buf b = {0};
+  st_render(db, st_prep(db, "SELECT topic, partition, log_start_offset, log_end_offset, high_watermark,"
+                            " recovery_point, segments FROM kafka_partitions(?1)", "t", root), &b);
+  assert_string_equal(b.p, "'__consumer_offsets'|0|0|8|NULL|NULL|1\n'clicks'|0|0|2000|NULL|NULL|4\n"
+                           "'orders'|0|0|10|10|10|1\n'orders'|1|100|20000|20000|NULL|9\n"
+                           "'orders'|2|0|6000|NULL|NULL|11\n'payments'|0|0|1275|1200|1275|8\n");
+  st_buf_free(&b);
+  st_render(db, st_prep(db, "SELECT o.group_id, o.topic, o.partition, o.committed_offset,"
+                            " p.log_end_offset - o.committed_offset FROM kafka_consumer_offsets(?1) o"
+                            " JOIN kafka_partitions(?1) p USING (topic, partition)", "t", root), &b);
+  assert_string_equal(b.p, "'analytics'|'clicks'|0|1500|500\n'analytics'|'payments'|0|1000|275\n"
+                           "'billing'|'orders'|0|8|2\n'billing'|'orders'|1|15000|5000\n");
+  st_buf_free(&b);
+  /* read_committed stops at the checkpoint's high watermark (1200). */
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'payments' AND"
+                              " isolation = 'read_committed'", "t", root), 766);
+  assert_int_equal(st_int(db, "SELECT max(offset) FROM kafka_log(?1) WHERE topic = 'payments' AND"
+                              " isolation = 'read_committed'", "t", root), 1199);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
+                          "t", root), 19900);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1)", "t", root), 0); /* sound */
+  st_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_partitions_as_rows),
@@ -906,6 +937,7 @@ int main(void) {
       cmocka_unit_test(test_listing_pushdown),
       cmocka_unit_test(test_listing_errors),
       cmocka_unit_test(test_batches_offset),
+      cmocka_unit_test(test_repository_broker),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
