@@ -14,6 +14,7 @@
 #include "index.h"
 #include "log.h"
 #include "scan.h"
+#include "txn.h"
 #include "segment.h"
 
 const char *kl_severity_name(int sev) {
@@ -552,18 +553,20 @@ static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
     report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
     return;
   }
-  uint8_t entry[34];
+  uint8_t entry[KL_TXN_ENTRY_SIZE];
   int64_t i = 0, prev_last = INT64_MIN;
-  for (; (i + 1) * 34 <= f.size && !ck->rc; i++) {
-    if (kl_file_read(&f, i * 34, entry, sizeof entry, &e) != KL_OK) {
-      report(ck, "unreadable", KL_SEV_ERROR, i * 34, "%s", e.msg);
+  for (; (i + 1) * KL_TXN_ENTRY_SIZE <= f.size && !ck->rc; i++) {
+    if (kl_file_read(&f, i * KL_TXN_ENTRY_SIZE, entry, sizeof entry, &e) != KL_OK) {
+      report(ck, "unreadable", KL_SEV_ERROR, i * KL_TXN_ENTRY_SIZE, "%s", e.msg);
       compare = 0;
       break;
     }
-    int64_t pid = kl_get_i64(entry + 2);
-    int64_t first = kl_get_i64(entry + 10), last = kl_get_i64(entry + 18);
-    if (entry[0] != 0 || last < s->base || first > last || last <= prev_last) {
-      report(ck, "txnindex_bad_entry", KL_SEV_WARNING, i * 34,
+    kl_txn_abort t;
+    int kafka_ok = kl_txn_entry(entry, s->base, &t);
+    int64_t pid = t.pid, first = t.first, last = t.last;
+    /* Beyond what Kafka rejects: what its writer never writes. */
+    if (!kafka_ok || first > last || last <= prev_last) {
+      report(ck, "txnindex_bad_entry", KL_SEV_WARNING, i * KL_TXN_ENTRY_SIZE,
              "entry %lld (version %d, first offset %lld, last offset %lld) is invalid for a "
              "segment based at %lld", (long long)i, entry[0], (long long)first, (long long)last,
              (long long)s->base);
@@ -573,21 +576,21 @@ static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
     prev_last = last;
     if (!compare) continue;
     for (; j < ck->nexpect && ck->expect[j].last < last && !ck->rc; j++) {
-      if (!ck->expect[j].optional) report_missing(ck, &ck->expect[j], i * 34);
+      if (!ck->expect[j].optional) report_missing(ck, &ck->expect[j], i * KL_TXN_ENTRY_SIZE);
     }
     const txn_expect *x = j < ck->nexpect && ck->expect[j].last == last ? &ck->expect[j++] : NULL;
     if (!x) {
-      report(ck, "txnindex_extra_entry", KL_SEV_WARNING, i * 34,
+      report(ck, "txnindex_extra_entry", KL_SEV_WARNING, i * KL_TXN_ENTRY_SIZE,
              "entry %lld (producer %lld, offsets %lld..%lld): no ABORT marker of an open "
              "transaction at offset %lld; read_committed readers would drop that producer's "
              "transactional records from offset %lld", (long long)i, (long long)pid,
              (long long)first, (long long)last, (long long)last, (long long)first);
     } else if (pid != x->pid) {
-      report(ck, "txnindex_entry_mismatch", KL_SEV_WARNING, i * 34,
+      report(ck, "txnindex_entry_mismatch", KL_SEV_WARNING, i * KL_TXN_ENTRY_SIZE,
              "entry %lld names producer %lld, but the ABORT marker at offset %lld is producer "
              "%lld's", (long long)i, (long long)pid, (long long)last, (long long)x->pid);
     } else if (first <= x->lo || first > x->hi) {
-      report(ck, "txnindex_entry_mismatch", KL_SEV_WARNING, i * 34,
+      report(ck, "txnindex_entry_mismatch", KL_SEV_WARNING, i * KL_TXN_ENTRY_SIZE,
              "entry %lld (producer %lld): first offset %lld, but the aborted transaction %s %lld",
              (long long)i, (long long)pid, (long long)first,
              x->optional ? "lies after the producer's batch at" : "begins at",
@@ -595,11 +598,11 @@ static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
     }
   }
   for (; compare && j < ck->nexpect && !ck->rc; j++) {
-    if (!ck->expect[j].optional) report_missing(ck, &ck->expect[j], i * 34);
+    if (!ck->expect[j].optional) report_missing(ck, &ck->expect[j], i * KL_TXN_ENTRY_SIZE);
   }
-  if (f.size % 34 != 0 && !ck->rc) {
-    report(ck, "txnindex_bad_length", KL_SEV_WARNING, (f.size / 34) * 34,
-           "%lld bytes of a partial entry at the end", (long long)(f.size % 34));
+  if (f.size % KL_TXN_ENTRY_SIZE != 0 && !ck->rc) {
+    report(ck, "txnindex_bad_length", KL_SEV_WARNING, (f.size / KL_TXN_ENTRY_SIZE) * KL_TXN_ENTRY_SIZE,
+           "%lld bytes of a partial entry at the end", (long long)(f.size % KL_TXN_ENTRY_SIZE));
   }
   kl_file_close(&f);
 }

@@ -11,7 +11,6 @@
 #include "crc32c.h"
 #include "file.h"
 
-#define KL_TXN_ENTRY 34
 #define KL_SNAP_HEADER 10
 #define KL_SNAP_ENTRY 46
 
@@ -37,6 +36,13 @@ static kl_rc read_all(const kl_env *env, const char *path, uint8_t **out, size_t
   return rc;
 }
 
+int kl_txn_entry(const uint8_t *p, int64_t base, kl_txn_abort *out) {
+  out->pid = kl_get_i64(p + 2);
+  out->first = kl_get_i64(p + 10);
+  out->last = kl_get_i64(p + 18);
+  return p[0] == 0 && out->last >= base;
+}
+
 kl_rc kl_txnindex_read(const kl_env *env, const char *path, int64_t base, kl_txn_abort **a,
                        size_t *n, size_t *cap, kl_err *err) {
   uint8_t *p;
@@ -44,15 +50,11 @@ kl_rc kl_txnindex_read(const kl_env *env, const char *path, int64_t base, kl_txn
   kl_rc rc = read_all(env, path, &p, &len, err);
   if (rc == KL_NOTFOUND) return KL_OK;
   if (rc) return rc;
-  for (size_t i = 0; rc == KL_OK && i + KL_TXN_ENTRY <= len; i += KL_TXN_ENTRY) {
-    const uint8_t *e = p + i;
-    kl_txn_abort t = {kl_get_i64(e + 2), kl_get_i64(e + 10), kl_get_i64(e + 18)};
-    if (e[0] != 0) {
-      rc = kl_err_set(err, KL_CORRUPT, "%s: position %zu: transaction index version %d (Kafka "
-                      "reads only 0)", path, i, e[0]);
-    } else if (t.last < base || t.first > t.last) {
-      rc = kl_err_set(err, KL_CORRUPT, "%s: position %zu: aborted transaction [%lld, %lld] "
-                      "outside its segment (base %lld)", path, i, (long long)t.first,
+  for (size_t i = 0; rc == KL_OK && i + KL_TXN_ENTRY_SIZE <= len; i += KL_TXN_ENTRY_SIZE) {
+    kl_txn_abort t;
+    if (!kl_txn_entry(p + i, base, &t)) {
+      rc = kl_err_set(err, KL_CORRUPT, "%s: position %zu: an aborted-transaction entry Kafka "
+                      "rejects (version %d, last offset %lld, segment base %lld)", path, i, p[i],
                       (long long)t.last, (long long)base);
     } else {
       if (*n == *cap) {

@@ -54,6 +54,14 @@ void kl_txns_free(const kl_env *env, kl_txns *t);
 ** marker comes after the batch. */
 int kl_txns_aborted(const kl_txns *t, const kl_batch *b);
 
+#define KL_TXN_ENTRY_SIZE 34
+
+/* Decode the .txnindex entry at p (KL_TXN_ENTRY_SIZE bytes) of the segment
+** based at base into *out.  Returns 0 when Kafka rejects it: a version
+** other than 0 (read from the first byte, as Kafka reads it), or a last
+** offset below the segment's base (TransactionIndex.sanityCheck). */
+int kl_txn_entry(const uint8_t *p, int64_t base, kl_txn_abort *out);
+
 /* The entries of one .txnindex file (path) of the segment with base
 ** offset base, appended to *a (*n of them, *cap allocated).  An absent
 ** file has none. */
