@@ -777,27 +777,32 @@ static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
       rc = KL_DONE;
       continue;
     }
-    if (rc == KL_OK) rc = kl_cursor_start(c->cur, &c->pbnd, err);
-    while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
-      int64_t off, ts;
-      if (c->read_committed && kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) continue;
-      if (!kl_cursor_peek(c->cur, &off, &ts)) {
-        if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
-        off = kl_cursor_record(c->cur)->offset;
-        ts = kl_cursor_record(c->cur)->timestamp;
+    /* Each offset of an IN list is its own range (start_range). */
+    c->i_in = 0;
+    do {
+      if (rc == KL_OK) rc = start_range(c, err);
+      while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
+        int64_t off, ts;
+        if (c->read_committed && kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) continue;
+        if (!kl_cursor_peek(c->cur, &off, &ts)) {
+          if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
+          off = kl_cursor_record(c->cur)->offset;
+          ts = kl_cursor_record(c->cur)->timestamp;
+        }
+        if (c->n_pairs == cap) {
+          cap = cap ? cap * 2 : 1024;
+          struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)cap * sizeof *p);
+          if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting rows");
+          c->pairs = p;
+        }
+        struct ts_pair *p = &c->pairs[c->n_pairs++];
+        p->key = c->by_offset ? off : ts;
+        p->ts = ts;
+        p->off = off;
+        p->k = k;
       }
-      if (c->n_pairs == cap) {
-        cap = cap ? cap * 2 : 1024;
-        struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)cap * sizeof *p);
-        if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting rows");
-        c->pairs = p;
-      }
-      struct ts_pair *p = &c->pairs[c->n_pairs++];
-      p->key = c->by_offset ? off : ts;
-      p->ts = ts;
-      p->off = off;
-      p->k = k;
-    }
+      if (rc == KL_DONE && c->in && c->i_in < c->n_in) rc = KL_OK;
+    } while (rc == KL_OK);
   }
   if (rc != KL_DONE) return rc;
   if (c->merge) c->isel = c->nsel; /* every partition was read */

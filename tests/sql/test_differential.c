@@ -222,10 +222,12 @@ typedef struct tally {
   long queries, mismatches, rows;
 } tally;
 
-/* Compare the query on both sides; print the first few differences. */
-static void compare(sqlite3 *db, const char *tmpl, const char *dir, tally *t, uint64_t seed, long i) {
+/* Compare the query on both sides (the module's as `from`); print the
+** first few differences. */
+static void compare_from(sqlite3 *db, const char *tmpl, const char *from, const char *dir, tally *t,
+                         uint64_t seed, long i) {
   st_buf a = {0}, b = {0};
-  run_on(db, tmpl, "kafka_log(?1)", dir, &a);
+  run_on(db, tmpl, from, dir, &a);
   run_on(db, tmpl, "n", dir, &b);
   t->queries++;
   if (strstr(b.p, "ERROR"))  /* the generator must only build valid SQL */
@@ -234,7 +236,7 @@ static void compare(sqlite3 *db, const char *tmpl, const char *dir, tally *t, ui
   char la[300], lb[300];
   long line = st_first_diff(a.p, b.p, la, lb, sizeof la);
   if (line && t->mismatches++ < 8) {
-    char *sql = sqlite3_mprintf(tmpl, "kafka_log(?1)");
+    char *sql = sqlite3_mprintf(tmpl, from);
     print_message("  MISMATCH (seed %" PRIu64 ", query #%ld) %s\n"
                   "    row %ld: kafka_log: %s\n"
                   "    row %ld: native:    %s\n",
@@ -243,6 +245,10 @@ static void compare(sqlite3 *db, const char *tmpl, const char *dir, tally *t, ui
   }
   st_buf_free(&a);
   st_buf_free(&b);
+}
+
+static void compare(sqlite3 *db, const char *tmpl, const char *dir, tally *t, uint64_t seed, long i) {
+  compare_from(db, tmpl, "kafka_log(?1)", dir, t, seed, i);
 }
 
 static void run_set(const char *set) {
@@ -331,6 +337,131 @@ static void run_set(const char *set) {
   if (t.mismatches) fail_msg("%s: %ld of %ld queries differ", set, t.mismatches, t.queries);
 }
 
+/* ---- a log directory: several topics and partitions ---- */
+
+/* A term on a log directory: topic and partition constraints (the
+** partition choice), or one of the single-partition terms (but rowid,
+** which carries the partition there). */
+static void gen_term_dir(st_buf *q, const domain *d) {
+  static const char *const topics[] = {"'orders'", "'clicks'", "'payments'", "'__consumer_offsets'",
+                                       "'nope'", "NULL"};
+  static const char *const cmp[] = {"=", "<", "<=", ">", ">="};
+  switch (rnd_below(6)) {
+    case 0:
+      st_buf_printf(q, "topic = %s", topics[rnd_below(6)]);
+      return;
+    case 1:
+      st_buf_printf(q, "topic IN (%s, %s)", topics[rnd_below(6)], topics[rnd_below(6)]);
+      return;
+    case 2:
+      st_buf_printf(q, "partition %s %" PRId64, cmp[rnd_below(5)], rnd_below(4) - 1);
+      return;
+    case 3:
+      st_buf_printf(q, "partition IN (%" PRId64 ", %" PRId64 ")", rnd_below(3), rnd_below(3));
+      return;
+    default:
+      for (;;) {
+        st_buf t = {0};
+        st_buf_printf(&t, "%s", "");
+        gen_term(&t, d);
+        int ok = !strstr(t.p, "rowid");
+        if (ok) st_buf_printf(q, "%s", t.p);
+        st_buf_free(&t);
+        if (ok) return;
+      }
+  }
+}
+
+static char *gen_query_dir(const domain *d) {
+  st_buf w = {0}, q = {0};
+  st_buf_printf(&w, "%s", "");
+  int nterm = (int)rnd_below(4);
+  for (int i = 0; i < nterm; i++) {
+    st_buf_printf(&w, "%s", i ? " AND " : " WHERE ");
+    gen_term_dir(&w, d);
+  }
+  switch (rnd_below(6)) {
+    case 0: /* no order: compared as sets */
+      st_buf_printf(&q, "SELECT * FROM (SELECT topic, partition, offset, timestamp, quote(value)"
+                        " FROM %%s%s) ORDER BY 1, 2, 3", w.p);
+      break;
+    case 1:
+      st_buf_printf(&q, "SELECT topic, partition, count(*), min(offset), max(timestamp) FROM %%s%s"
+                        " GROUP BY 1, 2 ORDER BY 1, 2", w.p);
+      break;
+    case 2: /* one order term, consumed (the path is a parameter): ties across
+            ** partitions have equal values, so the sequences compare */
+      st_buf_printf(&q, "SELECT offset FROM %%s%s ORDER BY offset%s", w.p, chance(50) ? " DESC" : "");
+      if (chance(60)) st_buf_printf(&q, " LIMIT %" PRId64, rnd_below(40));
+      break;
+    case 3:
+      st_buf_printf(&q, "SELECT timestamp FROM %%s%s ORDER BY timestamp%s LIMIT %" PRId64, w.p,
+                    chance(50) ? " DESC" : "", rnd_below(40));
+      break;
+    case 4:
+      st_buf_printf(&q, "SELECT count(*), sum(offset), total(length(value)) FROM %%s%s", w.p);
+      break;
+    default:
+      st_buf_printf(&q, "SELECT topic, partition, offset, timestamp, quote(key) FROM %%s%s"
+                        " ORDER BY topic, partition, offset DESC LIMIT %" PRId64, w.p, rnd_below(30));
+  }
+  st_buf_free(&w);
+  return q.p;
+}
+
+/* tests/fixtures/broker: five Kafka-written partitions in three topics,
+** a log start offset above a segment's base, and __consumer_offsets. */
+static void test_log_directory(void **state) {
+  (void)state;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/broker", KL_FIXTURES);
+  const char *env_seed = getenv("KL_SEED");
+  const char *env_n = getenv("KL_QUERIES");
+  uint64_t seed = env_seed ? strtoull(env_seed, NULL, 0) : UINT64_C(20241025);
+  long nq = env_n ? atol(env_n) : 400;
+  g_rng = seed * UINT64_C(0x9E3779B97F4A7C15) + 77;
+  print_message("  broker: seed %" PRIu64 " (KL_SEED), %ld queries (KL_QUERIES)\n", seed, nq);
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE TABLE n(topic TEXT, partition INTEGER, offset INTEGER, timestamp INTEGER,"
+              " key BLOB, value BLOB, headers TEXT, PRIMARY KEY(topic, partition, offset))");
+  st_run(db, "INSERT INTO n SELECT topic, partition, offset, timestamp, key, value, headers"
+             " FROM kafka_log(?1)", "t", dir);
+  assert_int_equal(st_int(db, "SELECT count(DISTINCT topic || partition) FROM n", NULL), 6);
+  domain d;
+  d.off_lo = st_int(db, "SELECT min(offset) FROM n", NULL);
+  d.off_hi = st_int(db, "SELECT max(offset) FROM n", NULL);
+  d.ts_lo = st_int(db, "SELECT min(timestamp) FROM n", NULL);
+  d.ts_hi = st_int(db, "SELECT max(timestamp) FROM n", NULL);
+  char *sql = sqlite3_mprintf("SELECT min(offset) FROM kafka_log(%Q) GROUP BY topic, partition, segment,"
+                              " position UNION SELECT DISTINCT segment FROM kafka_log(%Q)", dir, dir);
+  d.bounds = collect(db, sql, &d.nbounds);
+  sqlite3_free(sql);
+  d.stamps = collect(db, "SELECT timestamp FROM n", &d.nstamps);
+  /* The path as a parameter (an order is consumed and the module sorts
+  ** several partitions' rows), as a literal and as a named table (known
+  ** when planning: SQLite sorts). */
+  char *b = sqlite3_mprintf("CREATE VIRTUAL TABLE b USING kafka_log(%Q)", dir);
+  st_exec(db, b);
+  sqlite3_free(b);
+  char *literal = sqlite3_mprintf("kafka_log(%Q)", dir);
+  tally t = {0};
+  for (long i = 0; i < nq; i++) {
+    char *tmpl = gen_query_dir(&d);
+    compare_from(db, tmpl, i % 3 == 0 ? "kafka_log(?1)" : i % 3 == 1 ? literal : "b", dir, &t, seed, i);
+    free(tmpl);
+  }
+  sqlite3_free(literal);
+  /* A join probing topic, partition and offset once per outer row. */
+  compare(db, "SELECT n.topic, n.partition, n.offset, quote(k.value) FROM n JOIN %s k"
+              " ON k.topic = n.topic AND k.partition = n.partition AND k.offset = n.offset"
+              " WHERE n.offset % 211 = 0 ORDER BY 1, 2, 3", dir, &t, seed, -1);
+  print_message("  broker: %ld queries, %ld with rows, %ld mismatches\n", t.queries, t.rows, t.mismatches);
+  free(d.bounds);
+  free(d.stamps);
+  st_close(db);
+  if (t.mismatches) fail_msg("broker: %ld of %ld queries differ", t.mismatches, t.queries);
+}
+
 #define SET_TEST(fn, name) \
   static void fn(void **state) { run_set(name); }
 SET_TEST(test_b_multi_segment, "b-multi-segment")
@@ -346,6 +477,7 @@ int main(void) {
       cmocka_unit_test(test_g_transactions),
       cmocka_unit_test(test_j_mixed_codecs),
       cmocka_unit_test(test_f_legacy_v1_gzip),
+      cmocka_unit_test(test_log_directory),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
