@@ -39,7 +39,9 @@ static int bit_for(int col, int op, const kl_plan_info *pi) {
     }
     return 0;
   }
-  if (col == KL_COL_OFFSET || col == -1) {
+  /* The rowid is the offset for one partition only (several carry the
+  ** partition in it, see log_vtab.c): elsewhere SQLite compares it. */
+  if (col == KL_COL_OFFSET || (col == -1 && pi->single)) {
     switch (op) {
       case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_OFF_EQ;
       case SQLITE_INDEX_CONSTRAINT_GT: return KL_P_OFF_GT;
@@ -109,7 +111,8 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   if (!ordered_ok) {
     /* Rows come partition after partition: SQLite sorts. */
   } else if (info->nOrderBy == 1 &&
-      (info->aOrderBy[0].iColumn == KL_COL_OFFSET || info->aOrderBy[0].iColumn == -1)) {
+      (info->aOrderBy[0].iColumn == KL_COL_OFFSET ||
+       (info->aOrderBy[0].iColumn == -1 && pi->single))) {
     idx |= KL_P_ORDERED;
     if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
     info->orderByConsumed = 1;
