@@ -35,9 +35,9 @@
 #include "codec.h"
 #include "cursor.h"
 #include "glue.h"
-#include "logcache.h"
 #include "broker.h"
 #include "log.h"
+#include "logcache.h"
 #include "plan.h"
 #include "txn.h"
 
@@ -58,18 +58,6 @@ static const char kl_schema[] =
 ** optimisation merges rowid sets); one partition's rowid is its offset. */
 #define KL_ROWID_SHIFT 44
 
-/* The partitions under a path, shared by the table and its cursors. */
-typedef struct kl_bkref {
-  kl_broker *b;
-  int refs;
-  char *path;
-  size_t nfd;
-  int *fd;                  /* the log directories and their checkpoint
-                            ** files, for fstat */
-  struct timespec *mtime;   /* detects partitions or checkpoints changed */
-  off_t *size;
-} kl_bkref;
-
 typedef struct kl_vtab {
   sqlite3_vtab base;
   sqlite3 *db;
@@ -83,12 +71,12 @@ typedef struct kl_vtab {
   int text[2];              /* key_type, value_type = 'text' */
   kl_segset set;            /* the open segments of all its logs */
   kl_logcache *logs;        /* the logs kept between queries */
-  kl_bkref *bk;             /* the listing of the path last read */
+  kl_listref *bk;           /* the listing of the path last read */
 } kl_vtab;
 
 typedef struct kl_vcursor {
   sqlite3_vtab_cursor base;
-  kl_bkref *bk;             /* the partitions of the path (one ref), or NULL */
+  kl_listref *bk;           /* the partitions of the path (one ref), or NULL */
   size_t *sel;              /* the chosen ones (indexes into bk), in order */
   size_t nsel, isel;        /* how many; the next to read */
   const kl_part *part;      /* the one being read */
@@ -158,96 +146,17 @@ static int acquire_log(kl_vtab *vt, const char *dir, int alone, kl_logref **out)
   return rc;
 }
 
-static void bkref_release(kl_bkref *k) {
-  if (k && --k->refs == 0) {
-    for (size_t i = 0; i < k->nfd; i++) {
-      if (k->fd[i] >= 0) close(k->fd[i]);
-    }
-    sqlite3_free(k->fd);
-    sqlite3_free(k->mtime);
-    sqlite3_free(k->size);
-    kl_broker_close(k->b);
-    sqlite3_free(k->path);
-    sqlite3_free(k);
+/* A counted reference to the listing of path (logcache.h), its error in
+** the table's message. */
+static int acquire_broker(kl_vtab *vt, const char *path, kl_listref **out) {
+  char *msg = NULL;
+  int rc = kl_listref_get(&vt->bk, path, out, &msg);
+  if (rc != SQLITE_OK) {
+    sqlite3_free(vt->base.zErrMsg);
+    vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
   }
-}
-
-/* Are the log directories unchanged since they were listed?  Kafka
-** replaces a checkpoint by renaming a new file over it, and adds or
-** removes partitions as directories: each changes the directory's mtime.
-** A checkpoint edited in place changes its own. */
-static int bkref_fresh(const kl_bkref *k) {
-  struct stat st;
-  for (size_t i = 0; i < k->nfd; i++) {
-    if (fstat(k->fd[i], &st) != 0 || st.st_mtim.tv_sec != k->mtime[i].tv_sec ||
-        st.st_mtim.tv_nsec != k->mtime[i].tv_nsec || st.st_size != k->size[i]) {
-      return 0;
-    }
-  }
-  return 1;
-}
-
-/* Watch path for changes (when it can be opened: an unreadable parent of a
-** partition has nothing to notice). */
-static void bkref_watch(kl_bkref *k, const char *path, int flags) {
-  struct stat st;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
-  if (fd < 0) return;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
-    return;
-  }
-  k->fd[k->nfd] = fd;
-  k->mtime[k->nfd] = st.st_mtim;
-  k->size[k->nfd] = st.st_size;
-  k->nfd++;
-}
-
-/* A counted reference to the listing of path, made or taken from the
-** table.  Errors name the path or the malformed checkpoint. */
-static int acquire_broker(kl_vtab *vt, const char *path, kl_bkref **out) {
-  *out = NULL;
-  if (vt->bk && strcmp(vt->bk->path, path) == 0 && bkref_fresh(vt->bk)) {
-    vt->bk->refs++;
-    *out = vt->bk;
-    return SQLITE_OK;
-  }
-  kl_bkref *k = sqlite3_malloc(sizeof *k);
-  if (!k) return SQLITE_NOMEM;
-  memset(k, 0, sizeof *k);
-  k->refs = 1;
-  k->path = sqlite3_mprintf("%s", path);
-  kl_err err = {0};
-  kl_rc rc = k->path ? kl_broker_open(NULL, path, &k->b, &err) : KL_NOMEM;
-  if (rc) {
-    bkref_release(k);
-    set_error(&vt->base, 0, "kafka_log: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
-    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
-  }
-  static const char *const ckpts[] = {"log-start-offset-checkpoint",
-                                      "replication-offset-checkpoint",
-                                      "recovery-point-offset-checkpoint"};
-  size_t n = kl_broker_logdir_count(k->b);
-  k->fd = sqlite3_malloc64(4 * n * sizeof *k->fd + 1);
-  k->mtime = sqlite3_malloc64(4 * n * sizeof *k->mtime + 1);
-  k->size = sqlite3_malloc64(4 * n * sizeof *k->size + 1);
-  if (!k->fd || !k->mtime || !k->size) {
-    bkref_release(k);
-    return SQLITE_NOMEM;
-  }
-  for (size_t i = 0; i < n; i++) {
-    char p[PATH_MAX + 64];
-    bkref_watch(k, kl_broker_logdir(k->b, i), O_DIRECTORY);
-    for (int j = 0; j < 3; j++) {
-      snprintf(p, sizeof p, "%s/%s", kl_broker_logdir(k->b, i), ckpts[j]);
-      bkref_watch(k, p, 0);
-    }
-  }
-  k->refs = 2; /* the table's and the caller's */
-  bkref_release(vt->bk);
-  vt->bk = k;
-  *out = k;
-  return SQLITE_OK;
+  sqlite3_free(msg);
+  return rc;
 }
 
 /* ---- create / connect / disconnect ---- */
@@ -389,7 +298,7 @@ static char *absolute(const char *path) {
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
   kl_logcache_free(vt->logs);
-  bkref_release(vt->bk);
+  kl_listref_release(vt->bk);
   sqlite3_free(vt->schema);
   sqlite3_free(vt->name);
   sqlite3_free(vt->dir);
@@ -575,7 +484,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
   if (dir) {
     /* Estimates from what the directory listing tells, without reading a
     ** segment: planning a point lookup must not cost one. */
-    kl_bkref *k;
+    kl_listref *k;
     kl_logref *r;
     char *saved = base->zErrMsg;
     base->zErrMsg = NULL;
@@ -594,7 +503,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
         pi.segments = n;
         kl_logref_release(r);
       }
-      bkref_release(k);
+      kl_listref_release(k);
     }
     sqlite3_free(base->zErrMsg); /* a bad path is reported by xFilter */
     base->zErrMsg = saved;
@@ -641,7 +550,7 @@ static void end_scan(kl_vcursor *c) {
   c->sel = NULL;
   c->nsel = c->isel = 0;
   c->part = NULL;
-  bkref_release(c->bk);
+  kl_listref_release(c->bk);
   c->bk = NULL;
 }
 

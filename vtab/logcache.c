@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -189,5 +191,98 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
   r->cached = 1;
   r->refs++;
   *out = r;
+  return SQLITE_OK;
+}
+
+/* ---- the listing ---- */
+
+void kl_listref_release(kl_listref *k) {
+  if (k && --k->refs == 0) {
+    for (size_t i = 0; i < k->nfd; i++) {
+      if (k->fd[i] >= 0) close(k->fd[i]);
+    }
+    sqlite3_free(k->fd);
+    sqlite3_free(k->mtime);
+    sqlite3_free(k->size);
+    kl_broker_close(k->b);
+    sqlite3_free(k->path);
+    sqlite3_free(k);
+  }
+}
+
+/* Are the log directories unchanged since they were listed?  Kafka
+** replaces a checkpoint by renaming a new file over it, and adds or
+** removes partitions as directories: each changes the directory's mtime.
+** A checkpoint edited in place changes its own. */
+static int listref_fresh(const kl_listref *k) {
+  struct stat st;
+  for (size_t i = 0; i < k->nfd; i++) {
+    if (fstat(k->fd[i], &st) != 0 || st.st_mtim.tv_sec != k->mtime[i].tv_sec ||
+        st.st_mtim.tv_nsec != k->mtime[i].tv_nsec || st.st_size != k->size[i]) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* Watch path for changes (when it can be opened: an unreadable parent of a
+** partition has nothing to notice). */
+static void listref_watch(kl_listref *k, const char *path, int flags) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
+  if (fd < 0) return;
+  if (fstat(fd, &st) != 0) {
+    close(fd);
+    return;
+  }
+  k->fd[k->nfd] = fd;
+  k->mtime[k->nfd] = st.st_mtim;
+  k->size[k->nfd] = st.st_size;
+  k->nfd++;
+}
+
+int kl_listref_get(kl_listref **cache, const char *path, kl_listref **out, char **errmsg) {
+  *out = NULL;
+  *errmsg = NULL;
+  if (*cache && strcmp((*cache)->path, path) == 0 && listref_fresh(*cache)) {
+    (*cache)->refs++;
+    *out = *cache;
+    return SQLITE_OK;
+  }
+  kl_listref *k = sqlite3_malloc(sizeof *k);
+  if (!k) return SQLITE_NOMEM;
+  memset(k, 0, sizeof *k);
+  k->refs = 1;
+  k->path = sqlite3_mprintf("%s", path);
+  kl_err err = {0};
+  kl_rc rc = k->path ? kl_broker_open(NULL, path, &k->b, &err) : KL_NOMEM;
+  if (rc) {
+    kl_listref_release(k);
+    *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
+    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
+  }
+  static const char *const ckpts[] = {"log-start-offset-checkpoint",
+                                      "replication-offset-checkpoint",
+                                      "recovery-point-offset-checkpoint"};
+  size_t n = kl_broker_logdir_count(k->b);
+  k->fd = sqlite3_malloc64(4 * n * sizeof *k->fd + 1);
+  k->mtime = sqlite3_malloc64(4 * n * sizeof *k->mtime + 1);
+  k->size = sqlite3_malloc64(4 * n * sizeof *k->size + 1);
+  if (!k->fd || !k->mtime || !k->size) {
+    kl_listref_release(k);
+    return SQLITE_NOMEM;
+  }
+  for (size_t i = 0; i < n; i++) {
+    char p[PATH_MAX + 64];
+    listref_watch(k, kl_broker_logdir(k->b, i), O_DIRECTORY);
+    for (int j = 0; j < 3; j++) {
+      snprintf(p, sizeof p, "%s/%s", kl_broker_logdir(k->b, i), ckpts[j]);
+      listref_watch(k, p, 0);
+    }
+  }
+  k->refs = 2; /* the cache's and the caller's */
+  kl_listref_release(*cache);
+  *cache = k;
+  *out = k;
   return SQLITE_OK;
 }

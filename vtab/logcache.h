@@ -1,5 +1,13 @@
 /*
-** logcache.h - the open logs a kafka_log table keeps between queries.
+** logcache.h - what a kafka_log table keeps between queries of what is on
+** disk: the listing of its path (the partitions and their checkpoints)
+** and the open logs.
+**
+** The listing is reused while the log directories' and checkpoint files'
+** modification times and sizes are unchanged (Kafka renames a new
+** checkpoint over the old one and adds or removes partitions as
+** directories: each changes the directory's mtime), checked with fstat on
+** descriptors it keeps: one per log directory and per checkpoint file.
 **
 ** A query over a log directory moves from partition to partition, a join
 ** comes back to the same few, and a repeated window query visits all of
@@ -20,8 +28,10 @@
 #ifndef KL_LOGCACHE_H
 #define KL_LOGCACHE_H
 
+#include <sys/types.h>
 #include <time.h>
 
+#include "broker.h"
 #include "log.h"
 #include "sqlite3ext.h"
 #include "txn.h"
@@ -46,6 +56,25 @@ typedef struct kl_logref {
   struct kl_logref *newer, *older; /* LRU list */
   int cached;
 } kl_logref;
+
+/* The partitions under a path, shared by the table and its cursors. */
+typedef struct kl_listref {
+  kl_broker *b;
+  int refs;
+  char *path;
+  size_t nfd;
+  int *fd;                  /* log directories and checkpoint files */
+  struct timespec *mtime;
+  off_t *size;
+} kl_listref;
+
+/* A counted reference to the listing of path (kl_listref_release), the
+** one in *cache when it is for path and fresh, else made and put there
+** (the cache holds one reference).  Errors: SQLITE_CANTOPEN naming the
+** path, SQLITE_CORRUPT naming a malformed checkpoint's file and line, with
+** *errmsg (sqlite3_malloc'd). */
+int kl_listref_get(kl_listref **cache, const char *path, kl_listref **out, char **errmsg);
+void kl_listref_release(kl_listref *k);
 
 typedef struct kl_logcache kl_logcache;
 
