@@ -23,10 +23,29 @@ struct kl_broker {
   size_t nlogdirs;
 };
 
-/* The checkpoints of one log directory. */
+/* The checkpoints of one log directory, and where a sorted listing's
+** lookups in them have got to (kl_checkpoint_next). */
 typedef struct ckpts {
   kl_ckpt start, hw, recovery;
+  int in_order;             /* lookups come in increasing order */
+  size_t at[3];
 } ckpts;
+
+/* A "<topic>-<partition>" entry of a log directory. */
+typedef struct sub {
+  char *name;
+  size_t tn;                /* the topic's length */
+  int32_t part;
+} sub;
+
+/* Entries in the listing's order, as strcmp orders NUL-free topics. */
+static int cmp_sub(const void *a, const void *b) {
+  const sub *x = a, *y = b;
+  int c = memcmp(x->name, y->name, x->tn < y->tn ? x->tn : y->tn);
+  if (c == 0 && x->tn != y->tn) c = x->tn < y->tn ? -1 : 1;
+  if (c == 0 && x->part != y->part) c = x->part < y->part ? -1 : 1;
+  return c;
+}
 
 size_t kl_partition_name(const char *name, int32_t *partition) {
   size_t n = strlen(name);
@@ -108,8 +127,10 @@ size_t kl_broker_seek(const kl_broker *b, const char *topic, size_t n, int32_t p
   return lo;
 }
 
-static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdir,
-                      const ckpts *ck, kl_err *err) {
+/* Add the partition directory dir named name; its checkpoint entries come
+** from ck (NULL: none), looked up in one pass when added in order. */
+static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdir, ckpts *ck,
+                      kl_err *err) {
   if (b->n == b->cap) {
     size_t cap = b->cap ? b->cap * 2 : 16;
     kl_part *p = kl_realloc(b->env, b->parts, cap * sizeof *p);
@@ -136,7 +157,11 @@ static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdi
     t[tn] = 0;
     p->topic = t;
     p->partition = part;
-    if (ck) {
+    if (ck && ck->in_order) {
+      p->log_start = kl_checkpoint_next(&ck->start, &ck->at[0], t, part);
+      p->high_watermark = kl_checkpoint_next(&ck->hw, &ck->at[1], t, part);
+      p->recovery_point = kl_checkpoint_next(&ck->recovery, &ck->at[2], t, part);
+    } else if (ck) {
       p->log_start = kl_checkpoint_get(&ck->start, t, part);
       p->high_watermark = kl_checkpoint_get(&ck->hw, t, part);
       p->recovery_point = kl_checkpoint_get(&ck->recovery, t, part);
@@ -208,7 +233,7 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   const kl_env *env = b->env;
   DIR *d = opendir(dir);
   if (!d) return kl_err_set(err, KL_IO, "cannot open directory %s: %s", dir, strerror(errno));
-  char **subs = NULL;
+  sub *subs = NULL;
   size_t nsub = 0, capsub = 0;
   int segments = 0, marker = 0;
   kl_rc rc = KL_OK;
@@ -226,16 +251,17 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
       ** manager does not load as a partition. */
       if (nsub == capsub) {
         capsub = capsub ? capsub * 2 : 64;
-        char **p = kl_realloc(env, subs, capsub * sizeof *p);
+        sub *p = kl_realloc(env, subs, capsub * sizeof *p);
         if (!p) {
           rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
           break;
         }
         subs = p;
       }
-      if (!(subs[nsub] = kl_strdup(env, de->d_name))) {
+      if (!(subs[nsub].name = kl_strdup(env, de->d_name))) {
         rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
       } else {
+        subs[nsub].tn = kl_partition_name(de->d_name, &subs[nsub].part);
         nsub++;
       }
     }
@@ -267,12 +293,16 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
     rc = ckpts_read(env, dir, &ck, err);
     if (rc == KL_OK) rc = add_logdir(b, dir, err);
     if (rc == KL_OK) {
+      /* In the listing's order: the checkpoints are matched in one pass,
+      ** and a single log directory's listing needs no sort after. */
+      if (nsub > 1) qsort(subs, nsub, sizeof *subs, cmp_sub);
+      ck.in_order = 1;
       const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
       for (size_t i = 0; rc == KL_OK && i < nsub; i++) {
-        if (snprintf(path, sizeof path, "%s%s%s", dir, sep, subs[i]) >= (int)sizeof path) {
+        if (snprintf(path, sizeof path, "%s%s%s", dir, sep, subs[i].name) >= (int)sizeof path) {
           rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
         } else {
-          rc = add_part(b, path, subs[i], idx, &ck, err);
+          rc = add_part(b, path, subs[i].name, idx, &ck, err);
         }
       }
     }
@@ -282,7 +312,7 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
                     "<topic>-<partition> directory)", dir);
   }
   ckpts_free(env, &ck);
-  for (size_t i = 0; i < nsub; i++) kl_free(env, subs[i]);
+  for (size_t i = 0; i < nsub; i++) kl_free(env, subs[i].name);
   kl_free(env, subs);
   return rc;
 }
@@ -327,7 +357,7 @@ kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_er
     return rc;
   }
   b->single = entries == 1 && partitions == 1;
-  if (b->n > 1) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
+  if (b->n > 1 && entries > 1) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
   *out = b;
   return KL_OK;
 }

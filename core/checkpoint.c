@@ -197,3 +197,8 @@ int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition
   /* Of duplicates, sorted later line first: the one Kafka's map keeps. */
   return lo < c->n && cmp_key(&c->e[lo], topic, partition) == 0 ? c->e[lo].offset : -1;
 }
+
+int64_t kl_checkpoint_next(const kl_ckpt *c, size_t *pos, const char *topic, int32_t partition) {
+  while (*pos < c->n && cmp_key(&c->e[*pos], topic, partition) < 0) (*pos)++;
+  return *pos < c->n && cmp_key(&c->e[*pos], topic, partition) == 0 ? c->e[*pos].offset : -1;
+}

@@ -46,4 +46,9 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c);
 /* The offset recorded for (topic, partition), or -1. */
 int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition);
 
+/* The same for keys asked in increasing (topic, partition) order, from *pos
+** (0 at first), which moves past the smaller entries: a sorted listing of
+** n partitions is matched in one pass, not n searches. */
+int64_t kl_checkpoint_next(const kl_ckpt *c, size_t *pos, const char *topic, int32_t partition);
+
 #endif
