@@ -202,7 +202,10 @@ kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err) {
     kl_batch b;
     while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
       if (b.last_offset < from || !b.is_transactional) continue;
-      if (b.is_control) open_remove(&open, b.producer_id);
+      /* An empty control batch is what the log cleaner leaves of a
+      ** removed transaction: Kafka's producer state passes over it. */
+      if (b.is_control && b.record_count > 0) open_remove(&open, b.producer_id);
+      else if (b.is_control) continue;
       else if (open_add(env, &open, b.producer_id, b.base_offset) != KL_OK) rc = KL_NOMEM;
       if (rc) break;
     }

@@ -935,6 +935,53 @@ static void test_repository_broker(void **state) {
   st_close(db);
 }
 
+/* An empty control batch, as the log cleaner leaves of a transaction it
+** removed: no marker (Kafka's producer state and consumer pass over it),
+** not damage. */
+static void test_empty_control_batch(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("emptyctl");
+  kw_writer *w = open_part(root, "e-0", 1 << 20);
+  put_records(w, 5, 5, 1000, NULL);
+  assert_int_equal(kw_close(w), 0);
+  char log[4200];
+  snprintf(log, sizeof log, "%s/e-0/00000000000000000000.log", root);
+  size_t n;
+  uint8_t *old = t_read_file(log, &n);
+  assert_non_null(old);
+  uint8_t b[61] = {0};
+  kl_put_u64(b, 5);                 /* base offset */
+  kl_put_u32(b + 8, 61 - 12);       /* batch length */
+  b[16] = 2;                        /* magic */
+  kl_put_u16(b + 21, 0x30);         /* transactional, control */
+  kl_put_u64(b + 27, 99999);        /* base timestamp */
+  kl_put_u64(b + 35, 99999);        /* max timestamp */
+  kl_put_u64(b + 43, 8);            /* producer id */
+  kl_put_u32(b + 53, 0xffffffffu);  /* base sequence -1; record count 0 */
+  uint8_t *all = malloc(n + sizeof b);
+  assert_non_null(all);
+  memcpy(all, old, n);
+  memcpy(all + n, b, sizeof b);
+  assert_int_equal(t_write_file(log, all, n + sizeof b), 0);
+  t_fix_crc(log, (int64_t)n, sizeof b);
+  free(all);
+  free(old);
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/e-0", root);
+  sqlite3 *db = st_open();
+  char *s = st_text(db, "SELECT group_concat(base_offset || ':' || is_control || ':' || ifnull(control_type, 'none'))"
+                        " FROM kafka_batches(?1)", "t", dir);
+  assert_string_equal(s, "0:0:none,5:1:none");
+  free(s);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 5);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE isolation = 'read_committed'", "t", dir), 5);
+  assert_int_equal(st_int(db, "SELECT last_stable_offset FROM kafka_partitions(?1)", "t", dir), 6);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1) WHERE severity = 'error'", "t", dir), 0);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_partitions_as_rows),
@@ -950,6 +997,7 @@ int main(void) {
       cmocka_unit_test(test_listing_errors),
       cmocka_unit_test(test_batches_offset),
       cmocka_unit_test(test_repository_broker),
+      cmocka_unit_test(test_empty_control_batch),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
