@@ -13,8 +13,9 @@
 ** record at or after the log start) and last_timestamp (the largest record
 ** timestamp, found as ListOffsets MAX_TIMESTAMP finds it);
 ** last_stable_offset (where a read_committed consumer stops: the first
-** offset of the earliest open transaction, else the log end offset; core/
-** txn.h), computed only when asked for.
+** offset of the earliest open transaction, else the log end offset, and
+** never above the high watermark; core/txn.h), computed only when asked
+** for.
 **
 ** Listing reads the log directories only.  A partition is opened when a
 ** column needs it, so `WHERE topic = 'orders'` opens the orders partitions
@@ -188,7 +189,11 @@ static int kp_load_lso(kp_cursor *c) {
   kl_reader_init(&rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
   kl_rc rc = kl_log_open(NULL, kl_broker_part(c->b, c->i)->dir, &log, &err);
   if (rc == KL_OK && (rc = kl_txns_load(log, &rd, &t, &err)) == KL_OK) {
-    c->lso = t.lso < c->log_start ? c->log_start : t.lso;
+    /* Never above the high watermark (Kafka's LSO is capped by it). */
+    const kl_part *p = kl_broker_part(c->b, c->i);
+    c->lso = t.lso;
+    if (p->high_watermark >= 0 && p->high_watermark < c->lso) c->lso = p->high_watermark;
+    if (c->lso < c->log_start) c->lso = c->log_start;
     kl_txns_free(NULL, &t);
   }
   kl_reader_free(&rd);

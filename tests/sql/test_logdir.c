@@ -931,6 +931,8 @@ static void test_repository_broker(void **state) {
                               " isolation = 'read_committed'", "t", root), 1199);
   assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
                           "t", root), 19900);
+  assert_int_equal(st_int(db, "SELECT last_stable_offset FROM kafka_partitions(?1) WHERE topic = 'payments'",
+                          "t", root), 1200); /* capped by the high watermark */
   assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1)", "t", root), 0); /* sound */
   st_close(db);
 }
