@@ -1,24 +1,73 @@
 #!/usr/bin/env bash
-# The whole test suite: set-up, then every test twice, once in an optimised
-# build and once under AddressSanitizer + UndefinedBehaviorSanitizer.
-set -euo pipefail
+# The whole test suite: set-up, every test twice (an optimised build and one
+# under AddressSanitizer + UndefinedBehaviorSanitizer), every build type with
+# GCC and Clang, the Debian package, the module in Python and in Node, and a
+# short fuzz run.  Warnings are errors in all of these builds (KL_WERROR).
+# The last line says how many checks passed and failed.
+set -uo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
-"$here/tests/setup.sh" build
-"$here/tests/setup.sh" build-asan -DKL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug
+set -e
+"$here/tests/setup.sh" build -DKL_WERROR=ON
+"$here/tests/setup.sh" build-asan -DKL_SANITIZE=ON -DCMAKE_BUILD_TYPE=Debug -DKL_WERROR=ON
+set +e
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
-status=0
-for b in build build-asan; do
+passed=0 failed=0
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+
+# Count a step's checks: its "ok   " and "FAIL " lines, or the step itself
+# when it printed none; a step that fails without a FAIL line counts one.
+step() {
+  local title=$1
+  shift
+  echo "== $title"
+  "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  local ok bad
+  ok=$(grep -c -E '^ok   |, no finding$' "$log")
+  bad=$(grep -c -E '^FAIL |: FINDING' "$log")
+  if [ "$ok" -eq 0 ] && [ "$bad" -eq 0 ]; then
+    if [ "$rc" -eq 0 ]; then ok=1; else bad=1; fi
+  elif [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then
+    bad=1
+  fi
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+}
+
+# ctest: each test is one check.
+tests() {
+  local b=$1
   echo "== $b"
-  (cd "$here/$b" && ctest --output-on-failure -j2) || status=1
-done
+  (cd "$here/$b" && ctest --output-on-failure -j2) 2>&1 | tee "$log"
+  local line total bad
+  line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1)
+  total=$(echo "$line" | grep -oE 'out of [0-9]+' | grep -oE '[0-9]+')
+  bad=$(echo "$line" | grep -oE '[0-9]+ tests? failed' | grep -oE '^[0-9]+')
+  if [ -z "$total" ]; then failed=$((failed + 1)); return; fi
+  passed=$((passed + total - bad))
+  failed=$((failed + bad))
+}
+
+tests build
+tests build-asan
+step "build types (GCC and Clang)" "$here/tests/hosts/builds.sh" "$here/build-types"
+step "Debian package" "$here/tests/hosts/package.sh" "$here/build-pkg"
+# Debian's python3 (its sqlite3 module loads extensions).
+if [ ! -x /usr/bin/python3 ]; then
+  if [ "$(id -u)" -ne 0 ]; then sudo=sudo; else sudo=; fi
+  $sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq python3 >/dev/null
+fi
+step "Python host" /usr/bin/python3 "$here/tests/hosts/test_python.py" "$here/build/kafkalog"
+step "Node host" "$here/tests/hosts/node.sh" "$here/build/kafkalog.so" "$here/build-node"
 # A short fuzz run (about a minute in all, 20 s per target) after replaying
 # every saved crash; tests/fuzz/run.sh <seconds> runs them for longer.
-echo "== fuzz"
 if command -v clang >/dev/null 2>&1 || \
    { [ "$(id -u)" -eq 0 ] || command -v sudo >/dev/null 2>&1; }; then
-  "$here/tests/fuzz/run.sh" 20 build-fuzz || status=1
+  step "fuzz" "$here/tests/fuzz/run.sh" 20 build-fuzz
 else
   echo "clang is not available and cannot be installed: fuzz run skipped"
 fi
-exit $status
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]
