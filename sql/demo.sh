@@ -5,4 +5,5 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 "$here/tests/setup.sh" build
 cd "$here"
-sqlite3 -cmd ".load build/kafkalog" -cmd ".headers on" -cmd ".mode box" :memory: < sql/demo.sql
+# Box mode without wrapping: no value is cut mid-word.
+sqlite3 -cmd ".load build/kafkalog" -cmd ".headers on" -cmd ".mode box --wrap 0" :memory: < sql/demo.sql

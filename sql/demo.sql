@@ -21,7 +21,10 @@ SELECT offset, timestamp, segment, position FROM orders
  WHERE offset BETWEEN 1000 AND 1005 ORDER BY offset DESC;
 
 .print ''
-.print 'Seek by timestamp (time index), then the next records:'
+.print 'Seek by timestamp (time index), then the next records in offset order:'
+.print '(the producer''s timestamps here jitter by up to a second, so the first record at or after'
+.print ' 1700000010000 is offset 970, before offset 1000 whose timestamp is about that: every row'
+.print ' shown has timestamp >= 1700000010000, none is missed, as the time index guarantees)'
 SELECT offset, timestamp, CAST(value AS TEXT) AS value FROM orders
  WHERE timestamp >= 1700000010000 ORDER BY offset LIMIT 5;
 
@@ -62,8 +65,9 @@ SELECT compression, count(*) AS records, sum(length(value)) AS value_bytes
   FROM kafka_log('tests/fixtures/j-mixed-codecs/orders-0') GROUP BY 1 ORDER BY 1;
 
 .print ''
-.print 'Integrity check: no rows means sound; a copy of a live broker shows its preallocated active segment:'
+.print 'Integrity check: a sound partition has no findings (0 problems):'
 SELECT count(*) AS problems FROM kafka_log_check('tests/fixtures/d-jitter-nulls-headers/orders-0');
+.print 'A copy of a live broker: its active segment has preallocated index slots (info, not damage):'
 SELECT segment, kind, severity, position FROM kafka_log_check('tests/fixtures/e-live-preallocated/orders-0');
 
 .print ''
@@ -93,4 +97,4 @@ SELECT o.group_id, o.topic, o.partition, o.committed_offset, p.log_end_offset - 
 
 .print ''
 .print 'Work done by these queries (counters, not timings):'
-SELECT kafka_log_stats() AS stats;
+SELECT key AS counter, value FROM json_each(kafka_log_stats());
