@@ -61,6 +61,7 @@ if [ ! -x /usr/bin/python3 ]; then
 fi
 step "Python host" /usr/bin/python3 "$here/tests/hosts/test_python.py" "$here/build/kafkalog"
 step "Node host" "$here/tests/hosts/node.sh" "$here/build/kafkalog.so" "$here/build-node"
+step "README examples" /usr/bin/python3 "$here/tests/hosts/readme.py" "$here/build/kafkalog"
 # A short fuzz run (about a minute in all, 20 s per target) after replaying
 # every saved crash; tests/fuzz/run.sh <seconds> runs them for longer.
 if command -v clang >/dev/null 2>&1 || \
