@@ -153,34 +153,6 @@ size_t kl_varint_get64(const uint8_t *p, const uint8_t *end, int64_t *v);
 size_t kl_varint_put32(uint8_t *p, int32_t v);
 size_t kl_varint_put64(uint8_t *p, int64_t v);
 
-/* ---- Encoding v2 batches (tests, benchmarks, INSERT) ---- */
-
-typedef struct kl_rec_in {
-  int64_t timestamp;
-  const void *key;          /* NULL with key_len < 0 for a null key */
-  int32_t key_len;
-  const void *value;
-  int32_t value_len;
-  const kl_header *headers;
-  int32_t header_count;
-} kl_rec_in;
-
-typedef struct kl_batch_spec {
-  int64_t base_offset;
-  int32_t leader_epoch;     /* -1 when unknown */
-  int codec;                /* KL_CODEC_* */
-  int log_append_time;      /* nonzero: LogAppendTime with append_time */
-  int64_t append_time;
-  int64_t producer_id;      /* -1 for none */
-  int16_t producer_epoch;
-  int32_t base_sequence;
-  int transactional;
-  int control;
-} kl_batch_spec;
-
-/* Append one v2 batch of n records (offset deltas 0..n-1) to out, with
-** maxTimestamp and CRC computed as Kafka's broker would store them. */
-kl_rc kl_batch_encode(const kl_env *env, const kl_batch_spec *spec,
-                      const kl_rec_in *recs, int n, kl_buf *out, kl_err *err);
+/* Writing batches: builder.h. */
 
 #endif

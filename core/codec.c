@@ -30,6 +30,9 @@
 #include <snappy-c.h>
 #include <xxhash.h>
 #include <zlib.h>
+/* For ZSTD_customMem: zstd's contexts allocate through the kl_env hook
+** too, so that tests can fail them and a host's allocator sees them. */
+#define ZSTD_STATIC_LINKING_ONLY
 #include <zstd.h>
 #include <zstd_errors.h>
 
@@ -531,6 +534,13 @@ static kl_rc lz4_compress(const kl_env *env, int magic, const uint8_t *src,
 ** per call (2 MiB at level 3); writing into out directly avoids that.  With
 ** the content size known, or a reused buffer, the first attempt succeeds.
 */
+static void *zstd_alloc(void *opaque, size_t n) { return kl_malloc(opaque, n); }
+static void zstd_free(void *opaque, void *p) { kl_free(opaque, p); }
+static ZSTD_customMem zstd_mem(const kl_env *env) {
+  ZSTD_customMem m = {zstd_alloc, zstd_free, (void *)env};
+  return m;
+}
+
 static kl_rc zstd_decompress(const kl_env *env, kl_codec_ctx *ctx, const uint8_t *src, size_t n,
                              kl_buf *out, size_t limit, kl_err *err) {
   unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
@@ -541,7 +551,7 @@ static kl_rc zstd_decompress(const kl_env *env, kl_codec_ctx *ctx, const uint8_t
   if (want > limit) want = limit;
   kl_rc rc = out_room(env, out, want, limit, "zstd", err);
   if (rc != KL_OK) return rc;
-  ZSTD_DCtx *dctx = ctx && ctx->zstd ? ctx->zstd : ZSTD_createDCtx();
+  ZSTD_DCtx *dctx = ctx && ctx->zstd ? ctx->zstd : ZSTD_createDCtx_advanced(zstd_mem(env));
   if (!dctx) return kl_err_set(err, KL_NOMEM, "zstd: out of memory");
   if (ctx) ctx->zstd = dctx;
   for (;;) {
@@ -580,11 +590,15 @@ void kl_codec_ctx_free(kl_codec_ctx *ctx) {
 
 /* One frame at zstd-jni's default level; it records the content size,
 ** which lets our decoder size its output exactly. */
-static kl_rc zstd_compress(const kl_env *env, const uint8_t *src, size_t n,
+static kl_rc zstd_compress(const kl_env *env, kl_codec_cctx *cctx, const uint8_t *src, size_t n,
                            kl_buf *out, kl_err *err) {
   kl_rc rc = kl_buf_reserve(env, out, ZSTD_compressBound(n));
   if (rc != KL_OK) return kl_err_set(err, rc, "zstd: out of memory");
-  size_t r = ZSTD_compress(out->p, out->cap, src, n, 3);
+  ZSTD_CCtx *c = cctx && cctx->zstd ? cctx->zstd : ZSTD_createCCtx_advanced(zstd_mem(env));
+  if (!c) return kl_err_set(err, KL_NOMEM, "zstd: out of memory");
+  if (cctx) cctx->zstd = c;
+  size_t r = ZSTD_compressCCtx(c, out->p, out->cap, src, n, 3);
+  if (!cctx) ZSTD_freeCCtx(c);
   if (ZSTD_isError(r)) {
     return kl_err_set(err,
                       ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation
@@ -593,6 +607,11 @@ static kl_rc zstd_compress(const kl_env *env, const uint8_t *src, size_t n,
   }
   out->len = r;
   return KL_OK;
+}
+
+void kl_codec_cctx_free(kl_codec_cctx *cctx) {
+  if (cctx && cctx->zstd) ZSTD_freeCCtx(cctx->zstd);
+  if (cctx) cctx->zstd = NULL;
 }
 
 /* ------------------------------------------------------------- dispatch */
@@ -629,6 +648,11 @@ kl_rc kl_codec_decompress(const kl_env *env, kl_codec_ctx *ctx, int codec, int m
 kl_rc kl_codec_compress(const kl_env *env, int codec, int magic,
                         const uint8_t *src, size_t n, kl_buf *out,
                         kl_err *err) {
+  return kl_codec_compress_ctx(env, NULL, codec, magic, src, n, out, err);
+}
+
+kl_rc kl_codec_compress_ctx(const kl_env *env, kl_codec_cctx *cctx, int codec, int magic,
+                            const uint8_t *src, size_t n, kl_buf *out, kl_err *err) {
   kl_rc rc;
   out->len = 0;
   switch (codec) {
@@ -639,7 +663,7 @@ kl_rc kl_codec_compress(const kl_env *env, int codec, int magic,
     case KL_CODEC_GZIP: rc = gzip_compress(env, src, n, out, err); break;
     case KL_CODEC_SNAPPY: rc = snappy_compress_x(env, src, n, out, err); break;
     case KL_CODEC_LZ4: rc = lz4_compress(env, magic, src, n, out, err); break;
-    case KL_CODEC_ZSTD: rc = zstd_compress(env, src, n, out, err); break;
+    case KL_CODEC_ZSTD: rc = zstd_compress(env, cctx, src, n, out, err); break;
     default:
       return kl_err_set(err, KL_UNSUPPORTED, "unknown compression codec %d",
                         codec);

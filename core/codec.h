@@ -77,4 +77,17 @@ kl_rc kl_codec_compress(const kl_env *env, int codec, int magic,
                         const uint8_t *src, size_t n, kl_buf *out,
                         kl_err *err);
 
+/* Encoder state worth keeping across batches (zstd's compression context,
+** allocated through env like every zstd context).  Zero-initialise;
+** release with kl_codec_cctx_free. */
+typedef struct kl_codec_cctx {
+  void *zstd;               /* ZSTD_CCtx, made on first use */
+} kl_codec_cctx;
+void kl_codec_cctx_free(kl_codec_cctx *cctx);
+
+/* kl_codec_compress keeping its state in cctx (NULL: made and freed per
+** call). */
+kl_rc kl_codec_compress_ctx(const kl_env *env, kl_codec_cctx *cctx, int codec, int magic,
+                            const uint8_t *src, size_t n, kl_buf *out, kl_err *err);
+
 #endif

@@ -21,6 +21,7 @@ const char *kl_rc_name(kl_rc rc) {
     case KL_BUSY: return "KL_BUSY";
     case KL_MISUSE: return "KL_MISUSE";
     case KL_UNSUPPORTED: return "KL_UNSUPPORTED";
+    case KL_FULL: return "KL_FULL";
   }
   return "KL_?";
 }

@@ -43,7 +43,8 @@ typedef enum kl_rc {
   KL_READONLY,    /* a write was attempted on a read-only object */
   KL_BUSY,        /* the directory is locked by someone else */
   KL_MISUSE,      /* the caller broke an API contract */
-  KL_UNSUPPORTED  /* valid data this build cannot handle (e.g. codec) */
+  KL_UNSUPPORTED, /* valid data this build cannot handle (e.g. codec) */
+  KL_FULL         /* a batch has no room for this record: finish it first */
 } kl_rc;
 
 /* Name of a result code, e.g. "KL_CORRUPT".  Never NULL. */

@@ -19,6 +19,7 @@ int kl_sqlite_rc(kl_rc rc) {
     case KL_RANGE: return SQLITE_RANGE;
     case KL_READONLY: return SQLITE_READONLY;
     case KL_BUSY: return SQLITE_BUSY;
+    case KL_FULL: return SQLITE_FULL;
     case KL_MISUSE: return SQLITE_MISUSE;
     case KL_UNSUPPORTED: return SQLITE_ERROR;
   }

@@ -54,6 +54,7 @@
 #include <sqlite3.h>
 
 #include "batch.h"
+#include "builder.h"
 #include "codec.h"
 #include "kwriter.h"
 

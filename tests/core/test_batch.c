@@ -15,6 +15,7 @@
 #include <zlib.h>
 
 #include "batch.h"
+#include "builder.h"
 #include "codec.h"
 #include "crc32c.h"
 

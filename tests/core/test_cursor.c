@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "builder.h"
 #include "codec.h"
 #include "cursor.h"
 #include "kwriter.h"

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "batch.h"
+#include "builder.h"
 #include "codec.h"
 #include "kwriter.h"
 #include "log.h"

@@ -14,6 +14,7 @@
 #define KL_KWRITER_H
 
 #include "batch.h"
+#include "builder.h"
 #include "klog.h"
 
 typedef struct kw_writer kw_writer;

@@ -1,0 +1,172 @@
+/*
+** builder.c - magic v2 record batches, built record by record with every
+** limit checked.
+*/
+#include "builder.h"
+
+#include <string.h>
+
+#include "crc32c.h"
+
+void kl_builder_init(kl_builder *b, const kl_env *env, const kl_batch_spec *spec,
+                     size_t max_bytes) {
+  memset(b, 0, sizeof *b);
+  b->env = env;
+  b->spec = *spec;
+  b->max_bytes = max_bytes && max_bytes < INT32_MAX ? max_bytes : INT32_MAX;
+}
+
+void kl_builder_free(kl_builder *b) {
+  kl_buf_free(b->env, &b->body);
+  kl_buf_free(b->env, &b->packed);
+  kl_codec_cctx_free(&b->cctx);
+}
+
+void kl_builder_reset(kl_builder *b, int64_t base_offset) {
+  b->spec.base_offset = base_offset;
+  b->body.len = 0;
+  b->n = 0;
+}
+
+/* Bytes of a length-prefixed field (key, value, header value): its varint
+** and its bytes; what is wrong with it, or NULL. */
+static const char *field(const void *p, int32_t len, size_t *bytes) {
+  uint8_t tmp[5];
+  if (len < -1) return "a length below -1 (only -1 means null)";
+  if (len > 0 && !p) return "a length without bytes";
+  *bytes = kl_varint_put32(tmp, len) + (len > 0 ? (size_t)len : 0);
+  return NULL;
+}
+
+kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
+  uint8_t tmp[16];
+  if (b->n == INT32_MAX) {
+    return kl_err_set(err, KL_RANGE, "a batch holds at most %d records", INT32_MAX);
+  }
+  int64_t base_ts = b->n ? b->base_ts : r->timestamp, ts_delta;
+  if (__builtin_sub_overflow(r->timestamp, base_ts, &ts_delta)) {
+    return kl_err_set(err, KL_RANGE, "timestamp %lld is too far from the batch's first, %lld",
+                      (long long)r->timestamp, (long long)base_ts);
+  }
+  /* The record's body, sized before anything is written. */
+  size_t body = 1 + kl_varint_put64(tmp, ts_delta) + kl_varint_put32(tmp, b->n), k;
+  const char *why = field(r->key, r->key_len, &k);
+  if (why) return kl_err_set(err, KL_MISUSE, "record key: %s", why);
+  body += k;
+  if ((why = field(r->value, r->value_len, &k)) != NULL) {
+    return kl_err_set(err, KL_MISUSE, "record value: %s", why);
+  }
+  body += k;
+  if (r->header_count < 0 || (r->header_count > 0 && !r->headers)) {
+    return kl_err_set(err, KL_MISUSE, "record headers: %d of them, %s", r->header_count,
+                      r->header_count < 0 ? "a negative count" : "without an array");
+  }
+  body += kl_varint_put32(tmp, r->header_count);
+  for (int32_t i = 0; i < r->header_count; i++) {
+    const kl_header *h = &r->headers[i];
+    if (h->name_len < 0 || (h->name_len > 0 && !h->name)) {
+      return kl_err_set(err, KL_MISUSE, "header %d: a name is never null", i);
+    }
+    if ((why = field(h->value, h->value_len, &k)) != NULL) {
+      return kl_err_set(err, KL_MISUSE, "header %d value: %s", i, why);
+    }
+    body += kl_varint_put32(tmp, h->name_len) + (size_t)h->name_len + k;
+    if (body > INT32_MAX) break;
+  }
+  size_t whole = body + kl_varint_put32(tmp, body > INT32_MAX ? INT32_MAX : (int32_t)body);
+  if (body > INT32_MAX || whole + KL_V2_HEADER > b->max_bytes) {
+    return kl_err_set(err, KL_RANGE, "a record of %zu bytes does not fit a batch of at most %zu",
+                      whole, b->max_bytes);
+  }
+  if (KL_V2_HEADER + b->body.len + whole > b->max_bytes) {
+    return kl_err_set(err, KL_FULL, "the batch is full (%zu bytes)", b->body.len);
+  }
+  kl_rc rc = kl_buf_reserve(b->env, &b->body, b->body.len + whole);
+  if (rc) return kl_err_set(err, rc, "out of memory building a batch");
+  uint8_t *p = b->body.p + b->body.len;
+  p += kl_varint_put32(p, (int32_t)body);
+  *p++ = 0; /* record attributes: unused */
+  p += kl_varint_put64(p, ts_delta);
+  p += kl_varint_put32(p, b->n);
+#define PUT_FIELD(ptr, len)                                  \
+  do {                                                       \
+    p += kl_varint_put32(p, (len));                          \
+    if ((len) > 0) {                                         \
+      memcpy(p, (ptr), (size_t)(len));                       \
+      p += (len);                                            \
+    }                                                        \
+  } while (0)
+  PUT_FIELD(r->key, r->key_len);
+  PUT_FIELD(r->value, r->value_len);
+  p += kl_varint_put32(p, r->header_count);
+  for (int32_t i = 0; i < r->header_count; i++) {
+    PUT_FIELD(r->headers[i].name, r->headers[i].name_len);
+    PUT_FIELD(r->headers[i].value, r->headers[i].value_len);
+  }
+#undef PUT_FIELD
+  b->body.len = (size_t)(p - b->body.p);
+  if (b->n == 0 || r->timestamp > b->max_ts) b->max_ts = r->timestamp;
+  b->base_ts = base_ts;
+  b->n++;
+  return KL_OK;
+}
+
+kl_rc kl_builder_finish(kl_builder *b, kl_buf *out, kl_err *err) {
+  if (b->n == 0) return kl_err_set(err, KL_MISUSE, "a batch needs at least one record");
+  const kl_batch_spec *spec = &b->spec;
+  const kl_buf *payload = &b->body;
+  kl_rc rc = KL_OK;
+  if (spec->codec != KL_CODEC_NONE) {
+    rc = kl_codec_compress_ctx(b->env, &b->cctx, spec->codec, 2, b->body.p, b->body.len, &b->packed,
+                               err);
+    payload = &b->packed;
+  }
+  if (rc == KL_OK && KL_V2_HEADER - KL_LOG_OVERHEAD + payload->len > INT32_MAX) {
+    rc = kl_err_set(err, KL_RANGE, "a batch of %zu bytes is larger than Kafka's INT32 length",
+                    payload->len);
+  }
+  size_t start = out->len;
+  if (rc == KL_OK && (rc = kl_buf_reserve(b->env, out, start + KL_V2_HEADER + payload->len))) {
+    kl_err_set(err, rc, "out of memory building a batch");
+  }
+  if (rc) return rc;
+  uint8_t *h = out->p + start;
+  int16_t attr = (int16_t)(spec->codec & 7);
+  if (spec->log_append_time) attr |= 0x08;
+  if (spec->transactional) attr |= 0x10;
+  if (spec->control) attr |= 0x20;
+  kl_put_u64(h, (uint64_t)spec->base_offset);
+  kl_put_u32(h + 8, (uint32_t)(KL_V2_HEADER - KL_LOG_OVERHEAD + payload->len));
+  kl_put_u32(h + 12, (uint32_t)spec->leader_epoch);
+  h[16] = 2;
+  kl_put_u16(h + 21, (uint16_t)attr);
+  kl_put_u32(h + 23, (uint32_t)(b->n - 1));
+  kl_put_u64(h + 27, (uint64_t)b->base_ts);
+  /* LogAppendTime: the broker's time is every record's (LogValidator). */
+  kl_put_u64(h + 35, (uint64_t)(spec->log_append_time ? spec->append_time : b->max_ts));
+  kl_put_u64(h + 43, (uint64_t)spec->producer_id);
+  kl_put_u16(h + 51, (uint16_t)spec->producer_epoch);
+  kl_put_u32(h + 53, (uint32_t)spec->base_sequence);
+  kl_put_u32(h + 57, (uint32_t)b->n);
+  if (payload->len) memcpy(h + KL_V2_HEADER, payload->p, payload->len);
+  kl_put_u32(h + 17, kl_crc32c(0, h + 21, KL_V2_HEADER - 21 + payload->len));
+  out->len = start + KL_V2_HEADER + payload->len;
+  /* The next batch starts after this one (a log at the end of the offset
+  ** space has no next: it stays, and its writer refuses). */
+  int64_t next;
+  if (__builtin_add_overflow(spec->base_offset, (int64_t)b->n, &next)) next = INT64_MAX;
+  kl_builder_reset(b, next);
+  return KL_OK;
+}
+
+kl_rc kl_batch_encode(const kl_env *env, const kl_batch_spec *spec, const kl_rec_in *recs, int n,
+                      kl_buf *out, kl_err *err) {
+  if (n <= 0) return kl_err_set(err, KL_MISUSE, "a batch needs at least one record");
+  kl_builder b;
+  kl_builder_init(&b, env, spec, 0);
+  kl_rc rc = KL_OK;
+  for (int i = 0; i < n && rc == KL_OK; i++) rc = kl_builder_add(&b, &recs[i], err);
+  if (rc == KL_OK) rc = kl_builder_finish(&b, out, err);
+  kl_builder_free(&b);
+  return rc;
+}
