@@ -178,13 +178,11 @@ static void ckpts_free(const kl_env *env, ckpts *ck) {
 }
 
 static kl_rc ckpts_read(const kl_env *env, const char *logdir, ckpts *ck, kl_err *err) {
-  static const char *const names[] = {"log-start-offset-checkpoint", "replication-offset-checkpoint",
-                                      "recovery-point-offset-checkpoint"};
-  kl_ckpt *dst[] = {&ck->start, &ck->hw, &ck->recovery};
+  kl_ckpt *dst[KL_CKPT_COUNT] = {&ck->start, &ck->hw, &ck->recovery};
   memset(ck, 0, sizeof *ck);
   char path[4096];
-  for (int i = 0; i < 3; i++) {
-    if (snprintf(path, sizeof path, "%s/%s", logdir, names[i]) >= (int)sizeof path) {
+  for (int i = 0; i < KL_CKPT_COUNT; i++) {
+    if (snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(i)) >= (int)sizeof path) {
       return kl_err_set(err, KL_IO, "%s: path too long", logdir);
     }
     kl_rc rc = kl_checkpoint_read(env, path, dst[i], err);
@@ -198,10 +196,10 @@ static kl_rc ckpts_read(const kl_env *env, const char *logdir, ckpts *ck, kl_err
 
 /* Files only a log directory holds. */
 static int logdir_marker(const char *name) {
+  for (int i = 0; i < KL_CKPT_COUNT; i++) {
+    if (strcmp(name, kl_checkpoint_name(i)) == 0) return 1;
+  }
   return strcmp(name, "meta.properties") == 0 || strcmp(name, ".kafka_cleanshutdown") == 0 ||
-         strcmp(name, "log-start-offset-checkpoint") == 0 ||
-         strcmp(name, "replication-offset-checkpoint") == 0 ||
-         strcmp(name, "recovery-point-offset-checkpoint") == 0 ||
          strcmp(name, "cleaner-offset-checkpoint") == 0;
 }
 

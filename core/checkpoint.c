@@ -12,6 +12,13 @@
 ** for the largest brokers.  More is not a checkpoint. */
 #define KL_CKPT_MAX_BYTES ((size_t)64 << 20)
 
+const char *kl_checkpoint_name(int which) {
+  static const char *const names[KL_CKPT_COUNT] = {"log-start-offset-checkpoint",
+                                                   "replication-offset-checkpoint",
+                                                   "recovery-point-offset-checkpoint"};
+  return which >= 0 && which < KL_CKPT_COUNT ? names[which] : NULL;
+}
+
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
 
 /* A decimal integer as Java's parseLong/parseInt accept it (an optional

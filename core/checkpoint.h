@@ -23,6 +23,11 @@
 
 #include "klog.h"
 
+/* The offset checkpoints of a log directory that readers use, by file
+** name (cleaner-offset-checkpoint is the log cleaner's own). */
+enum { KL_CKPT_LOG_START, KL_CKPT_HIGH_WATERMARK, KL_CKPT_RECOVERY_POINT, KL_CKPT_COUNT };
+const char *kl_checkpoint_name(int which);
+
 typedef struct kl_ckpt_entry {
   char *topic;
   int32_t partition;

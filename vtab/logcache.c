@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "glue.h"
 
 SQLITE_EXTENSION_INIT3
@@ -261,13 +262,10 @@ int kl_listref_get(kl_listref **cache, const char *path, kl_listref **out, char 
     *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
     return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
   }
-  static const char *const ckpts[] = {"log-start-offset-checkpoint",
-                                      "replication-offset-checkpoint",
-                                      "recovery-point-offset-checkpoint"};
   size_t n = kl_broker_logdir_count(k->b);
-  k->fd = sqlite3_malloc64(4 * n * sizeof *k->fd + 1);
-  k->mtime = sqlite3_malloc64(4 * n * sizeof *k->mtime + 1);
-  k->size = sqlite3_malloc64(4 * n * sizeof *k->size + 1);
+  k->fd = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->fd + 1);
+  k->mtime = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->mtime + 1);
+  k->size = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->size + 1);
   if (!k->fd || !k->mtime || !k->size) {
     kl_listref_release(k);
     return SQLITE_NOMEM;
@@ -275,8 +273,8 @@ int kl_listref_get(kl_listref **cache, const char *path, kl_listref **out, char 
   for (size_t i = 0; i < n; i++) {
     char p[PATH_MAX + 64];
     listref_watch(k, kl_broker_logdir(k->b, i), O_DIRECTORY);
-    for (int j = 0; j < 3; j++) {
-      snprintf(p, sizeof p, "%s/%s", kl_broker_logdir(k->b, i), ckpts[j]);
+    for (int j = 0; j < KL_CKPT_COUNT; j++) {
+      snprintf(p, sizeof p, "%s/%s", kl_broker_logdir(k->b, i), kl_checkpoint_name(j));
       listref_watch(k, p, 0);
     }
   }
