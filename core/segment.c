@@ -364,8 +364,9 @@ int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_
   return -1; /* its header's max is not among its records: read it */
 }
 
-int kl_segment_name(const char *name, int64_t *base) {
-  if (strlen(name) != 24 || strcmp(name + 20, ".log") != 0) return 0;
+int kl_offset_file_name(const char *name, const char *suffix, int64_t *offset) {
+  size_t n = strlen(suffix);
+  if (strlen(name) != 20 + n || strcmp(name + 20, suffix) != 0) return 0;
   int64_t v = 0;
   for (int i = 0; i < 20; i++) {
     if (name[i] < '0' || name[i] > '9') return 0;
@@ -373,6 +374,10 @@ int kl_segment_name(const char *name, int64_t *base) {
     if (v > (INT64_MAX - d) / 10) return 0;
     v = v * 10 + d;
   }
-  *base = v;
+  *offset = v;
   return 1;
+}
+
+int kl_segment_name(const char *name, int64_t *base) {
+  return kl_offset_file_name(name, ".log", base);
 }

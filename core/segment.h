@@ -212,6 +212,10 @@ const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos);
 ** *base is the segment's base offset. */
 int kl_segment_name(const char *name, int64_t *base);
 
+/* The same for any file named by an offset: "<20 digits><suffix>" (".log",
+** ".snapshot", ...), *offset the number. */
+int kl_offset_file_name(const char *name, const char *suffix, int64_t *offset);
+
 /* An empty set with the given bound. */
 void kl_segset_init(kl_segset *set, int max_open);
 

@@ -107,18 +107,6 @@ static void open_remove(open_set *s, int64_t pid) {
   }
 }
 
-/* "<20 digits>.snapshot": the offset it was taken at. */
-static int snapshot_name(const char *name, int64_t *off) {
-  if (strlen(name) != 29 || strcmp(name + 20, ".snapshot") != 0) return 0;
-  int64_t v = 0;
-  for (int i = 0; i < 20; i++) {
-    if (name[i] < '0' || name[i] > '9' || v > (INT64_MAX - 9) / 10) return 0;
-    v = v * 10 + (name[i] - '0');
-  }
-  *off = v;
-  return 1;
-}
-
 /* The newest producer snapshot at or below leo that Kafka would load
 ** (version 1, CRC-32C of the rest holding), its open transactions put in
 ** *s; *from = its offset, or -1 when there is none to use. */
@@ -130,7 +118,7 @@ static kl_rc load_snapshot(kl_log *log, int64_t leo, open_set *s, int64_t *from,
   int64_t best = -1, off;
   struct dirent *de;
   while ((de = readdir(d)) != NULL) {
-    if (snapshot_name(de->d_name, &off) && off <= leo && off > best) best = off;
+    if (kl_offset_file_name(de->d_name, ".snapshot", &off) && off <= leo && off > best) best = off;
   }
   closedir(d);
   if (best < 0) return KL_OK;
