@@ -50,6 +50,7 @@ typedef struct kp_cursor {
   size_t i;
   char *path;
   int loaded;               /* the row's partition was read */
+  kl_log *log;              /* its log, kept for the row's other columns */
   int64_t log_start, log_end, segments, bytes, first_ts, last_ts;
   int has_first, has_last;
   int64_t lso;              /* -1 until asked for */
@@ -83,7 +84,16 @@ static int kp_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
   return SQLITE_OK;
 }
 
+/* Done with the row's partition: a listing of thousands holds one. */
+static void kp_leave(kp_cursor *c) {
+  kl_log_close(c->log);
+  c->log = NULL;
+  c->loaded = 0;
+  c->lso = -1;
+}
+
 static void kp_end(kp_cursor *c) {
+  kp_leave(c);
   kl_broker_close(c->b);
   c->b = NULL;
   sqlite3_free(c->path);
@@ -108,8 +118,6 @@ static int kp_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kp_cursor *c = (kp_cursor *)cur;
   kp_end(c);
   c->i = 0;
-  c->loaded = 0;
-  c->lso = -1;
   (void)idx_str;
   const char *path = idx && argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
   if (!path) {
@@ -133,11 +141,11 @@ static int kp_load(kp_cursor *c) {
   kp_vtab *vt = (kp_vtab *)c->base.pVtab;
   const kl_part *p = kl_broker_part(c->b, c->i);
   kl_err err = {0};
-  kl_log *log = NULL;
   kl_cursor *cur = NULL;
   kl_reader rd;
   kl_reader_init(&rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
-  kl_rc rc = kl_log_open(NULL, p->dir, &log, &err);
+  kl_rc rc = kl_log_open(NULL, p->dir, &c->log, &err);
+  kl_log *log = c->log;
   c->has_first = c->has_last = 0;
   c->log_start = c->log_end = c->segments = c->bytes = 0;
   if (rc == KL_OK && kl_log_first(log)) {
@@ -173,22 +181,24 @@ static int kp_load(kp_cursor *c) {
   }
   kl_cursor_free(cur);
   kl_reader_free(&rd);
-  kl_log_close(log);
-  if (rc) return kp_error(c, rc, &err);
+  if (rc) {
+    kp_leave(c);
+    return kp_error(c, rc, &err);
+  }
   c->loaded = 1;
   return SQLITE_OK;
 }
 
-/* The last stable offset of the row's partition. */
+/* The last stable offset of the row's partition (kp_load has opened its
+** log, whose tail it then knows). */
 static int kp_load_lso(kp_cursor *c) {
   kp_vtab *vt = (kp_vtab *)c->base.pVtab;
   kl_err err = {0};
-  kl_log *log = NULL;
   kl_reader rd;
   kl_txns t;
   kl_reader_init(&rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
-  kl_rc rc = kl_log_open(NULL, kl_broker_part(c->b, c->i)->dir, &log, &err);
-  if (rc == KL_OK && (rc = kl_txns_load(log, &rd, &t, &err)) == KL_OK) {
+  kl_rc rc = kl_txns_load(c->log, &rd, &t, &err);
+  if (rc == KL_OK) {
     /* Never above the high watermark (Kafka's LSO is capped by it). */
     const kl_part *p = kl_broker_part(c->b, c->i);
     c->lso = t.lso;
@@ -197,15 +207,13 @@ static int kp_load_lso(kp_cursor *c) {
     kl_txns_free(NULL, &t);
   }
   kl_reader_free(&rd);
-  kl_log_close(log);
   return rc ? kp_error(c, rc, &err) : SQLITE_OK;
 }
 
 static int kp_next(sqlite3_vtab_cursor *cur) {
   kp_cursor *c = (kp_cursor *)cur;
   c->i++;
-  c->loaded = 0;
-  c->lso = -1;
+  kp_leave(c);
   return SQLITE_OK;
 }
 
