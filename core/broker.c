@@ -315,39 +315,52 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   return rc;
 }
 
+void kl_path_iter_init(kl_path_iter *it, const char *path) {
+  struct stat st;
+  it->p = path;
+  it->whole = strchr(path, ',') == NULL || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+}
+
+int kl_path_next(kl_path_iter *it, const char **s, size_t *n) {
+  while (it->p) {
+    const char *p = it->p, *end = it->whole ? NULL : strchr(p, ',');
+    if (!end) end = p + strlen(p);
+    it->p = *end ? end + 1 : NULL;
+    const char *e = end;
+    while (p < e && (*p == ' ' || *p == '\t')) p++;
+    while (e > p && (e[-1] == ' ' || e[-1] == '\t')) e--;
+    if (e > p) {
+      *s = p;
+      *n = (size_t)(e - p);
+      return 1;
+    }
+  }
+  return 0;
+}
+
 kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err) {
   *out = NULL;
   kl_broker *b = kl_malloc(env, sizeof *b);
   if (!b) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   memset(b, 0, sizeof *b);
   b->env = env;
-  /* log.dirs is comma-separated; a directory whose name holds a comma is
-  ** taken whole. */
-  struct stat st;
-  int whole = strchr(path, ',') == NULL || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
   kl_rc rc = KL_OK;
   int entries = 0, partitions = 0;
-  const char *p = path;
   char one[4096];
-  while (rc == KL_OK) {
-    const char *end = whole ? p + strlen(p) : strchr(p, ',');
-    if (!end) end = p + strlen(p);
-    const char *s = p, *e = end;
-    while (s < e && (*s == ' ' || *s == '\t')) s++;
-    while (e > s && (e[-1] == ' ' || e[-1] == '\t')) e--;
-    if (e > s) {
-      if ((size_t)(e - s) >= sizeof one) {
-        rc = kl_err_set(err, KL_IO, "%.*s...: path too long", 64, s);
-        break;
-      }
-      memcpy(one, s, (size_t)(e - s));
-      one[e - s] = 0;
-      int was = 0;
-      rc = list_one(b, one, entries++, &was, err);
-      partitions += was;
+  kl_path_iter it;
+  const char *s;
+  size_t n;
+  kl_path_iter_init(&it, path);
+  while (rc == KL_OK && kl_path_next(&it, &s, &n)) {
+    if (n >= sizeof one) {
+      rc = kl_err_set(err, KL_IO, "%.*s...: path too long", 64, s);
+      break;
     }
-    if (!*end) break;
-    p = end + 1;
+    memcpy(one, s, n);
+    one[n] = 0;
+    int was = 0;
+    rc = list_one(b, one, entries++, &was, err);
+    partitions += was;
   }
   if (rc == KL_OK && entries == 0) rc = kl_err_set(err, KL_IO, "no directory given");
   if (rc) {

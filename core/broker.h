@@ -68,6 +68,19 @@ int kl_broker_single(const kl_broker *b);
 ** topic and partition constraints choose partitions by binary search. */
 size_t kl_broker_seek(const kl_broker *b, const char *topic, size_t n, int32_t p);
 
+/* The directories a path names, as kl_broker_open reads them: log.dirs
+** separated by commas, blanks around each trimmed and empty ones skipped,
+** unless the whole path names an existing directory (its name then holds a
+** comma). */
+typedef struct kl_path_iter {
+  const char *p;            /* what is left, NULL at the end */
+  int whole;
+} kl_path_iter;
+void kl_path_iter_init(kl_path_iter *it, const char *path);
+/* The next directory: *s and its length *n (not NUL-terminated); 0 when
+** there is none left. */
+int kl_path_next(kl_path_iter *it, const char **s, size_t *n);
+
 /* Parse a directory name as Kafka does: "<topic>-<partition>", the topic
 ** non-empty, the partition decimal digits; names ending in -delete,
 ** -future or -stray are not partitions.  Returns the topic's length, 0 when

@@ -261,10 +261,9 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
 }
 
 /* dir made absolute against the working directory (sqlite3_malloc'd). */
+/* One directory of n bytes made absolute against the working directory. */
 static char *absolute_one(const char *dir, size_t n) {
-  while (n > 0 && (*dir == ' ' || *dir == '\t')) dir++, n--;
-  while (n > 0 && (dir[n - 1] == ' ' || dir[n - 1] == '\t')) n--;
-  if (n > 0 && dir[0] == '/') return sqlite3_mprintf("%.*s", (int)n, dir);
+  if (dir[0] == '/') return sqlite3_mprintf("%.*s", (int)n, dir);
   char cwd[PATH_MAX];
   if (!getcwd(cwd, sizeof cwd)) return NULL;
   while (n >= 2 && dir[0] == '.' && dir[1] == '/') dir += 2, n -= 2;
@@ -272,27 +271,23 @@ static char *absolute_one(const char *dir, size_t n) {
   return sqlite3_mprintf("%s/%.*s", strcmp(cwd, "/") ? cwd : "", (int)n, dir);
 }
 
-/* The path made absolute against the working directory (sqlite3_malloc'd):
-** each of several log directories separated by commas, unless the whole
-** names an existing directory (core/broker.h reads it the same way). */
+/* The path made absolute (sqlite3_malloc'd): each of its directories, as
+** core/broker.h splits them. */
 static char *absolute(const char *path) {
-  struct stat st;
-  if (!strchr(path, ',') || (stat(path, &st) == 0 && S_ISDIR(st.st_mode))) {
-    return absolute_one(path, strlen(path));
-  }
   char *out = NULL;
-  for (const char *p = path;;) {
-    const char *e = strchr(p, ',');
-    size_t n = e ? (size_t)(e - p) : strlen(p);
-    char *one = absolute_one(p, n);
+  kl_path_iter it;
+  const char *s;
+  size_t n;
+  kl_path_iter_init(&it, path);
+  while (kl_path_next(&it, &s, &n)) {
+    char *one = absolute_one(s, n);
     char *joined = one ? sqlite3_mprintf("%s%s%s", out ? out : "", out ? "," : "", one) : NULL;
     sqlite3_free(one);
     sqlite3_free(out);
     if (!joined) return NULL;
     out = joined;
-    if (!e) return out;
-    p = e + 1;
   }
+  return out ? out : absolute_one(".", 1);
 }
 
 static void vtab_free(kl_vtab *vt) {
