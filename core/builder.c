@@ -28,6 +28,31 @@ void kl_builder_reset(kl_builder *b, int64_t base_offset) {
   b->n = 0;
 }
 
+void kl_builder_get_mark(const kl_builder *b, kl_builder_mark *m) {
+  m->base_offset = b->spec.base_offset;
+  m->n = b->n;
+  m->len = b->body.len;
+  m->base_ts = b->base_ts;
+  m->max_ts = b->max_ts;
+}
+
+void kl_builder_rewind(kl_builder *b, const kl_builder_mark *m) {
+  b->n = m->n;
+  b->body.len = m->len;
+  b->base_ts = m->base_ts;
+  b->max_ts = m->max_ts;
+}
+
+kl_rc kl_builder_refill(kl_builder *b, const kl_builder_mark *m, const uint8_t *body,
+                        kl_err *err) {
+  kl_builder_reset(b, m->base_offset);
+  if (m->len && kl_buf_append(b->env, &b->body, body, m->len)) {
+    return kl_err_set(err, KL_NOMEM, "out of memory restoring a batch");
+  }
+  kl_builder_rewind(b, m);
+  return KL_OK;
+}
+
 /* Bytes of a length-prefixed field (key, value, header value): its varint
 ** and its bytes; what is wrong with it, or NULL. */
 static const char *field(const void *p, int32_t len, size_t *bytes) {

@@ -80,6 +80,26 @@ void kl_builder_reset(kl_builder *b, int64_t base_offset);
 ** KL_RANGE).  On any error the batch is as it was. */
 kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err);
 
+/* A place in the batch being built, to come back to (a savepoint). */
+typedef struct kl_builder_mark {
+  int64_t base_offset;      /* the batch it belongs to */
+  int32_t n;                /* records before it */
+  size_t len;               /* their bytes in the body */
+  int64_t base_ts, max_ts;
+} kl_builder_mark;
+
+void kl_builder_get_mark(const kl_builder *b, kl_builder_mark *m);
+/* Drop the records added after m, taken from the same batch (same base
+** offset, no finish since). */
+void kl_builder_rewind(kl_builder *b, const kl_builder_mark *m);
+/* Start again the batch of m, finished since, with its first m->n records,
+** whose bytes (m->len of them) the caller kept from kl_builder_body before
+** the finish.  KL_NOMEM with a message. */
+kl_rc kl_builder_refill(kl_builder *b, const kl_builder_mark *m, const uint8_t *body,
+                        kl_err *err);
+/* The records' bytes so far (uncompressed), valid until the next call. */
+static inline const uint8_t *kl_builder_body(const kl_builder *b) { return b->body.p; }
+
 /* Records in the batch so far. */
 static inline int32_t kl_builder_count(const kl_builder *b) { return b->n; }
 

@@ -76,7 +76,8 @@ kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *e
 
 int kl_file_same(const kl_file *f) {
   struct stat st;
-  return f->fd >= 0 && fstat(f->fd, &st) == 0 && st.st_size == f->size &&
+  return f->fd >= 0 && fstat(f->fd, &st) == 0 &&
+         (f->capped ? st.st_size >= f->size : st.st_size == f->size) &&
          (uint64_t)st.st_ino == f->ino && (uint64_t)st.st_dev == f->dev;
 }
 

@@ -30,6 +30,8 @@ typedef struct kl_file {
   int fd;                   /* -1 when closed */
   int64_t size;             /* bytes when opened; reads stay below it */
   uint64_t dev, ino;        /* identity, to notice a replaced file */
+  int capped;               /* size was lowered to a committed end (the
+                            ** file may grow past it and stay the same) */
   const char *path;         /* borrowed from the owner, for messages */
   const kl_env *env;
 } kl_file;
@@ -44,8 +46,9 @@ void kl_file_close(kl_file *f);
 ** and the position. */
 kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err);
 
-/* Is the file still the one opened, with the size it had then?  0 when it
-** was resized or replaced (or cannot be looked at). */
+/* Is the file still the one opened, with the size it had then (at least
+** that size when capped)?  0 when it was resized or replaced (or cannot be
+** looked at). */
 int kl_file_same(const kl_file *f);
 
 /* Is every byte of [pos, f->size) zero?  Holes of a sparse file (a

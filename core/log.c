@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "broker.h"
+#include "commit.h"
 #include "skiplist.h"
 
 struct kl_log {
@@ -19,6 +20,7 @@ struct kl_log {
   kl_segset open;           /* the segments holding files open, unless */
   kl_segset *set;           /* a set shared with other logs is used */
   char hint[256];           /* see kl_log_hint; "" when none */
+  int64_t log_start;        /* the commit record's log start, or -1 */
   /* Seeks by time: the segments in order and the running maximum of their
   ** largest timestamps (error-mode tails), known for a prefix that grows
   ** only as far as a seek needs.  It never decreases, so the first
@@ -70,6 +72,36 @@ static void note_partition_dir(kl_log *log, const char *dir, const struct dirent
     snprintf(log->hint + len, sizeof log->hint - len, ", ...");
   }
   (*seen)++;
+}
+
+/* A directory that kafkalog writes holds bytes of transactions not yet
+** committed (or rolled back, or cut by a crash) beyond its commit record
+** (commit.h): segments after the committed one are not there yet, and the
+** committed one ends at the committed size. */
+static kl_rc apply_commit(kl_log *log, kl_err *err) {
+  kl_commit c;
+  log->log_start = -1;
+  kl_rc rc = kl_commit_read(log->dir, &c, err);
+  if (rc == KL_NOTFOUND) return KL_OK;
+  if (rc) return rc;
+  kl_sknode *n;
+  while ((n = kl_skiplist_last(log->segs)) != NULL && kl_sknode_key(n) > c.seg_base) {
+    kl_segment *s = kl_sknode_value(n);
+    kl_skiplist_remove(log->segs, kl_sknode_key(n));
+    kl_segment_free(s);
+    kl_free(log->env, s);
+  }
+  n = kl_skiplist_last(log->segs);
+  if (!n || kl_sknode_key(n) != c.seg_base) {
+    return kl_err_set(err, KL_CORRUPT, "%s/%s: position 24: the committed segment %020lld.log "
+                      "is missing", log->dir, KL_COMMIT_FILE, (long long)c.seg_base);
+  }
+  kl_segment *s = kl_sknode_value(n);
+  s->limit = c.seg_size;
+  s->is_last = 1;
+  s->next_base = INT64_MAX;
+  log->log_start = c.log_start;
+  return KL_OK;
 }
 
 kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err) {
@@ -136,6 +168,10 @@ kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log 
     s->next_base = next ? kl_sknode_key(next) : INT64_MAX;
   }
   if (kl_skiplist_first(log->segs)) log->hint[0] = 0;
+  if ((rc = apply_commit(log, err)) != KL_OK) {
+    kl_log_close(log);
+    return rc;
+  }
   *out = log;
   return KL_OK;
 }
@@ -174,7 +210,8 @@ kl_segment *kl_log_floor(const kl_log *log, int64_t offset) {
 
 int64_t kl_log_start_offset(const kl_log *log) {
   kl_segment *s = kl_log_first(log);
-  return s ? s->base : 0;
+  int64_t start = s ? s->base : 0;
+  return log->log_start > start ? log->log_start : start;
 }
 
 kl_rc kl_log_end_offset(kl_log *log, kl_reader *rd, int64_t *leo, kl_err *err) {

@@ -21,6 +21,7 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
   s->log.fd = -1;
   s->zero_from = -1;
   s->facts_cover = -1;
+  s->limit = -1;
   size_t n = strlen(log_path);
   if (n < 4) return KL_MISUSE;
   /* "<p>.log", "<p>.index", "<p>.timeindex" in one block. */
@@ -122,6 +123,16 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
                       "directory was listed?)", s->log_path);
   }
   if (rc) return rc;
+  if (s->limit >= 0) {
+    if (s->log.size < s->limit) {
+      int64_t size = s->log.size;
+      kl_file_close(&s->log);
+      return kl_err_set(err, KL_CORRUPT, "%s: position %lld: the file ends there, but %lld bytes "
+                        "were committed", s->log_path, (long long)size, (long long)s->limit);
+    }
+    s->log.size = s->limit;
+    s->log.capped = 1;
+  }
   if (s->seen && (s->log.dev != s->dev || s->log.ino != s->ino || s->log.size != s->size)) {
     int64_t was = s->size, now = s->log.size;
     kl_file_close(&s->log);

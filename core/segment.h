@@ -96,6 +96,8 @@ struct kl_segment {
   int64_t base;             /* base offset from the file name */
   int64_t next_base;        /* the next segment's base, INT64_MAX if last */
   int is_last;              /* the active (last) segment of its log */
+  int64_t limit;            /* bytes committed (commit.h), or -1: what
+                            ** lies beyond is not part of the log */
   char *log_path;           /* full path of the .log (one block with the
                             ** two index paths below) */
   char *index_path, *timeindex_path;

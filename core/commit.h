@@ -1,0 +1,73 @@
+/*
+** commit.h - the commit record of a partition that kafkalog writes:
+** "<dir>/kafkalog.commit", the end of what committed transactions wrote.
+**
+** Appends reach the .log before their transaction commits (a transaction
+** may be larger than memory), so the bytes of a .log are not all committed.
+** Kafka answers the same question with the high watermark; offline there
+** is no broker to ask, so the writer publishes the committed end in this
+** file, replaced by rename after the data it names is fsynced.  Readers
+** stop there (a partial batch, or a transaction that is then rolled back,
+** lies beyond it), and recovery truncates back to it.
+**
+**   0   "KLCOMMIT"   magic
+**   8   u32          version (1)
+**   12  u32          flags: bit 0 set by a clean stop (indexes final)
+**   16  i64          next offset (log end offset of committed data)
+**   24  i64          base offset of the active segment
+**   32  i64          committed bytes of that segment's .log
+**   40  i64          log start offset (retention), or -1
+**   48  u64          generation: one more at every commit
+**   56  i64          entries of the active segment's .index
+**   64  i64          entries of its .timeindex
+**   72  i64          position the last .index entry names (0: none)
+**   80  i64          largest batch max timestamp of the segment (-1)
+**   88  i64          last offset of the first batch carrying it
+**   96  i64          timestamp of the last .timeindex entry (-1: none)
+**   104 u32          CRC-32C of bytes 0..103
+**
+** Bytes 56..103 are the writer's state of the active segment at the
+** commit, so that the next writer (another connection, another process)
+** goes on without reading the segment: the index files were fsynced with
+** the data, and a file whose size does not match says the state is not
+** to be trusted (a writer died after the commit), and then recovery
+** rebuilds it from the .log.
+**
+** Kafka ignores files it does not know in a partition directory, so the
+** directory stays loadable by a broker; big-endian like Kafka's own files.
+*/
+#ifndef KL_COMMIT_H
+#define KL_COMMIT_H
+
+#include "klog.h"
+
+#define KL_COMMIT_FILE "kafkalog.commit"
+#define KL_COMMIT_SIZE 108
+#define KL_COMMIT_CLEAN 1u
+
+typedef struct kl_commit {
+  uint32_t flags;
+  int64_t next_offset;
+  int64_t seg_base;
+  int64_t seg_size;
+  int64_t log_start;
+  uint64_t gen;
+  int64_t oidx_n, tidx_n;
+  int64_t last_index_pos;
+  int64_t max_ts, max_ts_off;
+  int64_t last_tidx_ts;
+} kl_commit;
+
+/* Read dir's commit record.  KL_NOTFOUND (no message) when there is none:
+** the directory was not written by kafkalog, every byte counts.
+** KL_CORRUPT names the file and what is wrong; KL_IO gives the OS
+** reason. */
+kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err);
+
+/* Replace dir's commit record with c, durably: written to
+** kafkalog.commit.tmp, fsynced, renamed over, directory fsynced (dirfd).
+** KL_IO names the file and the OS reason; the old record is then intact
+** (or the new one, if only the directory fsync failed). */
+kl_rc kl_commit_write(const char *dir, int dirfd, const kl_commit *c, kl_err *err);
+
+#endif

@@ -1,0 +1,877 @@
+/*
+** writer.c - see writer.h.
+**
+** Every byte goes through pwrite at a position the writer tracks, never
+** through a FILE buffer: what is on disk after a write call is exactly
+** what the state says, which is what rollback and recovery rely on.
+*/
+/* F_OFD_SETLK needs _GNU_SOURCE, which CMakeLists.txt defines. */
+#include "writer.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "broker.h"
+#include "checkpoint.h"
+#include "log.h"
+#include "scan.h"
+#include "segment.h"
+
+/* Index slots of Kafka's default segment.index.bytes (10 MiB): an index
+** that is full rolls the segment (behaviour.md 3.3 and 3.4). */
+#define OIDX_SLOTS 1310720
+#define TIDX_SLOTS 873813
+
+#define LOCK_FILE "kafkalog.lock"
+
+/* Where a transaction or a savepoint began. */
+typedef struct wmark {
+  kl_commit st;             /* the files then (pending batch excluded) */
+  kl_builder_mark bm;       /* the batch in memory then */
+  uint8_t *saved;           /* its records' bytes, kept when that batch was
+                            ** written since (bm.len of them) */
+  int saved_ok;
+  int64_t pending_start;    /* retention asked so far, or -1 */
+} wmark;
+
+struct kl_writer {
+  const kl_env *env;
+  char *dir;
+  char parent[4096];        /* the log directory holding dir */
+  kl_writer_opts opt;
+  int dirfd, lockfd, brokerfd;
+  int in_txn;
+  kl_commit com;            /* the commit record as last read or written */
+  kl_commit before;         /* ... when the transaction began */
+  int synced;               /* the transaction's commit record is out */
+  int committed_any;        /* this writer published something */
+  kl_commit st;             /* the files now: active segment and log end */
+  int logfd, oidxfd, tidxfd;
+  int dirty;                /* written since the last fsync */
+  int dir_dirty;            /* files made or removed since then */
+  kl_builder b;
+  kl_buf out;
+  wmark *marks;             /* marks[0]: the transaction's begin */
+  int nmarks, capmarks;
+  int64_t pending_start;
+  kl_writer_stats stats;
+};
+
+void kl_writer_opts_default(kl_writer_opts *o) {
+  o->segment_bytes = 1073741824;
+  o->index_interval = 4096;
+  o->batch_bytes = 1048576;
+  o->codec = KL_CODEC_NONE;
+  o->log_append_time = 0;
+}
+
+static int64_t now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void seg_path(const kl_writer *w, int64_t base, const char *suffix, char *out, size_t n) {
+  snprintf(out, n, "%s/%020lld%s", w->dir, (long long)base, suffix);
+}
+
+static kl_rc pwrite_all(int fd, const void *p, size_t n, int64_t pos, const char *what,
+                        kl_err *err) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t k = pwrite(fd, (const uint8_t *)p + done, n - done, (off_t)(pos + (int64_t)done));
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) {
+      return kl_err_set(err, errno == ENOSPC ? KL_FULL : KL_IO, "%s: position %lld: write "
+                        "failed: %s", what, (long long)(pos + (int64_t)done), strerror(errno));
+    }
+    done += (size_t)k;
+  }
+  return KL_OK;
+}
+
+static kl_rc sync_fd(kl_writer *w, int fd, const char *what, kl_err *err) {
+  if (fd < 0) return KL_OK;
+  w->stats.fsyncs++;
+  if (fdatasync(fd) == 0) return KL_OK;
+  return kl_err_set(err, KL_IO, "%s: fsync failed: %s", what, strerror(errno));
+}
+
+static kl_rc truncate_fd(int fd, int64_t size, const char *what, kl_err *err) {
+  if (ftruncate(fd, (off_t)size) == 0) return KL_OK;
+  return kl_err_set(err, KL_IO, "%s: cannot truncate to %lld bytes: %s", what, (long long)size,
+                    strerror(errno));
+}
+
+/* ---- the active segment's files ---- */
+
+static void close_segment(kl_writer *w) {
+  if (w->logfd >= 0) close(w->logfd);
+  if (w->oidxfd >= 0) close(w->oidxfd);
+  if (w->tidxfd >= 0) close(w->tidxfd);
+  w->logfd = w->oidxfd = w->tidxfd = -1;
+}
+
+/* Open the files of segment st.seg_base: the .log must exist unless
+** create (a new segment: all three are made empty); index files are made
+** when missing (Kafka creates them lazily). */
+static kl_rc open_segment(kl_writer *w, int create, kl_err *err) {
+  char p[4200];
+  close_segment(w);
+  const char *sfx[3] = {".log", ".index", ".timeindex"};
+  int *fds[3] = {&w->logfd, &w->oidxfd, &w->tidxfd};
+  for (int i = 0; i < 3; i++) {
+    seg_path(w, w->st.seg_base, sfx[i], p, sizeof p);
+    int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : i ? O_CREAT : 0);
+    *fds[i] = open(p, flags, 0644);
+    if (*fds[i] < 0) {
+      int e = errno;
+      close_segment(w);
+      if (e == ENOENT && i == 0) {
+        return kl_err_set(err, KL_CORRUPT, "%s/%s: position 24: the committed segment %s is "
+                          "missing", w->dir, KL_COMMIT_FILE, p);
+      }
+      return kl_err_set(err, KL_IO, "%s: cannot open: %s", p, strerror(e));
+    }
+  }
+  if (create) w->dir_dirty = 1;
+  return KL_OK;
+}
+
+static void fresh_segment(kl_commit *st, int64_t base) {
+  st->seg_base = base;
+  st->seg_size = 0;
+  st->oidx_n = st->tidx_n = 0;
+  st->last_index_pos = 0;
+  st->max_ts = -1;
+  st->max_ts_off = base;
+  st->last_tidx_ts = -1;
+}
+
+static kl_rc put_tidx(kl_writer *w, kl_err *err) {
+  uint8_t e[12];
+  kl_put_u64(e, (uint64_t)w->st.max_ts);
+  kl_put_u32(e + 8, (uint32_t)(w->st.max_ts_off - w->st.seg_base));
+  kl_rc rc = pwrite_all(w->tidxfd, e, 12, w->st.tidx_n * 12, "time index", err);
+  if (rc) return rc;
+  w->st.tidx_n++;
+  w->st.last_tidx_ts = w->st.max_ts;
+  return KL_OK;
+}
+
+/* One batch of the segment, at its position: the index entries Kafka's
+** append (and its recovery) would write before it. */
+static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts, kl_err *err) {
+  if (max_ts > w->st.max_ts) {
+    w->st.max_ts = max_ts;
+    w->st.max_ts_off = last;
+  }
+  if (pos - w->st.last_index_pos > w->opt.index_interval) {
+    uint8_t e[8];
+    kl_put_u32(e, (uint32_t)(last - w->st.seg_base));
+    kl_put_u32(e + 4, (uint32_t)pos);
+    kl_rc rc = pwrite_all(w->oidxfd, e, 8, w->st.oidx_n * 8, "offset index", err);
+    if (rc) return rc;
+    w->st.oidx_n++;
+    w->st.last_index_pos = pos;
+    if (w->st.max_ts > w->st.last_tidx_ts && (rc = put_tidx(w, err)) != KL_OK) return rc;
+  }
+  return KL_OK;
+}
+
+/* A segment stops growing: its final time index entry (Kafka's
+** onBecomeInactiveSegment, which bypasses the full check), then its files
+** are made durable before the next one starts. */
+static kl_rc finish_segment(kl_writer *w, kl_err *err) {
+  kl_rc rc = KL_OK;
+  if (w->st.max_ts > w->st.last_tidx_ts) rc = put_tidx(w, err);
+  if (rc == KL_OK) rc = sync_fd(w, w->logfd, "segment", err);
+  if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
+  if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
+  return rc;
+}
+
+static kl_rc roll(kl_writer *w, int64_t base, kl_err *err) {
+  kl_rc rc = finish_segment(w, err);
+  if (rc) return rc;
+  fresh_segment(&w->st, base);
+  w->stats.rolls++;
+  return open_segment(w, 1, err);
+}
+
+/* Append the batch at p (size bytes, offsets up to last) as one chunk. */
+static kl_rc append_batch(kl_writer *w, const uint8_t *p, size_t size, int64_t first, int64_t last,
+                          kl_err *err) {
+  int64_t sz = (int64_t)size;
+  if (sz > w->opt.segment_bytes) {
+    return kl_err_set(err, KL_RANGE, "a batch of %lld bytes is larger than segment_bytes (%lld)",
+                      (long long)sz, (long long)w->opt.segment_bytes);
+  }
+  kl_commit *st = &w->st;
+  if (st->seg_size > 0 &&
+      (st->seg_size > w->opt.segment_bytes - sz || last - st->seg_base > INT32_MAX ||
+       st->oidx_n >= OIDX_SLOTS || st->tidx_n >= TIDX_SLOTS - 1)) {
+    kl_rc rc = roll(w, first > st->next_offset ? first : st->next_offset, err);
+    if (rc) return rc;
+  }
+  int64_t pos = st->seg_size;
+  w->dirty = 1;
+  kl_rc rc = pwrite_all(w->logfd, p, size, pos, "segment", err);
+  if (rc == KL_OK) rc = index_batch(w, pos, last, kl_get_i64(p + 35), err);
+  if (rc) return rc;
+  st->seg_size = pos + sz;
+  st->next_offset = last + 1;
+  w->stats.batches++;
+  w->stats.bytes += size;
+  return KL_OK;
+}
+
+/* Write the batch being built, keeping first the records of every mark
+** that lies inside it (a rollback to that mark puts them back). */
+static kl_rc flush(kl_writer *w, kl_err *err) {
+  int32_t n = kl_builder_count(&w->b);
+  if (n == 0) return KL_OK;
+  int64_t base = w->b.spec.base_offset;
+  for (int i = 0; i < w->nmarks; i++) {
+    wmark *m = &w->marks[i];
+    if (m->saved_ok || m->bm.n == 0 || m->bm.base_offset != base) continue;
+    m->saved = kl_malloc(w->env, m->bm.len ? m->bm.len : 1);
+    if (!m->saved) return kl_err_set(err, KL_NOMEM, "out of memory keeping a savepoint");
+    memcpy(m->saved, kl_builder_body(&w->b), m->bm.len);
+    m->saved_ok = 1;
+  }
+  if (w->opt.log_append_time) w->b.spec.append_time = now_ms();
+  w->out.len = 0;
+  kl_rc rc = kl_builder_finish(&w->b, &w->out, err);
+  if (rc == KL_OK) rc = append_batch(w, w->out.p, w->out.len, base, base + n - 1, err);
+  return rc;
+}
+
+/* ---- segments in the directory ---- */
+
+/* Remove the files of every segment whose base is above `above` (or, when
+** below_next is set, every segment but the last whose successor's base is
+** <= below: retention).  Segments are listed afresh. */
+static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err *err) {
+  DIR *d = opendir(w->dir);
+  if (!d) return kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
+  int64_t *bases = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  kl_rc rc = KL_OK;
+  while ((de = readdir(d)) != NULL) {
+    int64_t b;
+    if (!kl_segment_name(de->d_name, &b)) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      int64_t *nb = kl_realloc(w->env, bases, cap * sizeof *bases);
+      if (!nb) {
+        rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", w->dir);
+        break;
+      }
+      bases = nb;
+    }
+    bases[n++] = b;
+  }
+  closedir(d);
+  /* Sorted, so that retention knows each segment's successor. */
+  for (size_t i = 1; rc == KL_OK && i < n; i++) {
+    for (size_t j = i; j > 0 && bases[j - 1] > bases[j]; j--) {
+      int64_t t = bases[j];
+      bases[j] = bases[j - 1];
+      bases[j - 1] = t;
+    }
+  }
+  static const char *const sfx[] = {".index", ".timeindex", ".txnindex", ".log"};
+  char p[4200];
+  for (size_t i = 0; rc == KL_OK && i < n; i++) {
+    int go = bases[i] > above ||
+             (below >= 0 && i + 1 < n && bases[i + 1] <= below && bases[i] < w->st.seg_base);
+    if (!go) continue;
+    for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++) {
+      seg_path(w, bases[i], sfx[k], p, sizeof p);
+      if (unlink(p) != 0 && errno != ENOENT) {
+        rc = kl_err_set(err, KL_IO, "%s: cannot remove: %s", p, strerror(errno));
+        break;
+      }
+    }
+    w->dir_dirty = 1;
+  }
+  kl_free(w->env, bases);
+  return rc;
+}
+
+/* ---- recovery ---- */
+
+/* Walk the active segment from position 0 with the scan walker and write
+** its indexes afresh, as Kafka's LogSegment.recover() does.  committed:
+** every byte up to the commit must be a sound batch (damage there is
+** KL_CORRUPT and nothing is cut); else (a directory Kafka wrote) a torn or
+** zero-filled tail is cut off, and damage before it is refused. */
+static kl_rc rebuild(kl_writer *w, int committed, kl_err *err) {
+  int64_t want_next = w->st.next_offset;
+  kl_commit *st = &w->st;
+  int64_t base = st->seg_base;
+  fresh_segment(st, base);
+  st->next_offset = base;
+  kl_rc rc = truncate_fd(w->oidxfd, 0, "offset index", err);
+  if (rc == KL_OK) rc = truncate_fd(w->tidxfd, 0, "time index", err);
+  if (rc) return rc;
+  kl_log *log = NULL;
+  rc = kl_log_open(w->env, w->dir, &log, err);
+  if (rc) return rc;
+  kl_segment *s = kl_log_last(log);
+  if (!s || s->base != base) {
+    kl_log_close(log);
+    return kl_err_set(err, KL_CORRUPT, "%s: segment %020lld.log is not the last one", w->dir,
+                      (long long)base);
+  }
+  kl_reader rd;
+  kl_reader_init(&rd, w->env, NULL, KL_ON_CORRUPT_ERROR);
+  kl_scan sc;
+  kl_batch b;
+  int64_t end = 0;
+  rc = kl_scan_start(&sc, &rd, s, 0, INT64_MAX, 0, err);
+  while (rc == KL_OK && (rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
+    rc = index_batch(w, b.position, b.last_offset, b.max_timestamp, err);
+    end = b.position + b.size;
+    st->next_offset = b.last_offset + 1;
+  }
+  int torn = rc == KL_DONE && (sc.end == KL_END_TORN || sc.end == KL_END_ZEROS);
+  if (rc == KL_DONE) rc = KL_OK;
+  kl_scan_end(&sc);
+  kl_reader_free(&rd);
+  kl_log_close(log);
+  if (rc) return rc;
+  if (torn && committed) {
+    return kl_err_set(err, KL_CORRUPT, "%020lld.log: position %lld: committed data ends in a "
+                      "partial batch", (long long)base, (long long)end);
+  }
+  if (committed && st->next_offset != want_next) {
+    return kl_err_set(err, KL_CORRUPT, "%s/%s: position 16: the commit record's next offset is "
+                      "%lld, the committed data ends at %lld", w->dir, KL_COMMIT_FILE,
+                      (long long)want_next, (long long)st->next_offset);
+  }
+  if (!committed) {
+    struct stat sb;
+    if (fstat(w->logfd, &sb) == 0 && sb.st_size > end) w->stats.truncated += sb.st_size - end;
+    if ((rc = truncate_fd(w->logfd, end, "segment", err)) != KL_OK) return rc;
+  }
+  st->seg_size = end;
+  /* As recover() ends: the final time index entry. */
+  if (st->max_ts > st->last_tidx_ts && (rc = put_tidx(w, err)) != KL_OK) return rc;
+  w->stats.recoveries++;
+  w->dirty = 1;
+  return KL_OK;
+}
+
+static kl_rc publish(kl_writer *w, kl_commit *c, kl_err *err) {
+  kl_rc rc = kl_commit_write(w->dir, w->dirfd, c, err);
+  if (rc == KL_OK) {
+    w->stats.fsyncs += 2;
+    w->com = *c;
+    w->dir_dirty = 0;
+  }
+  return rc;
+}
+
+/* A directory without a commit record: empty (a new log), or written by
+** Kafka (its last segment is recovered as Kafka would). */
+static kl_rc adopt(kl_writer *w, kl_err *err) {
+  kl_log *log = NULL;
+  kl_rc rc = kl_log_open(w->env, w->dir, &log, err);
+  if (rc) return rc;
+  kl_segment *last = kl_log_last(log);
+  int64_t base = last ? last->base : 0;
+  kl_log_close(log);
+  memset(&w->st, 0, sizeof w->st);
+  fresh_segment(&w->st, base);
+  w->st.next_offset = base;
+  w->st.log_start = -1;
+  if ((rc = open_segment(w, last == NULL, err)) != KL_OK) return rc;
+  if (last && (rc = rebuild(w, 0, err)) != KL_OK) return rc;
+  rc = sync_fd(w, w->logfd, "segment", err);
+  if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
+  if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
+  if (rc) return rc;
+  kl_commit c = w->st;
+  c.flags = 0;
+  c.gen = 1;
+  return publish(w, &c, err);
+}
+
+static int file_size_is(int fd, int64_t size) {
+  struct stat sb;
+  return fstat(fd, &sb) == 0 && (int64_t)sb.st_size == size;
+}
+
+/* Know the state of the files: from the commit record when they are as it
+** says, else by recovering the committed segment. */
+static kl_rc load(kl_writer *w, kl_err *err) {
+  kl_commit c;
+  kl_rc rc = kl_commit_read(w->dir, &c, err);
+  if (rc == KL_NOTFOUND) return adopt(w, err);
+  if (rc) return rc;
+  w->com = c;
+  w->st = c;
+  if ((rc = open_segment(w, 0, err)) != KL_OK) return rc;
+  char p[4200];
+  struct stat sb;
+  seg_path(w, c.next_offset, ".log", p, sizeof p);
+  int extra = c.next_offset != c.seg_base && stat(p, &sb) == 0;
+  if (!extra && file_size_is(w->logfd, c.seg_size) && file_size_is(w->oidxfd, c.oidx_n * 8) &&
+      file_size_is(w->tidxfd, c.tidx_n * 12)) {
+    return KL_OK;
+  }
+  /* A writer stopped between its appends and its commit. */
+  if (fstat(w->logfd, &sb) != 0) return kl_err_set(err, KL_IO, "%s: cannot stat", w->dir);
+  if (sb.st_size < c.seg_size) {
+    seg_path(w, c.seg_base, ".log", p, sizeof p);
+    return kl_err_set(err, KL_CORRUPT, "%s: position %lld: the file ends there, but %lld bytes "
+                      "were committed", p, (long long)sb.st_size, (long long)c.seg_size);
+  }
+  w->stats.truncated += (uint64_t)(sb.st_size - c.seg_size);
+  if ((rc = remove_segments(w, c.seg_base, -1, err)) != KL_OK) return rc;
+  if ((rc = truncate_fd(w->logfd, c.seg_size, "segment", err)) != KL_OK) return rc;
+  if ((rc = rebuild(w, 1, err)) != KL_OK) return rc;
+  rc = sync_fd(w, w->logfd, "segment", err);
+  if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
+  if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
+  if (rc) return rc;
+  kl_commit nc = w->st;
+  nc.flags = 0;
+  nc.gen = c.gen + 1;
+  return publish(w, &nc, err);
+}
+
+/* ---- locks ---- */
+
+static int ofd_lock(int fd, short type) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  return fcntl(fd, F_OFD_SETLK, &fl);
+}
+
+static void unlock_all(kl_writer *w) {
+  if (w->brokerfd >= 0) {
+    ofd_lock(w->brokerfd, F_UNLCK);
+    close(w->brokerfd);
+    w->brokerfd = -1;
+  }
+  ofd_lock(w->lockfd, F_UNLCK);
+}
+
+static kl_rc lock_all(kl_writer *w, kl_err *err) {
+  if (ofd_lock(w->lockfd, F_WRLCK) != 0) {
+    if (errno == EAGAIN || errno == EACCES) {
+      return kl_err_set(err, KL_BUSY, "%s: another writer holds %s/%s", w->dir, w->dir, LOCK_FILE);
+    }
+    return kl_err_set(err, KL_IO, "%s/%s: cannot lock: %s", w->dir, LOCK_FILE, strerror(errno));
+  }
+  /* A broker locks its log directory's .lock for as long as it runs
+  ** (FileChannel.tryLock, a POSIX record lock, which conflicts with ours):
+  ** holding it too keeps a broker from starting on files being written. */
+  char p[4200];
+  snprintf(p, sizeof p, "%s/.lock", w->parent);
+  int fd = open(p, O_RDWR | O_CLOEXEC);
+  if (fd >= 0) {
+    if (ofd_lock(fd, F_WRLCK) != 0) {
+      int e = errno;
+      close(fd);
+      ofd_lock(w->lockfd, F_UNLCK);
+      if (e == EAGAIN || e == EACCES) {
+        return kl_err_set(err, KL_BUSY, "%s: a Kafka broker holds %s (writing is refused while it "
+                          "runs on this log directory)", w->dir, p);
+      }
+      return kl_err_set(err, KL_IO, "%s: cannot lock: %s", p, strerror(e));
+    }
+    w->brokerfd = fd;
+    /* Kafka trusts a log directory's files without recovery after a clean
+    ** shutdown; once we append, recovery from its recovery point is what
+    ** is safe (behaviour.md 12.5). */
+    snprintf(p, sizeof p, "%s/.kafka_cleanshutdown", w->parent);
+    if (unlink(p) == 0) {
+      int pd = open(w->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (pd >= 0) {
+        fsync(pd);
+        close(pd);
+      }
+    }
+  }
+  return KL_OK;
+}
+
+/* ---- the public calls ---- */
+
+static int mkdirs(char *path) {
+  struct stat sb;
+  if (stat(path, &sb) == 0) return S_ISDIR(sb.st_mode) ? 0 : (errno = ENOTDIR, -1);
+  char *slash = strrchr(path, '/');
+  if (slash && slash != path) {
+    *slash = 0;
+    int rc = mkdirs(path);
+    *slash = '/';
+    if (rc) return rc;
+  }
+  return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
+}
+
+kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
+                     kl_writer **out, kl_err *err) {
+  *out = NULL;
+  kl_writer *w = kl_malloc(env, sizeof *w);
+  if (!w) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
+  memset(w, 0, sizeof *w);
+  w->env = env;
+  w->opt = *opt;
+  w->dirfd = w->lockfd = w->brokerfd = w->logfd = w->oidxfd = w->tidxfd = -1;
+  w->pending_start = -1;
+  w->dir = kl_strdup(env, dir);
+  if (!w->dir) {
+    kl_free(env, w);
+    return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
+  }
+  size_t n = strlen(w->dir);
+  while (n > 1 && w->dir[n - 1] == '/') w->dir[--n] = 0;
+  const char *slash = strrchr(w->dir, '/');
+  if (!slash) snprintf(w->parent, sizeof w->parent, ".");
+  else if (slash == w->dir) snprintf(w->parent, sizeof w->parent, "/");
+  else snprintf(w->parent, sizeof w->parent, "%.*s", (int)(slash - w->dir), w->dir);
+  kl_rc rc = KL_OK;
+  char p[4200];
+  if (mkdirs(w->dir) != 0) {
+    rc = kl_err_set(err, KL_IO, "cannot create %s: %s", w->dir, strerror(errno));
+  } else if ((w->dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
+    rc = kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
+  } else {
+    snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
+    if ((w->lockfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
+      rc = kl_err_set(err, errno == EACCES || errno == EROFS ? KL_READONLY : KL_IO,
+                      "%s: cannot open: %s", p, strerror(errno));
+    }
+  }
+  if (rc) {
+    kl_writer_close(w, NULL);
+    return rc;
+  }
+  kl_batch_spec spec;
+  memset(&spec, 0, sizeof spec);
+  spec.leader_epoch = -1; /* a log of its own: no leader epoch (format.md 12.2) */
+  spec.codec = opt->codec;
+  spec.log_append_time = opt->log_append_time;
+  spec.producer_id = -1;
+  spec.producer_epoch = -1;
+  spec.base_sequence = -1;
+  size_t max = (size_t)opt->batch_bytes;
+  kl_builder_init(&w->b, env, &spec, max);
+  *out = w;
+  return KL_OK;
+}
+
+static void drop_marks(kl_writer *w, int from) {
+  for (int i = from; i < w->nmarks; i++) {
+    kl_free(w->env, w->marks[i].saved);
+    w->marks[i].saved = NULL;
+    w->marks[i].saved_ok = 0;
+  }
+  if (w->nmarks > from) w->nmarks = from;
+}
+
+static kl_rc set_mark(kl_writer *w, int i, kl_err *err) {
+  if (i >= w->capmarks) {
+    int cap = i + 8;
+    wmark *m = kl_realloc(w->env, w->marks, (size_t)cap * sizeof *m);
+    if (!m) return kl_err_set(err, KL_NOMEM, "out of memory setting a savepoint");
+    w->marks = m;
+    w->capmarks = cap;
+  }
+  drop_marks(w, i);
+  for (int k = w->nmarks; k < i; k++) { /* SQLite numbers savepoints densely */
+    /* a savepoint set before this table joined the transaction: its state
+    ** then was the transaction's beginning */
+    w->marks[k] = w->marks[0];
+  }
+  wmark *m = &w->marks[i];
+  m->st = w->st;
+  kl_builder_get_mark(&w->b, &m->bm);
+  m->saved = NULL;
+  m->saved_ok = 0;
+  m->pending_start = w->pending_start;
+  w->nmarks = i + 1;
+  return KL_OK;
+}
+
+kl_rc kl_writer_begin(kl_writer *w, kl_err *err) {
+  if (w->in_txn) return kl_err_set(err, KL_MISUSE, "%s: a transaction is already open", w->dir);
+  kl_rc rc = lock_all(w, err);
+  if (rc) return rc;
+  rc = load(w, err);
+  if (rc) {
+    close_segment(w);
+    unlock_all(w);
+    return rc;
+  }
+  kl_builder_reset(&w->b, w->st.next_offset);
+  w->before = w->com;
+  w->synced = 0;
+  w->pending_start = -1;
+  w->in_txn = 1;
+  w->nmarks = 0;
+  return set_mark(w, 0, err);
+}
+
+kl_rc kl_writer_append(kl_writer *w, const kl_rec_in *r, int64_t *offset, kl_err *err) {
+  if (!w->in_txn) return kl_err_set(err, KL_MISUSE, "%s: append outside a transaction", w->dir);
+  kl_err e2 = {0};
+  kl_rc rc = kl_builder_add(&w->b, r, &e2);
+  if (rc == KL_FULL) {
+    if ((rc = flush(w, err)) != KL_OK) return rc;
+    kl_err_clear(&e2);
+    rc = kl_builder_add(&w->b, r, &e2);
+  }
+  if (rc) return kl_err_set(err, rc, "%s: %s", w->dir, e2.msg);
+  *offset = w->b.spec.base_offset + kl_builder_count(&w->b) - 1;
+  return KL_OK;
+}
+
+kl_rc kl_writer_savepoint(kl_writer *w, int n, kl_err *err) {
+  if (!w->in_txn || n < 0) return KL_OK;
+  return set_mark(w, n + 1, err);
+}
+
+void kl_writer_release(kl_writer *w, int n) {
+  if (w->in_txn && n >= 0) drop_marks(w, n + 1);
+}
+
+/* Put the files and the batch in memory back as they were at mark m. */
+static kl_rc restore(kl_writer *w, wmark *m, kl_err *err) {
+  kl_rc rc = KL_OK;
+  if (m->st.seg_base != w->st.seg_base) {
+    close_segment(w);
+    w->st = m->st;
+    rc = remove_segments(w, m->st.seg_base, -1, err);
+    if (rc == KL_OK) rc = open_segment(w, 0, err);
+  }
+  if (rc == KL_OK && w->logfd >= 0) {
+    struct stat sb;
+    if (fstat(w->logfd, &sb) == 0 && sb.st_size > m->st.seg_size) {
+      w->stats.truncated += (uint64_t)(sb.st_size - m->st.seg_size);
+    }
+    rc = truncate_fd(w->logfd, m->st.seg_size, "segment", err);
+    if (rc == KL_OK) rc = truncate_fd(w->oidxfd, m->st.oidx_n * 8, "offset index", err);
+    if (rc == KL_OK) rc = truncate_fd(w->tidxfd, m->st.tidx_n * 12, "time index", err);
+  }
+  if (rc) return rc;
+  w->st = m->st;
+  w->pending_start = m->pending_start;
+  w->dirty = 1;
+  if (m->bm.n == 0) {
+    kl_builder_reset(&w->b, w->st.next_offset);
+  } else if (!m->saved_ok) {
+    kl_builder_rewind(&w->b, &m->bm);
+  } else {
+    rc = kl_builder_refill(&w->b, &m->bm, m->saved, err);
+  }
+  return rc;
+}
+
+kl_rc kl_writer_rollback_to(kl_writer *w, int n, kl_err *err) {
+  if (!w->in_txn || n < 0 || n + 1 >= w->nmarks) return KL_OK;
+  drop_marks(w, n + 2);
+  return restore(w, &w->marks[n + 1], err);
+}
+
+kl_rc kl_writer_delete_below(kl_writer *w, int64_t start, kl_err *err) {
+  if (!w->in_txn) return kl_err_set(err, KL_MISUSE, "%s: retention outside a transaction", w->dir);
+  if (start > w->pending_start) w->pending_start = start;
+  return KL_OK;
+}
+
+/* The log directory's log-start-offset-checkpoint, where Kafka keeps the
+** log start offset of each partition: ours replaced, the others kept. */
+static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err) {
+  const char *name = strrchr(w->dir, '/');
+  name = name ? name + 1 : w->dir;
+  int32_t part;
+  size_t tlen = kl_partition_name(name, &part);
+  if (tlen == 0) return KL_OK; /* not a partition's name: no entry is possible */
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/%s", w->parent, kl_checkpoint_name(KL_CKPT_LOG_START));
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  kl_ckpt c;
+  kl_rc rc = kl_checkpoint_read(w->env, path, &c, err);
+  if (rc) return rc;
+  kl_buf b = {0};
+  size_t n = 0;
+  char line[400];
+  for (int pass = 0; pass < 2 && rc == KL_OK; pass++) {
+    if (pass == 1) {
+      snprintf(line, sizeof line, "0\n%zu\n", n);
+      rc = kl_buf_append(w->env, &b, line, strlen(line));
+    }
+    int mine = 0;
+    for (size_t i = 0; i < c.n && rc == KL_OK; i++) {
+      int64_t off = c.e[i].offset;
+      if (strlen(c.e[i].topic) == tlen && strncmp(c.e[i].topic, name, tlen) == 0 &&
+          c.e[i].partition == part) {
+        off = start;
+        mine = 1;
+      }
+      if (pass == 0) n++;
+      else {
+        snprintf(line, sizeof line, "%s %d %lld\n", c.e[i].topic, c.e[i].partition, (long long)off);
+        rc = kl_buf_append(w->env, &b, line, strlen(line));
+      }
+    }
+    if (!mine) {
+      if (pass == 0) n++;
+      else {
+        snprintf(line, sizeof line, "%.*s %d %lld\n", (int)tlen, name, part, (long long)start);
+        rc = kl_buf_append(w->env, &b, line, strlen(line));
+      }
+    }
+  }
+  kl_checkpoint_free(w->env, &c);
+  if (rc) {
+    kl_buf_free(w->env, &b);
+    return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
+  }
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) rc = kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  if (rc == KL_OK) rc = pwrite_all(fd, b.p, b.len, 0, tmp, err);
+  if (rc == KL_OK && fsync(fd) != 0) rc = kl_err_set(err, KL_IO, "%s: fsync failed", tmp);
+  if (fd >= 0) close(fd);
+  kl_buf_free(w->env, &b);
+  if (rc == KL_OK && rename(tmp, path) != 0) {
+    rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
+  }
+  if (rc == KL_OK) {
+    int pd = open(w->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (pd >= 0) {
+      fsync(pd);
+      close(pd);
+    }
+  }
+  return rc;
+}
+
+kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {
+  if (!w->in_txn) return KL_OK;
+  kl_rc rc = flush(w, err);
+  if (rc) return rc;
+  int64_t start = w->pending_start;
+  if (start > w->st.next_offset) start = w->st.next_offset;
+  int64_t old_start = w->com.log_start;
+  int retain = start > old_start && start > 0;
+  /* Retention of everything: the log keeps an empty active segment. */
+  if (retain && start == w->st.next_offset && w->st.seg_size > 0 &&
+      (rc = roll(w, w->st.next_offset, err)) != KL_OK) {
+    return rc;
+  }
+  if (w->dirty) {
+    rc = sync_fd(w, w->logfd, "segment", err);
+    if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
+    if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
+    if (rc) return rc;
+  }
+  if (!w->dirty && !w->dir_dirty && !retain) return KL_OK; /* nothing was written */
+  kl_commit c = w->st;
+  c.flags = 0;
+  c.gen = w->com.gen + 1;
+  c.log_start = retain ? start : old_start;
+  if ((rc = publish(w, &c, err)) != KL_OK) return rc;
+  w->st.log_start = c.log_start;
+  w->dirty = 0;
+  w->synced = 1;
+  w->committed_any = 1;
+  if (retain) {
+    rc = write_log_start(w, start, err);
+    /* Segments below the published start are invisible already; removing
+    ** them only frees the space. */
+    if (rc == KL_OK) rc = remove_segments(w, INT64_MAX, start, err);
+  }
+  return rc;
+}
+
+static void end_txn(kl_writer *w) {
+  drop_marks(w, 0);
+  close_segment(w);
+  unlock_all(w);
+  w->in_txn = 0;
+  w->synced = 0;
+  w->pending_start = -1;
+}
+
+void kl_writer_commit(kl_writer *w) {
+  if (w->in_txn) end_txn(w);
+}
+
+kl_rc kl_writer_rollback(kl_writer *w, kl_err *err) {
+  if (!w->in_txn) return KL_OK;
+  kl_rc rc = w->nmarks ? restore(w, &w->marks[0], err) : KL_OK;
+  if (rc == KL_OK && w->synced) {
+    /* Published, then the database's commit failed: publish the old end
+    ** again (a new generation, so that no one takes it for unchanged). */
+    kl_commit c = w->before;
+    c.gen = w->com.gen + 1;
+    rc = sync_fd(w, w->logfd, "segment", err);
+    if (rc == KL_OK) rc = publish(w, &c, err);
+  }
+  kl_builder_reset(&w->b, w->st.next_offset);
+  end_txn(w);
+  return rc;
+}
+
+kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
+  if (!w) return KL_OK;
+  kl_rc rc = KL_OK;
+  if (w->in_txn) rc = kl_writer_rollback(w, err);
+  /* A clean stop, when nobody else is writing: the final time index entry
+  ** of the active segment, as Kafka writes it on close. */
+  if (rc == KL_OK && w->committed_any && w->lockfd >= 0) {
+    kl_err e2 = {0};
+    if (lock_all(w, &e2) == KL_OK) {
+      kl_rc r2 = load(w, &e2);
+      if (r2 == KL_OK && w->st.max_ts > w->st.last_tidx_ts) r2 = put_tidx(w, &e2);
+      if (r2 == KL_OK) r2 = sync_fd(w, w->tidxfd, "time index", &e2);
+      if (r2 == KL_OK) {
+        kl_commit c = w->st;
+        c.flags = KL_COMMIT_CLEAN;
+        c.gen = w->com.gen + 1;
+        r2 = publish(w, &c, &e2);
+      }
+      close_segment(w);
+      unlock_all(w);
+    }
+  }
+  close_segment(w);
+  drop_marks(w, 0);
+  kl_free(w->env, w->marks);
+  if (w->lockfd >= 0) close(w->lockfd);
+  if (w->dirfd >= 0) close(w->dirfd);
+  kl_builder_free(&w->b);
+  kl_buf_free(w->env, &w->out);
+  kl_free(w->env, w->dir);
+  kl_free(w->env, w);
+  return rc;
+}
+
+int kl_writer_in_txn(const kl_writer *w) { return w->in_txn; }
+
+int64_t kl_writer_next_offset(const kl_writer *w) {
+  return w->in_txn ? w->b.spec.base_offset + kl_builder_count(&w->b) : w->com.next_offset;
+}
+
+int64_t kl_writer_log_start(const kl_writer *w) {
+  return w->pending_start > w->com.log_start ? w->pending_start : w->com.log_start;
+}
+
+const kl_writer_stats *kl_writer_stats_of(const kl_writer *w) { return &w->stats; }

@@ -1,0 +1,442 @@
+/*
+** test_writer.c - core/writer: appends byte-identical to an independent
+** writer of Kafka's rules (tests/util/kwriter.c), rolls, transactions,
+** savepoints, locks and recovery.
+*/
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commit.h"
+#include "cursor.h"
+#include "kwriter.h"
+#include "log.h"
+#include "testutil.h"
+#include "writer.h"
+
+static char val[64][64];
+
+/* Record i of the test logs. */
+static kl_rec_in rec(int64_t i) {
+  int k = (int)(i % 64);
+  int len = snprintf(val[k], sizeof val[k], "value-%lld", (long long)i);
+  kl_rec_in r = {1700000000000 + i * 7 - (i % 5) * 3, "key", 3, val[k], len, NULL, 0};
+  return r;
+}
+
+static kl_writer *open_w(const char *dir, int64_t seg, int64_t interval, int codec) {
+  kl_writer_opts o;
+  kl_writer_opts_default(&o);
+  o.segment_bytes = seg;
+  o.index_interval = interval;
+  o.codec = codec;
+  kl_writer *w = NULL;
+  kl_err err = {0};
+  assert_int_equal(kl_writer_open(NULL, dir, &o, &w, &err), KL_OK);
+  return w;
+}
+
+/* One transaction of n records from offset first: one batch. */
+static void txn(kl_writer *w, int64_t first, int n) {
+  kl_err err = {0};
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  for (int i = 0; i < n; i++) {
+    int64_t off;
+    kl_rec_in r = rec(first + i);
+    assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
+    assert_int_equal(off, first + i);
+  }
+  assert_int_equal(kl_writer_sync(w, &err), KL_OK);
+  kl_writer_commit(w);
+}
+
+/* Every record of dir, in order: count, and each one is rec(offset). */
+static int64_t check_log(const char *dir) {
+  kl_log *log = NULL;
+  kl_err err = {0};
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
+  kl_cursor *c = NULL;
+  assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
+  kl_bounds all = kl_bounds_all();
+  assert_int_equal(kl_cursor_start(c, &all, &err), KL_OK);
+  int64_t n = 0;
+  kl_rc rc;
+  while ((rc = kl_cursor_next(c, &err)) == KL_OK) {
+    assert_int_equal(kl_cursor_load(c, &err), KL_OK);
+    const kl_record *r = kl_cursor_record(c);
+    kl_rec_in want = rec(r->offset);
+    assert_int_equal(r->offset, n);
+    assert_int_equal(r->timestamp, want.timestamp);
+    assert_int_equal(r->value_len, want.value_len);
+    assert_memory_equal(r->value, want.value, (size_t)want.value_len);
+    n++;
+  }
+  if (rc != KL_DONE) fail_msg("%s", err.msg);
+  kl_cursor_free(c);
+  kl_log_close(log);
+  return n;
+}
+
+/* The same files, byte for byte (every *.log, *.index, *.timeindex). */
+static void same_files(const char *a, const char *b) {
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd,
+           "cd %s && for f in *.log *.index *.timeindex; do cmp -s \"$f\" \"%s/$f\" || "
+           "{ echo \"differs: $f\"; exit 1; }; done && cd %s && for f in *.log *.index "
+           "*.timeindex; do test -e \"%s/$f\" || { echo \"extra: $f\"; exit 1; }; done",
+           a, b, b, a);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* Batches of 1..9 records, segments of 4 KiB, an index entry every 300
+** bytes: the same bytes as kwriter, which follows LogSegment.append. */
+static void test_same_bytes_as_kafka_rules(void **state) {
+  (void)state;
+  for (int codec = 0; codec <= 4; codec++) {
+    char *a = t_mkdtemp("wr_a"), *b = t_mkdtemp("wr_b");
+    kl_writer *w = open_w(a, 4096, 300, codec);
+    kw_options ko = {4096, 300, 0, codec};
+    kw_writer *kw = kw_open(b, &ko);
+    assert_non_null(kw);
+    int64_t off = 0;
+    for (int t = 0; t < 300; t++) {
+      int n = 1 + t % 9;
+      txn(w, off, n);
+      kl_rec_in r[9];
+      for (int i = 0; i < n; i++) r[i] = rec(off + i);
+      kl_batch_spec s = {0};
+      s.leader_epoch = -1;
+      s.producer_id = -1;
+      s.producer_epoch = -1;
+      s.base_sequence = -1;
+      s.codec = codec;
+      assert_int_equal(kw_append(kw, &s, r, n), 0);
+      off += n;
+    }
+    assert_true(kl_writer_stats_of(w)->rolls > 3);
+    kl_err err = {0};
+    assert_int_equal(kl_writer_close(w, &err), KL_OK);
+    assert_int_equal(kw_close(kw), 0);
+    same_files(a, b);
+    assert_int_equal(check_log(a), off);
+    t_rmdir(a);
+    t_rmdir(b);
+    free(a);
+    free(b);
+  }
+}
+
+/* Nothing of a rolled-back transaction remains, however many segments it
+** started; the files are as they were. */
+static void test_rollback(void **state) {
+  (void)state;
+  char *a = t_mkdtemp("wr_rb"), *b = t_mkdtemp("wr_rb2");
+  kl_writer *w = open_w(a, 2048, 100, 0);
+  txn(w, 0, 10);
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "cp %s/*.log %s/*.index %s/*.timeindex %s/", a, a, a, b);
+  assert_int_equal(system(cmd), 0);
+  kl_err err = {0};
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  for (int i = 0; i < 500; i++) {
+    int64_t off;
+    kl_rec_in r = rec(10 + i);
+    assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
+    if (i % 7 == 6) assert_int_equal(kl_writer_savepoint(w, 0, &err), KL_OK);
+  }
+  assert_int_equal(kl_writer_rollback(w, &err), KL_OK);
+  assert_true(kl_writer_stats_of(w)->batches == 1); /* the 500 stayed in memory */
+  same_files(a, b);
+  /* Again with the batches on disk and rolls. */
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  for (int i = 0; i < 500; i++) {
+    int64_t off;
+    kl_rec_in r = rec(10 + i);
+    assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
+    if (i % 20 == 19) assert_int_equal(kl_writer_sync(w, &err), KL_OK); /* flushes */
+  }
+  assert_true(kl_writer_stats_of(w)->rolls > 3);
+  assert_int_equal(kl_writer_rollback(w, &err), KL_OK);
+  same_files(a, b);
+  assert_int_equal(check_log(a), 10);
+  txn(w, 10, 5);
+  assert_int_equal(check_log(a), 15);
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  t_rmdir(a);
+  t_rmdir(b);
+  free(a);
+  free(b);
+}
+
+/* A savepoint inside a batch that is written afterwards: rolling back to
+** it keeps the records before it, in the batch they were in. */
+static void test_savepoints(void **state) {
+  (void)state;
+  char *a = t_mkdtemp("wr_sp");
+  kl_writer_opts o;
+  kl_writer_opts_default(&o);
+  o.batch_bytes = 200; /* a few records a batch */
+  kl_writer *w = NULL;
+  kl_err err = {0};
+  assert_int_equal(kl_writer_open(NULL, a, &o, &w, &err), KL_OK);
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  int64_t off;
+  for (int i = 0; i < 3; i++) {
+    kl_rec_in r = rec(i);
+    assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
+  }
+  assert_int_equal(kl_writer_savepoint(w, 0, &err), KL_OK);
+  for (int i = 0; i < 40; i++) { /* several batches written */
+    kl_rec_in r = rec(100 + i);
+    assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
+  }
+  assert_true(kl_writer_stats_of(w)->batches >= 3);
+  assert_int_equal(kl_writer_rollback_to(w, 0, &err), KL_OK);
+  assert_int_equal(kl_writer_next_offset(w), 3);
+  assert_int_equal(kl_writer_savepoint(w, 1, &err), KL_OK); /* nested */
+  kl_rec_in r3 = rec(3);
+  assert_int_equal(kl_writer_append(w, &r3, &off, &err), KL_OK);
+  assert_int_equal(off, 3);
+  assert_int_equal(kl_writer_rollback_to(w, 0, &err), KL_OK); /* again, deeper */
+  for (int i = 3; i < 30; i++) {
+    kl_rec_in r = rec(i);
+    assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
+    assert_int_equal(off, i);
+  }
+  kl_writer_release(w, 0);
+  assert_int_equal(kl_writer_sync(w, &err), KL_OK);
+  kl_writer_commit(w);
+  assert_int_equal(check_log(a), 30);
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  t_rmdir(a);
+  free(a);
+}
+
+/* One writer at a time: in this process or another; a broker's lock on
+** the log directory's .lock refuses writing. */
+static void test_locks(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("wr_lock");
+  char dir[4200], lockp[4200];
+  snprintf(dir, sizeof dir, "%s/events-0", root);
+  kl_writer *w1 = open_w(dir, 1 << 20, 4096, 0), *w2 = open_w(dir, 1 << 20, 4096, 0);
+  kl_err err = {0};
+  assert_int_equal(kl_writer_begin(w1, &err), KL_OK);
+  kl_err e2 = {0};
+  assert_int_equal(kl_writer_begin(w2, &e2), KL_BUSY);
+  assert_non_null(strstr(e2.msg, "another writer holds"));
+  assert_int_equal(kl_writer_rollback(w1, &err), KL_OK);
+  txn(w2, 0, 3); /* free again */
+  /* A broker: a POSIX lock on <log dir>/.lock held by another process. */
+  snprintf(lockp, sizeof lockp, "%s/.lock", root);
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(lockp, O_RDWR | O_CREAT, 0644);
+    struct flock fl = {0};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (fd < 0 || fcntl(fd, F_SETLK, &fl) != 0) _exit(1);
+    if (write(pfd[1], "x", 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  assert_int_equal(read(pfd[0], &c, 1), 1);
+  kl_err e3 = {0};
+  assert_int_equal(kl_writer_begin(w1, &e3), KL_BUSY);
+  assert_non_null(strstr(e3.msg, "Kafka broker holds"));
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  txn(w1, 3, 2); /* the broker is gone */
+  assert_int_equal(check_log(dir), 5);
+  assert_int_equal(kl_writer_close(w1, &err), KL_OK);
+  assert_int_equal(kl_writer_close(w2, &err), KL_OK);
+  t_rmdir(root);
+  free(root);
+}
+
+/* A writer that died after appending: its bytes, index entries and new
+** segments are gone at the next begin, the committed data and its indexes
+** are intact, and readers never saw them. */
+static void test_recovery(void **state) {
+  (void)state;
+  char *a = t_mkdtemp("wr_rec"), *b = t_mkdtemp("wr_rec2");
+  kl_writer *w = open_w(a, 4096, 300, 0);
+  int64_t off = 0;
+  for (int t = 0; t < 40; t++, off += 5) txn(w, off, 5);
+  kl_err err = {0};
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "cp %s/*.log %s/*.index %s/*.timeindex %s/", a, a, a, b);
+  assert_int_equal(system(cmd), 0);
+  /* A child appends across segments and is killed before its commit. */
+  pid_t pid = fork();
+  if (pid == 0) {
+    kl_writer_opts o;
+    kl_writer_opts_default(&o);
+    o.segment_bytes = 4096;
+    o.index_interval = 300;
+    o.batch_bytes = 150; /* batches reach the files before the commit */
+    kl_writer *cw = NULL;
+    kl_err e = {0};
+    if (kl_writer_open(NULL, a, &o, &cw, &e)) _exit(1);
+    if (kl_writer_begin(cw, &e)) _exit(1);
+    for (int i = 0; i < 400; i++) {
+      int64_t o2;
+      kl_rec_in r = rec(200 + i);
+      if (kl_writer_append(cw, &r, &o2, &e)) _exit(1);
+    }
+    if (kl_writer_stats_of(cw)->rolls == 0) _exit(1);
+    kill(getpid(), SIGKILL);
+  }
+  int status;
+  waitpid(pid, &status, 0);
+  assert_true(WIFSIGNALED(status));
+  assert_int_equal(check_log(a), off); /* readers stop at the commit */
+  w = open_w(a, 4096, 300, 0);
+  txn(w, off, 5);
+  assert_int_equal(check_log(a), off + 5);
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  /* The same as a writer that never saw the dead one's bytes. */
+  w = open_w(b, 4096, 300, 0);
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  assert_int_equal(kl_writer_rollback(w, &err), KL_OK);
+  txn(w, off, 5);
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  same_files(a, b);
+  t_rmdir(a);
+  t_rmdir(b);
+  free(a);
+  free(b);
+}
+
+/* Damage inside committed data is an error naming the file and position,
+** and nothing is cut off. */
+static void test_committed_damage(void **state) {
+  (void)state;
+  char *a = t_mkdtemp("wr_dmg");
+  kl_writer *w = open_w(a, 1 << 20, 300, 0);
+  txn(w, 0, 5);
+  txn(w, 5, 5);
+  kl_err err = {0};
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/00000000000000000000.log", a);
+  size_t n0;
+  uint8_t *before = t_read_file(p, &n0);
+  /* Extra bytes make recovery walk; a flipped byte makes it fail. */
+  t_flip(p, 70, 0x40);
+  FILE *f = fopen(p, "ab");
+  fputs("torn", f);
+  fclose(f);
+  w = open_w(a, 1 << 20, 300, 0);
+  assert_int_equal(kl_writer_begin(w, &err), KL_CORRUPT);
+  assert_non_null(strstr(err.msg, "00000000000000000000.log"));
+  assert_non_null(strstr(err.msg, "position 0"));
+  size_t n1;
+  uint8_t *after = t_read_file(p, &n1);
+  assert_int_equal(n1, n0); /* only the uncommitted tail went */
+  free(before);
+  free(after);
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  t_rmdir(a);
+  free(a);
+}
+
+/* A log Kafka's rules wrote, with a torn tail: appending goes on after the
+** last whole batch, and the indexes are rebuilt as Kafka rebuilds them. */
+static void test_adopt(void **state) {
+  (void)state;
+  char *a = kw_make_log("wr_adopt", 50, 3, 1 << 20, 200, 20, 1700000000000, 7);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/00000000000000000000.log", a);
+  size_t n;
+  uint8_t *all = t_read_file(p, &n);
+  FILE *f = fopen(p, "ab");
+  assert_int_equal(fwrite(all, 1, 30, f), 30); /* a batch cut short */
+  fclose(f);
+  free(all);
+  kl_writer *w = open_w(a, 1 << 20, 200, 0);
+  kl_err err = {0};
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  assert_int_equal(kl_writer_next_offset(w), 150);
+  assert_true(kl_writer_stats_of(w)->truncated > 0);
+  int64_t off;
+  kl_rec_in r = {1800000000000, "k", 1, "v", 1, NULL, 0};
+  assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
+  assert_int_equal(off, 150);
+  assert_int_equal(kl_writer_sync(w, &err), KL_OK);
+  kl_writer_commit(w);
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  t_rmdir(a);
+  free(a);
+}
+
+/* Retention: segments wholly below the new start go, the start is
+** published, readers begin there. */
+static void test_retention(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("wr_ret");
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/ev-3", root);
+  kl_writer *w = open_w(dir, 2048, 300, 0);
+  int64_t off = 0;
+  for (int t = 0; t < 60; t++, off += 4) txn(w, off, 4);
+  kl_log *log = NULL;
+  kl_err err = {0};
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
+  size_t before = kl_log_segment_count(log);
+  kl_log_close(log);
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  assert_int_equal(kl_writer_delete_below(w, 100, &err), KL_OK);
+  assert_int_equal(kl_writer_sync(w, &err), KL_OK);
+  kl_writer_commit(w);
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
+  assert_true(kl_log_segment_count(log) < before);
+  assert_int_equal(kl_log_start_offset(log), 100);
+  assert_true(kl_log_first(log)->base <= 100);
+  kl_log_close(log);
+  char p[4200];
+  snprintf(p, sizeof p, "%s/log-start-offset-checkpoint", root);
+  size_t n;
+  char *ck = (char *)t_read_file(p, &n);
+  assert_non_null(ck);
+  assert_non_null(strstr(ck, "0\n1\nev 3 100\n"));
+  free(ck);
+  /* Everything: an empty active segment is left at the end. */
+  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
+  assert_int_equal(kl_writer_delete_below(w, INT64_MAX, &err), KL_OK);
+  assert_int_equal(kl_writer_sync(w, &err), KL_OK);
+  kl_writer_commit(w);
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
+  assert_int_equal(kl_log_segment_count(log), 1);
+  assert_int_equal(kl_log_first(log)->base, off);
+  kl_log_close(log);
+  txn(w, off, 2);
+  assert_int_equal(kl_writer_close(w, &err), KL_OK);
+  t_rmdir(root);
+  free(root);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_same_bytes_as_kafka_rules),
+      cmocka_unit_test(test_rollback),
+      cmocka_unit_test(test_savepoints),
+      cmocka_unit_test(test_locks),
+      cmocka_unit_test(test_recovery),
+      cmocka_unit_test(test_committed_damage),
+      cmocka_unit_test(test_adopt),
+      cmocka_unit_test(test_retention),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
