@@ -524,6 +524,13 @@ static int mkdirs(char *path) {
   return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+kl_rc kl_writer_mkdirs(const char *dir, kl_err *err) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s", dir);
+  if (mkdirs(p) == 0) return KL_OK;
+  return kl_err_set(err, KL_IO, "cannot create %s: %s", dir, strerror(errno));
+}
+
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
                      kl_writer **out, kl_err *err) {
   *out = NULL;
@@ -547,8 +554,7 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   else snprintf(w->parent, sizeof w->parent, "%.*s", (int)(slash - w->dir), w->dir);
   kl_rc rc = KL_OK;
   char p[4200];
-  if (mkdirs(w->dir) != 0) {
-    rc = kl_err_set(err, KL_IO, "cannot create %s: %s", w->dir, strerror(errno));
+  if ((rc = kl_writer_mkdirs(w->dir, err)) != KL_OK) {
   } else if ((w->dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
     rc = kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
   } else {
@@ -570,8 +576,12 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   spec.producer_id = -1;
   spec.producer_epoch = -1;
   spec.base_sequence = -1;
-  size_t max = (size_t)opt->batch_bytes;
-  kl_builder_init(&w->b, env, &spec, max);
+  /* A batch must fit a segment (Kafka refuses a larger one), compressed:
+  ** snappy's worst case is 32 + n + n / 6 bytes, the others' less. */
+  int64_t fit = opt->codec == KL_CODEC_NONE ? opt->segment_bytes
+                                            : (opt->segment_bytes - 128) / 7 * 6;
+  int64_t max = opt->batch_bytes < fit ? opt->batch_bytes : fit;
+  kl_builder_init(&w->b, env, &spec, (size_t)(max > 128 ? max : 128));
   *out = w;
   return KL_OK;
 }

@@ -16,7 +16,7 @@ int kl_sqlite_rc(kl_rc rc) {
     case KL_NOMEM: return SQLITE_NOMEM;
     case KL_IO: return SQLITE_IOERR;
     case KL_CORRUPT: return SQLITE_CORRUPT;
-    case KL_RANGE: return SQLITE_RANGE;
+    case KL_RANGE: return SQLITE_TOOBIG; /* a value from SQL past a limit of the format */
     case KL_READONLY: return SQLITE_READONLY;
     case KL_BUSY: return SQLITE_BUSY;
     case KL_FULL: return SQLITE_FULL;

@@ -32,6 +32,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "append.h"
 #include "codec.h"
 #include "cursor.h"
 #include "glue.h"
@@ -72,6 +73,8 @@ typedef struct kl_vtab {
   kl_segset set;            /* the open segments of all its logs */
   kl_logcache *logs;        /* the logs kept between queries */
   kl_listref *bk;           /* the listing of the path last read */
+  kl_append_opts wopt;      /* named form: how it writes (append.h) */
+  kl_append *app;           /* its writer, once it writes */
 } kl_vtab;
 
 typedef struct kl_vcursor {
@@ -232,6 +235,11 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
   char *d = dequote(v);
   if (!d) return SQLITE_NOMEM;
   int ok = 0;
+  int w = eq ? kl_append_option(&vt->wopt, arg, kn, d, errmsg) : 0;
+  if (w) {
+    sqlite3_free(d);
+    return w > 0 ? SQLITE_OK : SQLITE_ERROR;
+  }
   if (eq && kn == 10 && strncmp(arg, "on_corrupt", 10) == 0) {
     int mode = on_corrupt_mode(d);
     if (mode >= 0) vt->on_corrupt = mode;
@@ -256,7 +264,9 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
   if (ok) return SQLITE_OK;
   *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
                             "on_corrupt='skip', max_skew_ms=<milliseconds>, isolation='read_uncommitted' or "
-                            "'read_committed', key_type and value_type='blob' or 'text')", arg);
+                            "'read_committed', key_type and value_type='blob' or 'text'; for writing: "
+                            "segment_bytes, index_interval_bytes, batch_bytes, compression, "
+                            "timestamp_type, readonly)", arg);
   return SQLITE_ERROR;
 }
 
@@ -292,6 +302,7 @@ static char *absolute(const char *path) {
 
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
+  kl_append_free(vt->app);
   kl_logcache_free(vt->logs);
   kl_listref_release(vt->bk);
   sqlite3_free(vt->schema);
@@ -325,6 +336,9 @@ static int read_config(kl_vtab *vt, int *found, char **errmsg) {
       vt->text[k[0] == 'v'] = type_mode(v) == 1;
     } else if (strcmp(k, "isolation") == 0) {
       vt->read_committed = isolation_mode(v) == 1;
+    } else if (kl_append_option(&vt->wopt, k, strlen(k), v, errmsg) != 0) {
+      sqlite3_free(*errmsg); /* what CREATE accepted; a damaged value keeps the default */
+      *errmsg = NULL;
     } else if (strcmp(k, "on_corrupt") == 0) {
       vt->on_corrupt = on_corrupt_mode(v) == KL_ON_CORRUPT_SKIP ? KL_ON_CORRUPT_SKIP
                                                                 : KL_ON_CORRUPT_ERROR;
@@ -352,11 +366,13 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 9) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most five options, "
+  if (argc > 15) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most eleven options, "
                               "on_corrupt='error'|'skip', max_skew_ms=<milliseconds>, "
                               "isolation='read_uncommitted'|'read_committed', "
-                              "key_type='blob'|'text' and value_type='blob'|'text'");
+                              "key_type='blob'|'text', value_type='blob'|'text', "
+                              "segment_bytes, index_interval_bytes, batch_bytes, compression, "
+                              "timestamp_type and readonly");
     return SQLITE_ERROR;
   }
   if (argc < 4 && sqlite3_stricmp(argv[2], argv[0]) != 0) {
@@ -370,6 +386,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->db = db;
   vt->conn = aux;
   vt->max_skew = -1;
+  kl_append_opts_default(&vt->wopt);
   kl_segset_init(&vt->set, max_open_segments());
   vt->logs = kl_logcache_new(&vt->set);
   if (!vt->logs) {
@@ -403,16 +420,22 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
     if (vt->max_skew >= 0) snprintf(skew, sizeof skew, "%lld", (long long)vt->max_skew);
     rc = read_config(vt, &found, errmsg);
     if (rc == SQLITE_OK && !found && sqlite3_txn_state(db, argv[1]) == SQLITE_TXN_WRITE) {
-      char *sql = sqlite3_mprintf(
+      char *wrows = kl_append_config_rows(&vt->wopt);
+      char *sql = wrows ? sqlite3_mprintf(
           "CREATE TABLE \"%w\".\"%w_config\"(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
           "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q),"
-          " ('max_skew_ms', %s), ('isolation', %Q), ('key_type', %Q), ('value_type', %Q);",
+          " ('max_skew_ms', %s), ('isolation', %Q), ('key_type', %Q), ('value_type', %Q), %s;",
           vt->schema, vt->name, vt->schema, vt->name, vt->dir,
           vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", skew,
           vt->read_committed ? "read_committed" : "read_uncommitted",
-          vt->text[0] ? "text" : "blob", vt->text[1] ? "text" : "blob");
+          vt->text[0] ? "text" : "blob", vt->text[1] ? "text" : "blob", wrows) : NULL;
       rc = sql ? sqlite3_exec(db, sql, NULL, NULL, errmsg) : SQLITE_NOMEM;
       sqlite3_free(sql);
+      sqlite3_free(wrows);
+      /* A new log: its directory is made now (one path, not read-only). */
+      if (rc == SQLITE_OK && !vt->wopt.readonly && !strchr(vt->dir, ',')) {
+        rc = kl_append_create(vt->dir, &vt->wopt, errmsg);
+      }
     }
     if (rc) {
       vtab_free(vt);
@@ -797,6 +820,10 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   c->pbnd = c->bnd;
   /* Records below the log start offset are deleted for every consumer. */
   if (p->log_start >= 0 && p->log_start > c->pbnd.off_lo) c->pbnd.off_lo = p->log_start;
+  /* And below the one a writer keeps (retention, core/commit.h). */
+  int64_t ls = kl_log_start_offset(c->ref->log);
+  const kl_segment *first = kl_log_first(c->ref->log);
+  if (first && ls > first->base && ls > c->pbnd.off_lo) c->pbnd.off_lo = ls;
   return c->read_committed ? committed_bounds(c, err) : KL_OK;
 }
 
@@ -1200,10 +1227,47 @@ static int kl_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
   return SQLITE_OK;
 }
 
+/* ---- writing (append.h) ---- */
+
 static int kl_update(sqlite3_vtab *base, int argc, sqlite3_value **argv, sqlite3_int64 *rowid) {
   kl_vtab *vt = (kl_vtab *)base;
-  return set_error(base, SQLITE_READONLY, "kafka_log: %s is read-only (writing is not supported yet)",
-                   vt->dir ? vt->dir : "the table-valued form");
+  if (!vt->name) {
+    return set_error(base, SQLITE_READONLY, "kafka_log: %s", "the table-valued form is read-only: "
+                     "CREATE VIRTUAL TABLE t USING kafka_log('<dir>') to write");
+  }
+  if (!vt->app && !(vt->app = kl_append_new(vt->db, vt->dir, &vt->wopt))) return SQLITE_NOMEM;
+  int rc = kl_append_update(vt->app, argc, argv, rowid, &base->zErrMsg);
+  forget_log(vt, vt->dir); /* what the table knows of the files may change */
+  return rc;
+}
+
+static int kl_begin(sqlite3_vtab *base) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return vt->app ? kl_append_begin(vt->app, &base->zErrMsg) : SQLITE_OK;
+}
+static int kl_sync(sqlite3_vtab *base) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return vt->app ? kl_append_sync(vt->app, &base->zErrMsg) : SQLITE_OK;
+}
+static int kl_commit_tx(sqlite3_vtab *base) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return vt->app ? kl_append_commit(vt->app) : SQLITE_OK;
+}
+static int kl_rollback(sqlite3_vtab *base) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return vt->app ? kl_append_rollback(vt->app, &base->zErrMsg) : SQLITE_OK;
+}
+static int kl_savepoint(sqlite3_vtab *base, int n) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return vt->app ? kl_append_savepoint(vt->app, n, &base->zErrMsg) : SQLITE_OK;
+}
+static int kl_release(sqlite3_vtab *base, int n) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return vt->app ? kl_append_release(vt->app, n) : SQLITE_OK;
+}
+static int kl_rollback_to(sqlite3_vtab *base, int n) {
+  kl_vtab *vt = (kl_vtab *)base;
+  return vt->app ? kl_append_rollback_to(vt->app, n, &base->zErrMsg) : SQLITE_OK;
 }
 
 static const sqlite3_module kl_module = {
@@ -1221,7 +1285,14 @@ static const sqlite3_module kl_module = {
     .xColumn = kl_column,
     .xRowid = kl_rowid,
     .xUpdate = kl_update,
+    .xBegin = kl_begin,
+    .xSync = kl_sync,
+    .xCommit = kl_commit_tx,
+    .xRollback = kl_rollback,
     .xRename = kl_rename,
+    .xSavepoint = kl_savepoint,
+    .xRelease = kl_release,
+    .xRollbackTo = kl_rollback_to,
     .xShadowName = kl_shadow_name,
 };
 

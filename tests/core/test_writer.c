@@ -150,7 +150,7 @@ static void test_rollback(void **state) {
     if (i % 7 == 6) assert_int_equal(kl_writer_savepoint(w, 0, &err), KL_OK);
   }
   assert_int_equal(kl_writer_rollback(w, &err), KL_OK);
-  assert_true(kl_writer_stats_of(w)->batches == 1); /* the 500 stayed in memory */
+  assert_true(kl_writer_stats_of(w)->batches > 1); /* written, then truncated */
   same_files(a, b);
   /* Again with the batches on disk and rolls. */
   assert_int_equal(kl_writer_begin(w, &err), KL_OK);

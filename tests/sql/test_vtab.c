@@ -11,8 +11,9 @@
 #include <unistd.h>
 
 /* CREATE VIRTUAL TABLE ... USING kafka_log('<dir>') for a fixture set. */
+/* Fixtures are never written: their tables are made read-only. */
 static void create_vtab(sqlite3 *db, const char *name, const char *dir) {
-  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE %s USING kafka_log(%Q)", name, dir);
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE %s USING kafka_log(%Q, readonly=1)", name, dir);
   st_exec(db, sql);
   sqlite3_free(sql);
 }
@@ -211,10 +212,17 @@ static char *expect_error(sqlite3 *db, const char *sql, int *rc_out) {
 static void test_read_only(void **state) {
   sqlite3 *db = st_open();
   create_vtab(db, "t", t_fixture("a-tiny"));
-  free(expect_error(db, "INSERT INTO t(offset, key, value) VALUES (10, x'00', x'01')", NULL));
+  int rc;
+  char *m = expect_error(db, "INSERT INTO t(key, value) VALUES (x'00', x'01')", &rc);
+  assert_int_equal(rc, SQLITE_READONLY);
+  assert_non_null(strstr(m, "readonly=1"));
+  free(m);
   free(expect_error(db, "UPDATE t SET value = x'00' WHERE offset = 1", NULL));
   free(expect_error(db, "DELETE FROM t WHERE offset = 1", NULL));
   free(expect_error(db, "DELETE FROM t", NULL));
+  m = expect_error(db, "INSERT INTO kafka_log(key, value) VALUES (x'00', x'01')", &rc);
+  assert_int_equal(rc, SQLITE_READONLY);
+  free(m);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 10);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE value = x'00'", NULL), 0);
   st_close(db);
@@ -228,7 +236,8 @@ static void test_missing_dir(void **state) {
   assert_non_null(strstr(msg, missing));
   free(msg);
   sqlite3_free(sql);
-  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE m USING kafka_log(%Q); SELECT * FROM m", missing);
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE m USING kafka_log(%Q, readonly=1); SELECT * FROM m",
+                        missing);
   char *err = NULL;
   int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
   print_message("  CREATE VIRTUAL TABLE on a missing dir -> rc %d: %s\n", rc, err ? err : "");
@@ -267,7 +276,8 @@ static void test_named_table_is_fixed(void **state) {
   assert_string_equal(d, a);
   free(d);
   /* Options are kept too. */
-  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE s USING kafka_log(%Q, on_corrupt='skip')", a);
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE s USING kafka_log(%Q, on_corrupt='skip', "
+                              "readonly=1)", a);
   st_exec(db, sql);
   sqlite3_free(sql);
   assert_int_equal(st_int(db, "SELECT count(*) FROM s WHERE on_corrupt = 'skip'", NULL), 10);
@@ -290,7 +300,8 @@ static void test_named_table_relative_dir(void **state) {
   sqlite3 *db = NULL;
   assert_int_equal(sqlite3_open(dbpath, &db), SQLITE_OK);
   assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
-  st_exec(db, "CREATE VIRTUAL TABLE r USING kafka_log('./a-tiny/orders-0', on_corrupt = 'skip')");
+  st_exec(db, "CREATE VIRTUAL TABLE r USING kafka_log('./a-tiny/orders-0', on_corrupt = 'skip', "
+              "readonly = 1)");
   assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 10);
   st_close(db);
   assert_int_equal(chdir("/"), 0);

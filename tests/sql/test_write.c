@@ -1,0 +1,504 @@
+/*
+** test_write.c - INSERT, transactions, savepoints, retention DELETE, one
+** writer at a time, readers in other connections and processes, and a
+** writer killed at random moments (crash safety).
+*/
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sqltest.h"
+
+/* Kills of the crash test (KL_CRASH_KILLS overrides). */
+#define CRASH_KILLS 200
+
+static char *new_dir(const char *tag) {
+  char *root = t_mkdtemp(tag);
+  char *dir = malloc(strlen(root) + 16);
+  sprintf(dir, "%s/events-0", root);
+  free(root);
+  return dir;
+}
+
+static void drop_dir(char *dir) {
+  char *slash = strrchr(dir, '/');
+  *slash = 0;
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* gs(value): 0 to 1000, for INSERT ... SELECT (the library has no
+** generate_series). */
+static void add_gs(sqlite3 *db) {
+  if (sqlite3_exec(db, "CREATE TEMP TABLE gs(value INTEGER PRIMARY KEY);"
+                       " WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 1000)"
+                       " INSERT INTO gs SELECT i FROM c", NULL, NULL, NULL) != SQLITE_OK) {
+    fail_msg("gs: %s", sqlite3_errmsg(db));
+  }
+}
+
+static void create(sqlite3 *db, const char *name, const char *dir, const char *opts) {
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE %s USING kafka_log(%Q%s%s)", name, dir,
+                              opts ? ", " : "", opts ? opts : "");
+  st_exec(db, sql);
+  sqlite3_free(sql);
+}
+
+/* Run sql expecting failure with rc; returns the message (malloc'd). */
+static char *expect_rc(sqlite3 *db, const char *sql, int want) {
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  print_message("  %s\n    -> rc %d: %s\n", sql, rc, err ? err : "");
+  if (rc != want) fail_msg("expected rc %d, got %d (%s) from %s", want, rc, err ? err : "", sql);
+  char *m = strdup(err ? err : "");
+  sqlite3_free(err);
+  return m;
+}
+
+/* The source rows of the round trip: sizes, nulls, text and blobs, headers
+** with null and binary values, timestamps out of order. */
+static void make_source(sqlite3 *db, int n) {
+  st_exec(db, "CREATE TABLE src(i INTEGER PRIMARY KEY, key, value, timestamp, headers)");
+  st_run(db,
+         "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i + 1 < ?1)"
+         " INSERT INTO src SELECT i,"
+         "  CASE i % 4 WHEN 0 THEN NULL WHEN 1 THEN 'key-' || i WHEN 2 THEN randomblob(i % 9)"
+         "   ELSE x'' END,"
+         "  CASE WHEN i % 17 = 0 THEN NULL WHEN i % 5 = 0 THEN randomblob(i % 300)"
+         "   ELSE printf('{\"n\": %d, \"pad\": \"%.*c\"}', i, i % 200, 'x') END,"
+         "  1700000000000 + i * 10 - (i % 7) * 25,"
+         "  CASE i % 3 WHEN 0 THEN '[]' WHEN 1 THEN '[[\"trace\",\"t-' || i || '\"],[\"n\",null]]'"
+         "   ELSE '[[\"bin\",{\"hex\":\"00ff' || printf('%02x', i % 256) || '\"}]]' END"
+         " FROM c",
+         "i", (int64_t)n);
+}
+
+static const char *const codecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
+
+/* Everything written reads back identically, for every codec, through the
+** table, the table-valued form, another connection and another plan. */
+static void test_round_trip(void **state) {
+  (void)state;
+  for (int k = 0; k < 5; k++) {
+    char *dir = new_dir("wr-rt");
+    sqlite3 *db = st_open();
+    make_source(db, 3000);
+    char opts[200];
+    snprintf(opts, sizeof opts, "compression='%s', segment_bytes=65536, batch_bytes=%d,"
+             " index_interval_bytes=1024", codecs[k], k % 2 ? 4096 : 1048576);
+    create(db, "t", dir, opts);
+    /* One transaction of 2000, then one record per statement. */
+    st_exec(db, "BEGIN; INSERT INTO t(key, value, timestamp, headers)"
+                " SELECT key, value, timestamp, headers FROM src WHERE i < 2000 ORDER BY i; COMMIT");
+    assert_int_equal(st_int(db, "SELECT last_insert_rowid()", NULL), 1999);
+    sqlite3_stmt *ins = NULL;
+    assert_int_equal(sqlite3_prepare_v2(db, "INSERT INTO t(key, value, timestamp, headers)"
+                                            " SELECT key, value, timestamp, headers FROM src"
+                                            " WHERE i = ?1", -1, &ins, NULL), SQLITE_OK);
+    for (int i = 2000; i < 3000; i++) {
+      sqlite3_bind_int(ins, 1, i);
+      assert_int_equal(sqlite3_step(ins), SQLITE_DONE);
+      sqlite3_reset(ins);
+      assert_int_equal(sqlite3_last_insert_rowid(db), i);
+    }
+    sqlite3_finalize(ins);
+    static const char *const reads[] = {
+        "SELECT offset, timestamp, quote(key), quote(value), json(headers) FROM t ORDER BY offset",
+        "SELECT offset, timestamp, quote(key), quote(value), json(headers) FROM t"
+        " WHERE offset + 0 >= 0 ORDER BY offset + 0",
+        "SELECT offset, timestamp, quote(key), quote(value), json(headers) FROM kafka_log(?1)"
+        " ORDER BY offset DESC",
+    };
+    st_buf want = {0};
+    st_render(db, st_prep(db, "SELECT i, timestamp, quote(CAST(key AS BLOB)), quote(CAST(value AS "
+                              "BLOB)), json(headers) FROM src ORDER BY i", NULL), &want);
+    for (size_t q = 0; q < 3; q++) {
+      st_buf got = {0};
+      st_render(db, st_prep(db, reads[q], q == 2 ? "t" : NULL, dir), &got);
+      if (q == 2) { /* descending: compare as a set of lines */
+        st_buf asc = {0};
+        st_render(db, st_prep(db, "SELECT * FROM (SELECT offset, timestamp, quote(key),"
+                                  " quote(value), json(headers) FROM kafka_log(?1)) ORDER BY 1",
+                              "t", dir), &asc);
+        st_buf_free(&got);
+        got = asc;
+      }
+      char lx[300], ly[300];
+      long line = st_first_diff(want.p, got.p, lx, ly, sizeof lx);
+      if (line > 0) fail_msg("%s (%s): line %ld\n want %s\n got  %s", codecs[k], reads[q], line, lx, ly);
+      st_buf_free(&got);
+    }
+    /* Another connection. */
+    sqlite3 *other = st_open();
+    assert_int_equal(st_int(other, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 3000);
+    assert_int_equal(st_int(other, "SELECT count(DISTINCT compression) FROM kafka_log(?1)", "t",
+                            dir), 1);
+    char *c = st_text(other, "SELECT compression FROM kafka_log(?1) LIMIT 1", "t", dir);
+    assert_string_equal(c, k == 0 ? "none" : codecs[k]);
+    free(c);
+    assert_true(st_int(other, "SELECT count(*) FROM kafka_segments(?1)", "t", dir) > 3);
+    st_close(other);
+    /* The integrity check finds nothing. */
+    assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1) WHERE severity <> 'info'",
+                            "t", dir), 0);
+    st_buf_free(&want);
+    st_close(db);
+    drop_dir(dir);
+  }
+}
+
+/* The timestamp defaults to now; timestamp_type='log_append_time' reports
+** the append time; keys and values of every SQL type. */
+static void test_values(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-val");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  struct timeval tv;
+  gettimeofday(&tv, NULL);
+  int64_t before = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+  st_exec(db, "INSERT INTO t(key, value) VALUES ('user-1', '{\"click\": 3}')");
+  st_exec(db, "INSERT INTO t(value) VALUES (42), (2.5), (x'')");
+  gettimeofday(&tv, NULL);
+  int64_t after = (int64_t)tv.tv_sec * 1000 + tv.tv_usec / 1000;
+  int64_t ts = st_int(db, "SELECT timestamp FROM t WHERE offset = 0", NULL);
+  assert_true(ts >= before && ts <= after);
+  char *r = st_text(db, "SELECT group_concat(quote(key) || ':' || quote(value), ' ') FROM t", NULL);
+  assert_string_equal(r, "X'757365722D31':X'7B22636C69636B223A20337D' NULL:X'3432' NULL:X'322E35' "
+                         "NULL:X''");
+  free(r);
+  assert_string_equal(r = st_text(db, "SELECT headers FROM t WHERE offset = 0", NULL), "[]");
+  free(r);
+  /* log_append_time */
+  char *dir2 = new_dir("wr-lat");
+  create(db, "l", dir2, "timestamp_type='log_append_time'");
+  st_exec(db, "INSERT INTO l(value, timestamp) VALUES ('a', 5), ('b', 6)");
+  assert_true(st_int(db, "SELECT min(timestamp) FROM l", NULL) >= before);
+  r = st_text(db, "SELECT group_concat(timestamp_type) FROM l", NULL);
+  assert_string_equal(r, "LogAppendTime,LogAppendTime");
+  free(r);
+  st_close(db);
+  drop_dir(dir);
+  drop_dir(dir2);
+}
+
+/* Every limit and wrong column is a clear error, and nothing of the
+** statement is written. */
+static void test_errors(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-err");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, "batch_bytes=1024");
+  st_exec(db, "INSERT INTO t(value) VALUES ('one')");
+  struct { const char *sql; int rc; const char *words; } cases[] = {
+      {"UPDATE t SET value = 'x' WHERE offset = 0", SQLITE_CONSTRAINT, "UPDATE is not supported"},
+      {"INSERT INTO t(offset, value) VALUES (7, 'x')", SQLITE_CONSTRAINT, "offsets are assigned"},
+      {"INSERT INTO t(rowid, value) VALUES (7, 'x')", SQLITE_CONSTRAINT, "rowid"},
+      {"INSERT INTO t(topic, value) VALUES ('x', 'x')", SQLITE_CONSTRAINT, "not topic"},
+      {"INSERT INTO t(value, timestamp) VALUES ('x', 'soon')", SQLITE_MISMATCH, "timestamp must"},
+      {"INSERT INTO t(value, timestamp) VALUES ('x', 1.5)", SQLITE_MISMATCH, "timestamp must"},
+      {"INSERT INTO t(value, headers) VALUES ('x', '{')", SQLITE_MISMATCH, "JSON array"},
+      {"INSERT INTO t(value, headers) VALUES ('x', '[1]')", SQLITE_MISMATCH, "headers[0]"},
+      {"INSERT INTO t(value, headers) VALUES ('x', '[[null,\"v\"]]')", SQLITE_MISMATCH, "name"},
+      {"INSERT INTO t(value, headers) VALUES ('x', '[[\"a\",{\"hex\":\"0g\"}]]')", SQLITE_MISMATCH,
+       "hex"},
+      {"INSERT INTO t(value, headers) VALUES ('x', x'00')", SQLITE_MISMATCH, "JSON text"},
+      {"INSERT INTO t(value) VALUES (randomblob(5000))", SQLITE_TOOBIG, "batch"},
+      {"INSERT INTO t(value, timestamp) VALUES ('a', -9223372036854775808), ('b', 9223372036854775807)",
+       SQLITE_TOOBIG, "too far"},
+      {"INSERT INTO t(value) SELECT 'ok' UNION ALL SELECT randomblob(5000)", SQLITE_TOOBIG, "batch"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *m = expect_rc(db, cases[i].sql, cases[i].rc);
+    if (!strstr(m, cases[i].words)) fail_msg("%s: message lacks '%s'", m, cases[i].words);
+    free(m);
+    assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1);
+  }
+  free(expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', compression='brotli')",
+                 SQLITE_ERROR));
+  free(expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', segment_bytes=10)",
+                 SQLITE_ERROR));
+  free(expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', fsync='never')",
+                 SQLITE_ERROR));
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* ROLLBACK leaves nothing; savepoints roll back to their mark; a failing
+** statement inside a transaction takes only its own rows away. */
+static void test_transactions(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-tx");
+  sqlite3 *db = st_open();
+  add_gs(db);
+  create(db, "t", dir, "segment_bytes=4096, batch_bytes=512, index_interval_bytes=100");
+  st_exec(db, "INSERT INTO t(value) VALUES ('v0')");
+  st_exec(db, "BEGIN; INSERT INTO t(value) SELECT printf('r%d', value) FROM gs WHERE value BETWEEN 1 AND 500;"
+              " ROLLBACK");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1);
+  st_exec(db, "BEGIN; INSERT INTO t(value) VALUES ('v1'); SAVEPOINT a;"
+              " INSERT INTO t(value) SELECT 'gone' FROM gs WHERE value BETWEEN 1 AND 300;"
+              " SAVEPOINT b; INSERT INTO t(value) VALUES ('gone too'); ROLLBACK TO a;"
+              " INSERT INTO t(value) VALUES ('v2'); RELEASE a; COMMIT");
+  char *r = st_text(db, "SELECT group_concat(offset || '=' || CAST(value AS TEXT), ',') FROM t", NULL);
+  assert_string_equal(r, "0=v0,1=v1,2=v2");
+  free(r);
+  /* The second statement fails on its 200th row (bad headers). */
+  sqlite3_exec(db, "BEGIN; INSERT INTO t(value) VALUES ('v3')", NULL, NULL, NULL);
+  char *m = expect_rc(db, "INSERT INTO t(value, headers) SELECT 'no', CASE WHEN value = 200 THEN"
+                          " 'bad' ELSE '[]' END FROM gs WHERE value BETWEEN 1 AND 300", SQLITE_MISMATCH);
+  free(m);
+  st_exec(db, "INSERT INTO t(value) VALUES ('v4'); COMMIT");
+  r = st_text(db, "SELECT group_concat(offset || '=' || CAST(value AS TEXT), ',') FROM t", NULL);
+  assert_string_equal(r, "0=v0,1=v1,2=v2,3=v3,4=v4");
+  free(r);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1) WHERE severity <> 'info'",
+                          "t", dir), 0);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* One writer at a time; readers of other connections see committed
+** transactions only, whole. */
+static void test_writers_and_readers(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-conc");
+  sqlite3 *a = st_open(), *b = st_open();
+  add_gs(a);
+  create(a, "t", dir, "batch_bytes=300");
+  create(b, "t", dir, NULL);
+  st_exec(a, "BEGIN; INSERT INTO t(value) SELECT 'x' FROM gs WHERE value BETWEEN 1 AND 1000");
+  /* the batches are in the files already */
+  assert_int_equal(st_int(b, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 0);
+  char *m = expect_rc(b, "INSERT INTO t(value) VALUES ('y')", SQLITE_BUSY);
+  assert_non_null(strstr(m, "another writer"));
+  free(m);
+  st_exec(a, "COMMIT");
+  assert_int_equal(st_int(b, "SELECT count(*) FROM t", NULL), 1000);
+  st_exec(b, "INSERT INTO t(value) VALUES ('y')");
+  assert_int_equal(st_int(a, "SELECT count(*) FROM t", NULL), 1001);
+  assert_int_equal(st_int(a, "SELECT max(offset) FROM t", NULL), 1000);
+  st_close(a);
+  st_close(b);
+
+  /* A reader process during appends: counts only ever whole transactions
+  ** of 37, growing. */
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pfd[0]);
+    sqlite3 *r = NULL;
+    sqlite3_open(":memory:", &r);
+    sqlite3_kafkalog_init(r, NULL, NULL);
+    sqlite3_stmt *st = NULL;
+    sqlite3_prepare_v2(r, "SELECT count(*), coalesce(sum(length(value)), 0) FROM kafka_log(?1)", -1, &st, NULL);
+    sqlite3_bind_text(st, 1, dir, -1, SQLITE_STATIC);
+    int64_t last = 0, reads = 0;
+    int bad = 0;
+    for (int i = 0; i < 3000 && !bad; i++) {
+      if (sqlite3_step(st) != SQLITE_ROW) bad = 1;
+      else {
+        int64_t n = sqlite3_column_int64(st, 0);
+        if ((n - 1001) % 37 != 0 || n < last || sqlite3_column_int64(st, 1) != 1001 + (n - 1001) * 3) bad = 2;
+        last = n;
+        reads++;
+      }
+      sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    sqlite3_close(r);
+    char out[64];
+    int len = snprintf(out, sizeof out, "%d %lld", bad, (long long)reads);
+    if (write(pfd[1], out, (size_t)len) != len) _exit(3);
+    _exit(0);
+  }
+  close(pfd[1]);
+  sqlite3 *w = st_open();
+  add_gs(w);
+  create(w, "t", dir, "batch_bytes=400, segment_bytes=8192");
+  for (int t = 0; t < 150; t++) {
+    st_exec(w, "INSERT INTO t(value) SELECT 'abc' FROM gs WHERE value BETWEEN 1 AND 37");
+  }
+  st_close(w);
+  char buf[64] = {0};
+  assert_true(read(pfd[0], buf, sizeof buf - 1) > 0);
+  close(pfd[0]);
+  waitpid(pid, NULL, 0);
+  print_message("  reader process: %s (error, reads)\n", buf);
+  assert_int_equal(atoi(buf), 0);
+  drop_dir(dir);
+}
+
+/* Retention: DELETE ... WHERE offset < N removes whole segments below N,
+** records the log start; other DELETEs are refused. */
+static void test_retention(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-ret");
+  sqlite3 *db = st_open();
+  add_gs(db);
+  create(db, "t", dir, "segment_bytes=4096");
+  st_exec(db, "INSERT INTO t(value, timestamp) SELECT printf('value-%05d', value), 1700000000000 + value"
+              " FROM gs WHERE value BETWEEN 0 AND 999");
+  int64_t segs = st_int(db, "SELECT count(*) FROM kafka_segments(?1)", "t", dir);
+  char *m = expect_rc(db, "DELETE FROM t WHERE CAST(value AS TEXT) LIKE '%5'", SQLITE_CONSTRAINT);
+  assert_non_null(strstr(m, "WHERE offset < N"));
+  free(m);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1000);
+  st_exec(db, "DELETE FROM t WHERE offset < 500");
+  assert_int_equal(sqlite3_changes(db), 500);
+  static const char *const q[] = {
+      "SELECT count(*) FROM t", "SELECT min(offset) FROM t", "SELECT count(*) FROM t WHERE offset + 0 < 600",
+      "SELECT min(timestamp) FROM t", "SELECT count(*) FROM t WHERE offset < 600",
+      "SELECT offset FROM t ORDER BY timestamp LIMIT 1", "SELECT count(*) FROM kafka_log(?1)",
+      "SELECT log_start_offset FROM kafka_partitions(?1)"};
+  int64_t want[] = {500, 500, 100, 1700000000500, 100, 500, 500, 500};
+  for (int i = 0; i < 8; i++) {
+    int64_t got = st_int(db, q[i], strstr(q[i], "?1") ? "t" : NULL, dir);
+    if (got != want[i]) fail_msg("%s: %lld, want %lld", q[i], (long long)got, (long long)want[i]);
+  }
+  assert_true(st_int(db, "SELECT count(*) FROM kafka_segments(?1)", "t", dir) < segs);
+  char path[4200];
+  snprintf(path, sizeof path, "%.*s/log-start-offset-checkpoint", (int)(strrchr(dir, '/') - dir), dir);
+  size_t n;
+  char *ck = (char *)t_read_file(path, &n);
+  assert_non_null(ck);
+  assert_string_equal(ck, "0\n1\nevents 0 500\n");
+  free(ck);
+  /* A rolled-back retention changes nothing. */
+  st_exec(db, "BEGIN; DELETE FROM t WHERE offset < 800; ROLLBACK");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 500);
+  /* Everything: the log keeps its end. */
+  st_exec(db, "DELETE FROM t");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 0);
+  st_exec(db, "INSERT INTO t(value) VALUES ('after')");
+  assert_int_equal(st_int(db, "SELECT offset FROM t", NULL), 1000);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* A writer committing transactions in a loop, killed with SIGKILL at
+** random moments: after each kill every transaction it reported committed
+** is there whole, no other record is, and the indexes agree with the log. */
+static void test_crash(void **state) {
+  (void)state;
+  int kills = CRASH_KILLS;
+  if (getenv("KL_CRASH_KILLS")) kills = atoi(getenv("KL_CRASH_KILLS"));
+  char *dir = new_dir("wr-crash");
+  srand(12345);
+  int64_t reported = -1, survived = 0;
+  sqlite3 *first = st_open();
+  create(first, "t", dir, NULL); /* the log exists before the first kill */
+  st_close(first);
+  for (int k = 0; k < kills; k++) {
+    int pfd[2];
+    assert_int_equal(pipe(pfd), 0);
+    pid_t pid = fork();
+    if (pid == 0) {
+      close(pfd[0]);
+      sqlite3 *db = NULL;
+      sqlite3_open(":memory:", &db);
+      sqlite3_kafkalog_init(db, NULL, NULL);
+      add_gs(db);
+      char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, segment_bytes=16384,"
+                                  " batch_bytes=2048, index_interval_bytes=512%s)", dir,
+                                  k % 3 == 1 ? ", compression='lz4'" : "");
+      if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) _exit(2);
+      sqlite3_free(sql);
+      /* The next transaction's number follows the log's last record. */
+      sqlite3_stmt *st = NULL;
+      sqlite3_prepare_v2(db, "SELECT coalesce(max(CAST(key AS INTEGER)), -1) FROM t", -1, &st, NULL);
+      if (sqlite3_step(st) != SQLITE_ROW) _exit(2);
+      int64_t txn = sqlite3_column_int64(st, 0) + 1;
+      sqlite3_finalize(st);
+      for (;; txn++) {
+        int n = 1 + (int)(txn * 7919 % 97);
+        char *ins = sqlite3_mprintf("BEGIN; INSERT INTO t(key, value) SELECT '%lld',"
+                                    " printf('%lld-%%d-%d-', value) || hex(randomblob(value %% 40))"
+                                    " FROM gs WHERE value BETWEEN 1 AND %d; COMMIT", (long long)txn,
+                                    (long long)txn, n, n);
+        int rc = sqlite3_exec(db, ins, NULL, NULL, NULL);
+        sqlite3_free(ins);
+        if (rc != SQLITE_OK) _exit(3);
+        char line[32];
+        int len = snprintf(line, sizeof line, "%lld\n", (long long)txn);
+        if (write(pfd[1], line, (size_t)len) != len) _exit(4);
+      }
+    }
+    close(pfd[1]);
+    usleep((useconds_t)(rand() % 30000));
+    kill(pid, SIGKILL);
+    int status;
+    waitpid(pid, &status, 0);
+    if (WIFEXITED(status)) fail_msg("writer exited with %d before the kill", WEXITSTATUS(status));
+    char buf[65536];
+    ssize_t got, total = 0;
+    while ((got = read(pfd[0], buf + total, sizeof buf - 1 - (size_t)total)) > 0) total += got;
+    close(pfd[0]);
+    buf[total] = 0;
+    for (char *p = buf; *p;) {
+      char *nl = strchr(p, '\n');
+      if (!nl) break;
+      reported = atoll(p);
+      p = nl + 1;
+    }
+    /* A reader: whole transactions, in order, through the last reported. */
+    sqlite3 *db = st_open();
+    sqlite3_stmt *st = st_prep(db, "SELECT offset, CAST(key AS INTEGER), CAST(value AS TEXT)"
+                                   " FROM kafka_log(?1) ORDER BY offset", "t", dir);
+    int64_t expect_off = 0, txn = -1, seen = 0, of = 0;
+    int rc;
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+      int64_t off = sqlite3_column_int64(st, 0), t = sqlite3_column_int64(st, 1);
+      const char *v = (const char *)sqlite3_column_text(st, 2);
+      if (off != expect_off++) fail_msg("kill %d: offset %lld, want %lld", k, (long long)off, (long long)expect_off - 1);
+      long long vt;
+      int i, n;
+      if (sscanf(v, "%lld-%d-%d-", &vt, &i, &n) != 3 || vt != t) fail_msg("kill %d: bad value %s", k, v);
+      if (t != txn) {
+        if (txn >= 0 && seen != of) fail_msg("kill %d: transaction %lld has %lld of %lld records", k, (long long)txn, (long long)seen, (long long)of);
+        if (t != txn + 1) fail_msg("kill %d: transaction %lld after %lld", k, (long long)t, (long long)txn);
+        txn = t;
+        seen = 0;
+        of = n;
+      }
+      if (i != ++seen) fail_msg("kill %d: record %d of transaction %lld out of order", k, i, (long long)t);
+    }
+    if (rc != SQLITE_DONE) fail_msg("kill %d: read failed: %s", k, sqlite3_errmsg(db));
+    sqlite3_finalize(st);
+    if (txn >= 0 && seen != of) fail_msg("kill %d: last transaction %lld has %lld of %lld", k, (long long)txn, (long long)seen, (long long)of);
+    if (txn < reported) fail_msg("kill %d: transaction %lld was committed, the log ends at %lld", k, (long long)reported, (long long)txn);
+    /* Recovery (a writer's begin), then the indexes agree with the log. */
+    if (k % 10 == 9 || k == kills - 1) {
+      create(db, "w", dir, NULL);
+      st_exec(db, "BEGIN; INSERT INTO w(key, value) VALUES (NULL, NULL); ROLLBACK");
+      st_buf f = {0};
+      if (st_render(db, st_prep(db, "SELECT file, position, kind FROM kafka_log_check(?1)"
+                                    " WHERE severity <> 'info'", "t", dir), &f) != 0) {
+        fail_msg("kill %d: findings:\n%s", k, f.p);
+      }
+      st_buf_free(&f);
+    }
+    st_close(db);
+    survived++;
+  }
+  print_message("  %lld kills survived, %lld transactions committed\n", (long long)survived,
+                (long long)reported + 1);
+  drop_dir(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_values),
+      cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_transactions),
+      cmocka_unit_test(test_writers_and_readers),
+      cmocka_unit_test(test_retention),
+      cmocka_unit_test(test_crash),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

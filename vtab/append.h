@@ -1,0 +1,72 @@
+/*
+** append.h - writing through a named kafka_log table: its write options,
+** INSERT and retention DELETE, and SQLite's transaction calls, over one
+** core/writer.h writer per table.
+**
+**   CREATE VIRTUAL TABLE t USING kafka_log('data/events-0',
+**       segment_bytes=1048576, index_interval_bytes=4096, compression='zstd',
+**       batch_bytes=1048576, timestamp_type='create_time', readonly=0);
+**   INSERT INTO t(key, value, timestamp, headers) VALUES (...);
+**   DELETE FROM t WHERE offset < N;
+**
+** INSERT takes key and value (BLOB or TEXT, stored as their bytes; NULL is
+** a null key or value; a number is stored as its text), timestamp (an
+** integer of milliseconds; NULL or absent: now) and headers (NULL, or the
+** JSON the headers column returns); every other column must be NULL.  The
+** record's offset is the new rowid (last_insert_rowid()).
+**
+** DELETE removes a prefix of the log: SQLite hands the module the rowids
+** its WHERE selects, and at the commit they must be every row from the
+** log start up to the largest of them; the log start then moves past it.
+** Anything else fails the commit with a message saying what is supported.
+*/
+#ifndef KL_APPEND_H
+#define KL_APPEND_H
+
+#include "sqlite3ext.h"
+#include "writer.h"
+
+typedef struct kl_append_opts {
+  kl_writer_opts w;
+  int readonly;
+} kl_append_opts;
+
+void kl_append_opts_default(kl_append_opts *o);
+
+/* Parse the option key=value (key of kn bytes, value dequoted): 1 when it
+** is a write option and valid, 0 when it is not a write option, -1 when
+** its value is invalid (*errmsg says why, sqlite3_malloc'd). */
+int kl_append_option(kl_append_opts *o, const char *key, size_t kn, const char *value,
+                     char **errmsg);
+
+/* The options as rows of the table's _config shadow table: "('k', v), ..."
+** (sqlite3_malloc'd). */
+char *kl_append_config_rows(const kl_append_opts *o);
+
+/* CREATE VIRTUAL TABLE of a writable table: dir is created when missing,
+** and a directory holding no segment and no partition directory becomes
+** an empty log (segment 0 and its commit record), which reads as a table
+** without rows.  SQLITE_CANTOPEN with *errmsg naming the path. */
+int kl_append_create(const char *dir, const kl_append_opts *o, char **errmsg);
+
+typedef struct kl_append kl_append;
+
+/* A table's writer state for directory dir (nothing is opened yet). */
+kl_append *kl_append_new(sqlite3 *db, const char *dir, const kl_append_opts *o);
+/* A clean stop of the writer (commit record flagged clean); frees. */
+void kl_append_free(kl_append *a);
+
+/* xUpdate: INSERT or DELETE (UPDATE is refused).  Errors set *errmsg. */
+int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *rowid,
+                     char **errmsg);
+
+/* xBegin, xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo. */
+int kl_append_begin(kl_append *a, char **errmsg);
+int kl_append_sync(kl_append *a, char **errmsg);
+int kl_append_commit(kl_append *a);
+int kl_append_rollback(kl_append *a, char **errmsg);
+int kl_append_savepoint(kl_append *a, int n, char **errmsg);
+int kl_append_release(kl_append *a, int n);
+int kl_append_rollback_to(kl_append *a, int n, char **errmsg);
+
+#endif
