@@ -640,7 +640,8 @@ kl_rc kl_writer_begin(kl_writer *w, kl_err *err) {
 
 kl_rc kl_writer_append(kl_writer *w, const kl_rec_in *r, int64_t *offset, kl_err *err) {
   if (!w->in_txn) return kl_err_set(err, KL_MISUSE, "%s: append outside a transaction", w->dir);
-  kl_err e2 = {0};
+  kl_err e2; /* per record: not 512 bytes of zeros */
+  kl_err_clear(&e2);
   kl_rc rc = kl_builder_add(&w->b, r, &e2);
   if (rc == KL_FULL) {
     if ((rc = flush(w, err)) != KL_OK) return rc;

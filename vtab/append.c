@@ -187,9 +187,9 @@ int kl_append_begin(kl_append *a, char **errmsg) {
 
 /* Open the writer and its transaction at the first change of one. */
 static int start(kl_append *a, char **errmsg) {
+  if (a->w && kl_writer_in_txn(a->w)) return SQLITE_OK;
   kl_err err = {0};
   kl_rc rc;
-  if (a->w && kl_writer_in_txn(a->w)) return SQLITE_OK;
   if (a->opt.readonly) {
     return fail(errmsg, SQLITE_READONLY, "kafka_log: %s was created with readonly=1", a->dir);
   }
@@ -524,7 +524,8 @@ static int insert(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *r
   if (rc) return rc;
   r.headers = nh ? a->h : NULL;
   r.header_count = nh;
-  kl_err err = {0};
+  kl_err err; /* per record: not 512 bytes of zeros */
+  kl_err_clear(&err);
   int64_t off;
   kl_rc k = kl_writer_append(a->w, &r, &off, &err);
   if (k) return fail_kl(errmsg, k, &err);

@@ -1236,9 +1236,7 @@ static int kl_update(sqlite3_vtab *base, int argc, sqlite3_value **argv, sqlite3
                      "CREATE VIRTUAL TABLE t USING kafka_log('<dir>') to write");
   }
   if (!vt->app && !(vt->app = kl_append_new(vt->db, vt->dir, &vt->wopt))) return SQLITE_NOMEM;
-  int rc = kl_append_update(vt->app, argc, argv, rowid, &base->zErrMsg);
-  forget_log(vt, vt->dir); /* what the table knows of the files may change */
-  return rc;
+  return kl_append_update(vt->app, argc, argv, rowid, &base->zErrMsg);
 }
 
 static int kl_begin(sqlite3_vtab *base) {
@@ -1249,13 +1247,20 @@ static int kl_sync(sqlite3_vtab *base) {
   kl_vtab *vt = (kl_vtab *)base;
   return vt->app ? kl_append_sync(vt->app, &base->zErrMsg) : SQLITE_OK;
 }
+/* After a transaction the files have changed: what the table learnt of
+** them is not reused (the directory's mtime would say so too, but not
+** within its clock's resolution). */
 static int kl_commit_tx(sqlite3_vtab *base) {
   kl_vtab *vt = (kl_vtab *)base;
-  return vt->app ? kl_append_commit(vt->app) : SQLITE_OK;
+  if (!vt->app) return SQLITE_OK;
+  forget_log(vt, vt->dir);
+  return kl_append_commit(vt->app);
 }
 static int kl_rollback(sqlite3_vtab *base) {
   kl_vtab *vt = (kl_vtab *)base;
-  return vt->app ? kl_append_rollback(vt->app, &base->zErrMsg) : SQLITE_OK;
+  if (!vt->app) return SQLITE_OK;
+  forget_log(vt, vt->dir);
+  return kl_append_rollback(vt->app, &base->zErrMsg);
 }
 static int kl_savepoint(sqlite3_vtab *base, int n) {
   kl_vtab *vt = (kl_vtab *)base;

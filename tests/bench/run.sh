@@ -9,13 +9,15 @@
 #   tests/bench/run.sh --queries-only [--quick]   just the everyday queries
 #   tests/bench/run.sh --broker-only [--quick]    just the log directory of
 #                                 2,000 partitions (broker.c)
+#   tests/bench/run.sh --insert-only [--quick]    just writing (insert.c):
+#                                 INSERT into kafka_log against a native table
 #
 # Installs what the build needs (tests/setup.sh) plus gnuplot, builds into
 # build-bench/, and writes tests/bench/out/: bench.json, bench.png,
 # bench-big.json, bench-big.png, queries.json, queries.png, twozone.json,
-# twozone.png, broker.json, summary.md (what this run made; --queries-only
+# twozone.png, broker.json, insert.json, summary.md (what this run made; --queries-only
 # and --broker-only replace only their own files).  The full run does not
-# include broker: run it with --broker-only.
+# include broker: run it with --broker-only.  insert runs in the full run.
 # The charts are copied to tests/bench/results/ (committed, shown by the
 # README).  Data goes to $TMPDIR (default /var/tmp, which must be a real
 # disk for the cold-cache figures, not tmpfs) and is deleted afterwards.
@@ -31,6 +33,7 @@ quick=0
 big=1
 queries_only=0
 broker_only=0
+insert_only=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -38,8 +41,9 @@ while [ $# -gt 0 ]; do
     --no-big) big=0 ;;
     --queries-only) queries_only=1; big=0 ;;
     --broker-only) broker_only=1; big=0 ;;
+    --insert-only) insert_only=1; big=0 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: $0 [--quick] [--no-big] [--queries-only] [--broker-only] [-- bench, queries or broker arguments]" >&2
+    *) echo "usage: $0 [--quick] [--no-big] [--queries-only] [--broker-only] [--insert-only] [-- bench, queries, broker or insert arguments]" >&2
        exit 2 ;;
   esac
   shift
@@ -67,6 +71,8 @@ if [ $queries_only = 1 ]; then
   rm -f "$out"/queries.* "$out/summary.md"
 elif [ $broker_only = 1 ]; then
   rm -f "$out"/broker.* "$out/summary.md"
+elif [ $insert_only = 1 ]; then
+  rm -f "$out"/insert.* "$out/summary.md"
 else
   rm -f "$out"/*.json "$out"/*.dat "$out"/*.png "$out"/*.txt "$out/summary.md"
 fi
@@ -81,11 +87,15 @@ if [ $queries_only = 1 ]; then
 elif [ $broker_only = 1 ]; then
   "$bin/broker" ${q[@]+"${q[@]}"} --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/broker.txt"
   ran=(broker)
+elif [ $insert_only = 1 ]; then
+  "$bin/insert" ${q[@]+"${q[@]}"} --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/insert.txt"
+  ran=(insert)
 elif [ $quick = 1 ]; then
+  "$bin/insert" --quick --out "$out" | tee "$out/insert.txt"
   "$bin/bench" --quick --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench.txt"
   "$bin/queries" --quick --out "$out" | tee "$out/queries.txt"
   "$bin/twozone" --out "$out" --file-mib 2 --grow-pages 16 | tee "$out/twozone.txt"
-  ran=(bench queries twozone)
+  ran=(insert bench queries twozone)
 else
   "$bin/bench" --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench.txt"
   ran=(bench)
@@ -95,7 +105,8 @@ else
   fi
   "$bin/queries" --out "$out" | tee "$out/queries.txt"
   "$bin/twozone" --out "$out" | tee "$out/twozone.txt"
-  ran+=(queries twozone)
+  "$bin/insert" --out "$out" | tee "$out/insert.txt"
+  ran+=(queries twozone insert)
 fi
 
 for t in "${ran[@]}"; do
@@ -103,7 +114,7 @@ for t in "${ran[@]}"; do
     bench|bench-big) gnuplot -e "dir='$out'; tag='$t'" "$bench_dir/bench.gp" ;;
     queries) gnuplot -e "dir='$out'; tag='queries'" "$bench_dir/queries.gp" ;;
     twozone) gnuplot -e "dir='$out'" "$bench_dir/twozone.gp" ;;
-    broker) ;; # a table, no chart
+    broker|insert) ;; # a table, no chart
   esac
 done
 

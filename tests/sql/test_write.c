@@ -10,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "commit.h"
 #include "sqltest.h"
 
 /* Kills of the crash test (KL_CRASH_KILLS overrides). */
@@ -389,7 +390,7 @@ static void test_crash(void **state) {
   if (getenv("KL_CRASH_KILLS")) kills = atoi(getenv("KL_CRASH_KILLS"));
   char *dir = new_dir("wr-crash");
   srand(12345);
-  int64_t reported = -1, survived = 0;
+  int64_t reported = -1, survived = 0, torn = 0;
   sqlite3 *first = st_open();
   create(first, "t", dir, NULL); /* the log exists before the first kill */
   st_close(first);
@@ -445,6 +446,19 @@ static void test_crash(void **state) {
       reported = atoll(p);
       p = nl + 1;
     }
+    /* Did the kill leave bytes past the commit (a transaction cut)? */
+    kl_commit cr;
+    kl_err ce = {0};
+    if (kl_commit_read(dir, &cr, &ce) == KL_OK) {
+      char lp[4200];
+      struct stat sb;
+      snprintf(lp, sizeof lp, "%s/%020lld.log", dir, (long long)cr.seg_base);
+      if (stat(lp, &sb) == 0 && sb.st_size > cr.seg_size) torn++;
+      else {
+        snprintf(lp, sizeof lp, "%s/%020lld.log", dir, (long long)cr.next_offset);
+        if (cr.next_offset != cr.seg_base && stat(lp, &sb) == 0) torn++;
+      }
+    }
     /* A reader: whole transactions, in order, through the last reported. */
     sqlite3 *db = st_open();
     sqlite3_stmt *st = st_prep(db, "SELECT offset, CAST(key AS INTEGER), CAST(value AS TEXT)"
@@ -485,8 +499,10 @@ static void test_crash(void **state) {
     st_close(db);
     survived++;
   }
-  print_message("  %lld kills survived, %lld transactions committed\n", (long long)survived,
+  print_message("  %lld kills survived, %lld of them cut a transaction's batches, %lld "
+                "transactions committed\n", (long long)survived, (long long)torn,
                 (long long)reported + 1);
+  assert_true(torn * 5 >= survived); /* the kills do land inside transactions */
   drop_dir(dir);
 }
 
