@@ -53,18 +53,35 @@ kl_rc kl_builder_refill(kl_builder *b, const kl_builder_mark *m, const uint8_t *
   return KL_OK;
 }
 
+/* Varints (zigzag, as batch.h writes them) sized and written here, inline:
+** a record is a handful of them, and appending is per record.  A 32-bit
+** value's zigzag equals its 64-bit one, so one pair serves both. */
+static inline uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
+static inline size_t vsize(int64_t v) {
+  uint64_t z = zz(v);
+  return z < 0x80 ? 1 : (size_t)(70 - __builtin_clzll(z)) / 7;
+}
+static inline size_t vput(uint8_t *p, int64_t v) {
+  uint64_t z = zz(v);
+  size_t n = 0;
+  while (z >= 0x80) {
+    p[n++] = (uint8_t)(z | 0x80);
+    z >>= 7;
+  }
+  p[n++] = (uint8_t)z;
+  return n;
+}
+
 /* Bytes of a length-prefixed field (key, value, header value): its varint
 ** and its bytes; what is wrong with it, or NULL. */
 static const char *field(const void *p, int32_t len, size_t *bytes) {
-  uint8_t tmp[5];
   if (len < -1) return "a length below -1 (only -1 means null)";
   if (len > 0 && !p) return "a length without bytes";
-  *bytes = kl_varint_put32(tmp, len) + (len > 0 ? (size_t)len : 0);
+  *bytes = vsize(len) + (len > 0 ? (size_t)len : 0);
   return NULL;
 }
 
 kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
-  uint8_t tmp[16];
   if (b->n == INT32_MAX) {
     return kl_err_set(err, KL_RANGE, "a batch holds at most %d records", INT32_MAX);
   }
@@ -74,7 +91,7 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
                       (long long)r->timestamp, (long long)base_ts);
   }
   /* The record's body, sized before anything is written. */
-  size_t body = 1 + kl_varint_put64(tmp, ts_delta) + kl_varint_put32(tmp, b->n), k;
+  size_t body = 1 + vsize(ts_delta) + vsize(b->n), k;
   const char *why = field(r->key, r->key_len, &k);
   if (why) return kl_err_set(err, KL_MISUSE, "record key: %s", why);
   body += k;
@@ -86,7 +103,7 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
     return kl_err_set(err, KL_MISUSE, "record headers: %d of them, %s", r->header_count,
                       r->header_count < 0 ? "a negative count" : "without an array");
   }
-  body += kl_varint_put32(tmp, r->header_count);
+  body += vsize(r->header_count);
   for (int32_t i = 0; i < r->header_count; i++) {
     const kl_header *h = &r->headers[i];
     if (h->name_len < 0 || (h->name_len > 0 && !h->name)) {
@@ -95,10 +112,10 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
     if ((why = field(h->value, h->value_len, &k)) != NULL) {
       return kl_err_set(err, KL_MISUSE, "header %d value: %s", i, why);
     }
-    body += kl_varint_put32(tmp, h->name_len) + (size_t)h->name_len + k;
+    body += vsize(h->name_len) + (size_t)h->name_len + k;
     if (body > INT32_MAX) break;
   }
-  size_t whole = body + kl_varint_put32(tmp, body > INT32_MAX ? INT32_MAX : (int32_t)body);
+  size_t whole = body + vsize(body > INT32_MAX ? INT32_MAX : (int64_t)body);
   if (body > INT32_MAX || whole + KL_V2_HEADER > b->max_bytes) {
     return kl_err_set(err, KL_RANGE, "a record of %zu bytes does not fit a batch of at most %zu",
                       whole, b->max_bytes);
@@ -109,13 +126,13 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
   kl_rc rc = kl_buf_reserve(b->env, &b->body, b->body.len + whole);
   if (rc) return kl_err_set(err, rc, "out of memory building a batch");
   uint8_t *p = b->body.p + b->body.len;
-  p += kl_varint_put32(p, (int32_t)body);
+  p += vput(p, (int64_t)body);
   *p++ = 0; /* record attributes: unused */
-  p += kl_varint_put64(p, ts_delta);
-  p += kl_varint_put32(p, b->n);
+  p += vput(p, ts_delta);
+  p += vput(p, b->n);
 #define PUT_FIELD(ptr, len)                                  \
   do {                                                       \
-    p += kl_varint_put32(p, (len));                          \
+    p += vput(p, (len));                                     \
     if ((len) > 0) {                                         \
       memcpy(p, (ptr), (size_t)(len));                       \
       p += (len);                                            \
@@ -123,7 +140,7 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
   } while (0)
   PUT_FIELD(r->key, r->key_len);
   PUT_FIELD(r->value, r->value_len);
-  p += kl_varint_put32(p, r->header_count);
+  p += vput(p, r->header_count);
   for (int32_t i = 0; i < r->header_count; i++) {
     PUT_FIELD(r->headers[i].name, r->headers[i].name_len);
     PUT_FIELD(r->headers[i].value, r->headers[i].value_len);
@@ -136,7 +153,8 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
   return KL_OK;
 }
 
-kl_rc kl_builder_finish(kl_builder *b, kl_buf *out, kl_err *err) {
+kl_rc kl_builder_seal(kl_builder *b, uint8_t *h, const uint8_t **payload_out,
+                      size_t *payload_len, kl_err *err) {
   if (b->n == 0) return kl_err_set(err, KL_MISUSE, "a batch needs at least one record");
   const kl_batch_spec *spec = &b->spec;
   const kl_buf *payload = &b->body;
@@ -150,12 +168,7 @@ kl_rc kl_builder_finish(kl_builder *b, kl_buf *out, kl_err *err) {
     rc = kl_err_set(err, KL_RANGE, "a batch of %zu bytes is larger than Kafka's INT32 length",
                     payload->len);
   }
-  size_t start = out->len;
-  if (rc == KL_OK && (rc = kl_buf_reserve(b->env, out, start + KL_V2_HEADER + payload->len))) {
-    kl_err_set(err, rc, "out of memory building a batch");
-  }
   if (rc) return rc;
-  uint8_t *h = out->p + start;
   int16_t attr = (int16_t)(spec->codec & 7);
   if (spec->log_append_time) attr |= 0x08;
   if (spec->transactional) attr |= 0x10;
@@ -173,14 +186,35 @@ kl_rc kl_builder_finish(kl_builder *b, kl_buf *out, kl_err *err) {
   kl_put_u16(h + 51, (uint16_t)spec->producer_epoch);
   kl_put_u32(h + 53, (uint32_t)spec->base_sequence);
   kl_put_u32(h + 57, (uint32_t)b->n);
-  if (payload->len) memcpy(h + KL_V2_HEADER, payload->p, payload->len);
-  kl_put_u32(h + 17, kl_crc32c(0, h + 21, KL_V2_HEADER - 21 + payload->len));
-  out->len = start + KL_V2_HEADER + payload->len;
+  uint32_t crc = kl_crc32c(0, h + 21, KL_V2_HEADER - 21);
+  kl_put_u32(h + 17, kl_crc32c(crc, payload->p, payload->len));
+  *payload_out = payload->p;
+  *payload_len = payload->len;
+  return KL_OK;
+}
+
+void kl_builder_next(kl_builder *b) {
   /* The next batch starts after this one (a log at the end of the offset
   ** space has no next: it stays, and its writer refuses). */
   int64_t next;
-  if (__builtin_add_overflow(spec->base_offset, (int64_t)b->n, &next)) next = INT64_MAX;
+  if (__builtin_add_overflow(b->spec.base_offset, (int64_t)b->n, &next)) next = INT64_MAX;
   kl_builder_reset(b, next);
+}
+
+kl_rc kl_builder_finish(kl_builder *b, kl_buf *out, kl_err *err) {
+  uint8_t h[KL_V2_HEADER];
+  const uint8_t *payload;
+  size_t len;
+  kl_rc rc = kl_builder_seal(b, h, &payload, &len, err);
+  if (rc) return rc;
+  size_t start = out->len;
+  if ((rc = kl_buf_reserve(b->env, out, start + KL_V2_HEADER + len)) != KL_OK) {
+    return kl_err_set(err, rc, "out of memory building a batch");
+  }
+  memcpy(out->p + start, h, KL_V2_HEADER);
+  if (len) memcpy(out->p + start + KL_V2_HEADER, payload, len);
+  out->len = start + KL_V2_HEADER + len;
+  kl_builder_next(b);
   return KL_OK;
 }
 

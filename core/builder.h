@@ -109,6 +109,15 @@ static inline int32_t kl_builder_count(const kl_builder *b) { return b->n; }
 ** offset. */
 kl_rc kl_builder_finish(kl_builder *b, kl_buf *out, kl_err *err);
 
+/* kl_builder_finish in two steps, for a writer that writes the header and
+** the records with one gathering write: seal fills h (KL_V2_HEADER bytes)
+** and points *payload at the records as stored (compressed or not; valid
+** until the next call on the builder); next then starts the batch after
+** it.  The same errors as finish. */
+kl_rc kl_builder_seal(kl_builder *b, uint8_t *h, const uint8_t **payload, size_t *payload_len,
+                      kl_err *err);
+void kl_builder_next(kl_builder *b);
+
 /* One batch of the n records recs (offset deltas 0..n-1), appended to out:
 ** a builder used once. */
 kl_rc kl_batch_encode(const kl_env *env, const kl_batch_spec *spec,

@@ -13,36 +13,19 @@
 
 static const char magic[8] = {'K', 'L', 'C', 'O', 'M', 'M', 'I', 'T'};
 
-kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
-  char path[4200];
-  snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return KL_NOTFOUND;
-    return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
-  }
-  uint8_t p[KL_COMMIT_SIZE + 1];
-  ssize_t n;
-  do n = pread(fd, p, sizeof p, 0);
-  while (n < 0 && errno == EINTR);
-  int e = errno;
-  close(fd);
-  if (n < 0) return kl_err_set(err, KL_IO, "%s: position 0: read failed: %s", path, strerror(e));
-  if (n != KL_COMMIT_SIZE) {
-    return kl_err_set(err, KL_CORRUPT, "%s: position 0: %zd bytes, a commit record has %d", path,
-                      n, KL_COMMIT_SIZE);
-  }
+/* Decode the slot at p: 1 valid, 0 empty or invalid (*why says how). */
+static int decode(const uint8_t *p, kl_commit *out, const char **why) {
   if (memcmp(p, magic, 8) != 0) {
-    return kl_err_set(err, KL_CORRUPT, "%s: position 0: not a kafkalog commit record", path);
+    *why = "not a kafkalog commit record";
+    return 0;
   }
-  uint32_t crc = kl_crc32c(0, p, 104);
-  if (crc != kl_get_u32(p + 104)) {
-    return kl_err_set(err, KL_CORRUPT, "%s: position 104: CRC mismatch (stored %08x, computed %08x)",
-                      path, kl_get_u32(p + 104), crc);
+  if (kl_crc32c(0, p, 104) != kl_get_u32(p + 104)) {
+    *why = "CRC mismatch";
+    return 0;
   }
   if (kl_get_u32(p + 8) != 1) {
-    return kl_err_set(err, KL_UNSUPPORTED, "%s: position 8: version %u (this build knows 1)", path,
-                      kl_get_u32(p + 8));
+    *why = "unknown version (this build knows 1)";
+    return 0;
   }
   out->flags = kl_get_u32(p + 12);
   out->next_offset = kl_get_i64(p + 16);
@@ -60,18 +43,47 @@ kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
       out->next_offset < out->seg_base || out->log_start > out->next_offset ||
       out->oidx_n < 0 || out->tidx_n < 0 || out->last_index_pos < 0 ||
       out->last_index_pos > out->seg_size) {
-    return kl_err_set(err, KL_CORRUPT, "%s: position 16: inconsistent record (next offset %lld, "
-                      "segment %lld of %lld bytes, log start %lld)", path,
-                      (long long)out->next_offset, (long long)out->seg_base,
-                      (long long)out->seg_size, (long long)out->log_start);
+    *why = "inconsistent fields";
+    return 0;
   }
+  return 1;
+}
+
+kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) return KL_NOTFOUND;
+    return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
+  }
+  uint8_t p[2 * KL_COMMIT_SLOT + 1];
+  ssize_t n;
+  do n = pread(fd, p, sizeof p, 0);
+  while (n < 0 && errno == EINTR);
+  int e = errno;
+  close(fd);
+  if (n < 0) return kl_err_set(err, KL_IO, "%s: position 0: read failed: %s", path, strerror(e));
+  if (n != 2 * KL_COMMIT_SLOT) {
+    return kl_err_set(err, KL_CORRUPT, "%s: position 0: %zd bytes, a commit record file has %d",
+                      path, n, 2 * KL_COMMIT_SLOT);
+  }
+  kl_commit c[2];
+  const char *why[2] = {NULL, NULL};
+  int ok0 = decode(p, &c[0], &why[0]), ok1 = decode(p + KL_COMMIT_SLOT, &c[1], &why[1]);
+  if (!ok0 && !ok1) {
+    return kl_err_set(err, KL_CORRUPT, "%s: position 0: no valid slot (0: %s; %d: %s)", path,
+                      why[0], KL_COMMIT_SLOT, why[1]);
+  }
+  *out = ok0 && (!ok1 || c[0].gen > c[1].gen) ? c[0] : c[1];
   return KL_OK;
 }
 
-static kl_rc write_all(int fd, const uint8_t *p, size_t n, const char *path, kl_err *err) {
+static kl_rc write_at(int fd, const uint8_t *p, size_t n, off_t pos, const char *path,
+                      kl_err *err) {
   size_t done = 0;
   while (done < n) {
-    ssize_t k = pwrite(fd, p + done, n - done, (off_t)done);
+    ssize_t k = pwrite(fd, p + done, n - done, pos + (off_t)done);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) return kl_err_set(err, KL_IO, "%s: write failed: %s", path, strerror(errno));
     done += (size_t)k;
@@ -79,11 +91,11 @@ static kl_rc write_all(int fd, const uint8_t *p, size_t n, const char *path, kl_
   return KL_OK;
 }
 
-kl_rc kl_commit_write(const char *dir, int dirfd, const kl_commit *c, kl_err *err) {
-  char tmp[4200], path[4200];
-  snprintf(tmp, sizeof tmp, "%s/%s.tmp", dir, KL_COMMIT_FILE);
+kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, kl_err *err) {
+  char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
-  uint8_t p[KL_COMMIT_SIZE];
+  uint8_t p[KL_COMMIT_SLOT];
+  memset(p, 0, sizeof p);
   memcpy(p, magic, 8);
   kl_put_u32(p + 8, 1);
   kl_put_u32(p + 12, c->flags);
@@ -99,20 +111,42 @@ kl_rc kl_commit_write(const char *dir, int dirfd, const kl_commit *c, kl_err *er
   kl_put_u64(p + 88, (uint64_t)c->max_ts_off);
   kl_put_u64(p + 96, (uint64_t)c->last_tidx_ts);
   kl_put_u32(p + 104, kl_crc32c(0, p, 104));
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
-  kl_rc rc = write_all(fd, p, sizeof p, tmp, err);
-  if (rc == KL_OK && fsync(fd) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+  kl_rc rc = KL_OK;
+  if (*fd < 0) {
+    *fd = open(path, O_RDWR | O_CLOEXEC);
+    if (*fd < 0 && errno == ENOENT) {
+      /* A new file: both slots at once (the other empty), then made
+      ** durable with the directory entry. */
+      char tmp[4300];
+      snprintf(tmp, sizeof tmp, "%s.tmp", path);
+      int t = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      if (t < 0) return kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
+      uint8_t two[2 * KL_COMMIT_SLOT];
+      memset(two, 0, sizeof two);
+      memcpy(two + (c->gen % 2) * KL_COMMIT_SLOT, p, KL_COMMIT_SLOT);
+      rc = write_at(t, two, sizeof two, 0, tmp, err);
+      if (rc == KL_OK && fdatasync(t) != 0) {
+        rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+      }
+      if (rc == KL_OK && rename(tmp, path) != 0) {
+        rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
+      }
+      if (rc == KL_OK && dirfd >= 0 && fsync(dirfd) != 0) {
+        rc = kl_err_set(err, KL_IO, "%s: fsync of the directory failed: %s", dir, strerror(errno));
+      }
+      if (rc) {
+        close(t);
+        unlink(tmp);
+        return rc;
+      }
+      *fd = t;
+      return KL_OK;
+    }
+    if (*fd < 0) return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
   }
-  close(fd);
-  if (rc == KL_OK && rename(tmp, path) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: cannot rename to %s: %s", tmp, KL_COMMIT_FILE,
-                    strerror(errno));
+  rc = write_at(*fd, p, sizeof p, (off_t)((c->gen % 2) * KL_COMMIT_SLOT), path, err);
+  if (rc == KL_OK && fdatasync(*fd) != 0) {
+    rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", path, strerror(errno));
   }
-  if (rc == KL_OK && dirfd >= 0 && fsync(dirfd) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: fsync of the directory failed: %s", dir, strerror(errno));
-  }
-  if (rc) unlink(tmp);
   return rc;
 }

@@ -6,9 +6,16 @@
 ** may be larger than memory), so the bytes of a .log are not all committed.
 ** Kafka answers the same question with the high watermark; offline there
 ** is no broker to ask, so the writer publishes the committed end in this
-** file, replaced by rename after the data it names is fsynced.  Readers
-** stop there (a partial batch, or a transaction that is then rolled back,
-** lies beyond it), and recovery truncates back to it.
+** file after the data it names is fsynced.  Readers stop there (a partial
+** batch, or a transaction that is then rolled back, lies beyond it), and
+** recovery truncates back to it.
+**
+** The file holds two slots of 128 bytes, each a whole record; a commit
+** overwrites the older slot in place (one write, one fdatasync: a rename
+** would cost two more fsyncs a commit) and readers take the valid slot with
+** the greater generation.  A write torn by a crash spoils only the slot
+** being written, whose CRC then fails: the other still holds the previous
+** commit.  A slot:
 **
 **   0   "KLCOMMIT"   magic
 **   8   u32          version (1)
@@ -42,7 +49,8 @@
 #include "klog.h"
 
 #define KL_COMMIT_FILE "kafkalog.commit"
-#define KL_COMMIT_SIZE 108
+#define KL_COMMIT_SIZE 108       /* a record */
+#define KL_COMMIT_SLOT 128       /* its slot; the file has two */
 #define KL_COMMIT_CLEAN 1u
 
 typedef struct kl_commit {
@@ -58,16 +66,16 @@ typedef struct kl_commit {
   int64_t last_tidx_ts;
 } kl_commit;
 
-/* Read dir's commit record.  KL_NOTFOUND (no message) when there is none:
-** the directory was not written by kafkalog, every byte counts.
-** KL_CORRUPT names the file and what is wrong; KL_IO gives the OS
-** reason. */
+/* Read dir's commit record (the newer valid slot).  KL_NOTFOUND (no
+** message) when there is none: the directory was not written by kafkalog,
+** every byte counts.  KL_CORRUPT names the file and what is wrong (no
+** valid slot); KL_IO gives the OS reason. */
 kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err);
 
-/* Replace dir's commit record with c, durably: written to
-** kafkalog.commit.tmp, fsynced, renamed over, directory fsynced (dirfd).
-** KL_IO names the file and the OS reason; the old record is then intact
-** (or the new one, if only the directory fsync failed). */
-kl_rc kl_commit_write(const char *dir, int dirfd, const kl_commit *c, kl_err *err);
+/* Publish c durably in slot c->gen % 2 of dir's commit record, through *fd
+** (kept open by the caller; -1 at first: the file is then opened, and made
+** with its directory fsynced (dirfd) when it does not exist).  KL_IO names
+** the file and the OS reason; the other slot is intact. */
+kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, kl_err *err);
 
 #endif

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -29,6 +30,10 @@
 #define TIDX_SLOTS 873813
 
 #define LOCK_FILE "kafkalog.lock"
+
+/* Which files of the active segment a commit must fsync: most commits add
+** no index entry, and then the .log alone is synced. */
+enum { DIRTY_LOG = 1, DIRTY_OIDX = 2, DIRTY_TIDX = 4, DIRTY_ALL = 7 };
 
 /* Where a transaction or a savepoint began. */
 typedef struct wmark {
@@ -46,6 +51,7 @@ struct kl_writer {
   char parent[4096];        /* the log directory holding dir */
   kl_writer_opts opt;
   int dirfd, lockfd, brokerfd;
+  int commitfd;             /* the commit record, once written */
   int in_txn;
   kl_commit com;            /* the commit record as last read or written */
   kl_commit before;         /* ... when the transaction began */
@@ -53,10 +59,9 @@ struct kl_writer {
   int committed_any;        /* this writer published something */
   kl_commit st;             /* the files now: active segment and log end */
   int logfd, oidxfd, tidxfd;
-  int dirty;                /* written since the last fsync */
+  int dirty;                /* DIRTY_* written since the last fsync */
   int dir_dirty;            /* files made or removed since then */
   kl_builder b;
-  kl_buf out;
   wmark *marks;             /* marks[0]: the transaction's begin */
   int nmarks, capmarks;
   int64_t pending_start;
@@ -160,6 +165,7 @@ static kl_rc put_tidx(kl_writer *w, kl_err *err) {
   kl_put_u32(e + 8, (uint32_t)(w->st.max_ts_off - w->st.seg_base));
   kl_rc rc = pwrite_all(w->tidxfd, e, 12, w->st.tidx_n * 12, "time index", err);
   if (rc) return rc;
+  w->dirty |= DIRTY_TIDX;
   w->st.tidx_n++;
   w->st.last_tidx_ts = w->st.max_ts;
   return KL_OK;
@@ -178,6 +184,7 @@ static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts
     kl_put_u32(e + 4, (uint32_t)pos);
     kl_rc rc = pwrite_all(w->oidxfd, e, 8, w->st.oidx_n * 8, "offset index", err);
     if (rc) return rc;
+    w->dirty |= DIRTY_OIDX;
     w->st.oidx_n++;
     w->st.last_index_pos = pos;
     if (w->st.max_ts > w->st.last_tidx_ts && (rc = put_tidx(w, err)) != KL_OK) return rc;
@@ -194,6 +201,7 @@ static kl_rc finish_segment(kl_writer *w, kl_err *err) {
   if (rc == KL_OK) rc = sync_fd(w, w->logfd, "segment", err);
   if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
   if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
+  if (rc == KL_OK) w->dirty = 0;
   return rc;
 }
 
@@ -205,9 +213,10 @@ static kl_rc roll(kl_writer *w, int64_t base, kl_err *err) {
   return open_segment(w, 1, err);
 }
 
-/* Append the batch at p (size bytes, offsets up to last) as one chunk. */
-static kl_rc append_batch(kl_writer *w, const uint8_t *p, size_t size, int64_t first, int64_t last,
-                          kl_err *err) {
+/* Append the batch of header h and payload p (size bytes in all, offsets
+** up to last) as one chunk. */
+static kl_rc append_batch(kl_writer *w, const uint8_t *h, const uint8_t *p, size_t size,
+                          int64_t first, int64_t last, kl_err *err) {
   int64_t sz = (int64_t)size;
   if (sz > w->opt.segment_bytes) {
     return kl_err_set(err, KL_RANGE, "a batch of %lld bytes is larger than segment_bytes (%lld)",
@@ -221,9 +230,29 @@ static kl_rc append_batch(kl_writer *w, const uint8_t *p, size_t size, int64_t f
     if (rc) return rc;
   }
   int64_t pos = st->seg_size;
-  w->dirty = 1;
-  kl_rc rc = pwrite_all(w->logfd, p, size, pos, "segment", err);
-  if (rc == KL_OK) rc = index_batch(w, pos, last, kl_get_i64(p + 35), err);
+  w->dirty |= DIRTY_LOG;
+  /* Header and records in one call; what a short write left, piece by
+  ** piece. */
+  struct iovec iov[2] = {{(void *)h, KL_V2_HEADER}, {(void *)p, size - KL_V2_HEADER}};
+  ssize_t k;
+  do k = pwritev(w->logfd, iov, 2, (off_t)pos);
+  while (k < 0 && errno == EINTR);
+  kl_rc rc = KL_OK;
+  if (k < 0) {
+    rc = kl_err_set(err, errno == ENOSPC ? KL_FULL : KL_IO, "segment: position %lld: write "
+                    "failed: %s", (long long)pos, strerror(errno));
+  } else if ((size_t)k < size) {
+    size_t done = (size_t)k;
+    if (done < KL_V2_HEADER) {
+      rc = pwrite_all(w->logfd, h + done, KL_V2_HEADER - done, pos + (int64_t)done, "segment", err);
+      done = KL_V2_HEADER;
+    }
+    if (rc == KL_OK) {
+      rc = pwrite_all(w->logfd, p + (done - KL_V2_HEADER), size - done, pos + (int64_t)done,
+                      "segment", err);
+    }
+  }
+  if (rc == KL_OK) rc = index_batch(w, pos, last, kl_get_i64(h + 35), err);
   if (rc) return rc;
   st->seg_size = pos + sz;
   st->next_offset = last + 1;
@@ -247,9 +276,12 @@ static kl_rc flush(kl_writer *w, kl_err *err) {
     m->saved_ok = 1;
   }
   if (w->opt.log_append_time) w->b.spec.append_time = now_ms();
-  w->out.len = 0;
-  kl_rc rc = kl_builder_finish(&w->b, &w->out, err);
-  if (rc == KL_OK) rc = append_batch(w, w->out.p, w->out.len, base, base + n - 1, err);
+  uint8_t h[KL_V2_HEADER];
+  const uint8_t *payload;
+  size_t len;
+  kl_rc rc = kl_builder_seal(&w->b, h, &payload, &len, err);
+  if (rc == KL_OK) rc = append_batch(w, h, payload, KL_V2_HEADER + len, base, base + n - 1, err);
+  if (rc == KL_OK) kl_builder_next(&w->b);
   return rc;
 }
 
@@ -367,16 +399,30 @@ static kl_rc rebuild(kl_writer *w, int committed, kl_err *err) {
   /* As recover() ends: the final time index entry. */
   if (st->max_ts > st->last_tidx_ts && (rc = put_tidx(w, err)) != KL_OK) return rc;
   w->stats.recoveries++;
-  w->dirty = 1;
+  w->dirty = DIRTY_ALL;
   return KL_OK;
 }
 
+/* Make the data durable (the .log first, then the indexes it changed, then
+** the directory when files were made or removed), then publish c. */
 static kl_rc publish(kl_writer *w, kl_commit *c, kl_err *err) {
-  kl_rc rc = kl_commit_write(w->dir, w->dirfd, c, err);
+  kl_rc rc = KL_OK;
+  if (w->dirty & DIRTY_LOG) rc = sync_fd(w, w->logfd, "segment", err);
+  if (rc == KL_OK && (w->dirty & DIRTY_OIDX)) rc = sync_fd(w, w->oidxfd, "offset index", err);
+  if (rc == KL_OK && (w->dirty & DIRTY_TIDX)) rc = sync_fd(w, w->tidxfd, "time index", err);
+  if (rc == KL_OK && w->dir_dirty) {
+    w->stats.fsyncs++;
+    if (fsync(w->dirfd) != 0) {
+      rc = kl_err_set(err, KL_IO, "%s: fsync of the directory failed: %s", w->dir, strerror(errno));
+    }
+  }
+  if (rc) return rc;
+  w->dirty = 0;
+  w->dir_dirty = 0;
+  rc = kl_commit_write(w->dir, w->dirfd, &w->commitfd, c, err);
   if (rc == KL_OK) {
-    w->stats.fsyncs += 2;
+    w->stats.fsyncs++;
     w->com = *c;
-    w->dir_dirty = 0;
   }
   return rc;
 }
@@ -396,10 +442,6 @@ static kl_rc adopt(kl_writer *w, kl_err *err) {
   w->st.log_start = -1;
   if ((rc = open_segment(w, last == NULL, err)) != KL_OK) return rc;
   if (last && (rc = rebuild(w, 0, err)) != KL_OK) return rc;
-  rc = sync_fd(w, w->logfd, "segment", err);
-  if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
-  if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
-  if (rc) return rc;
   kl_commit c = w->st;
   c.flags = 0;
   c.gen = 1;
@@ -440,10 +482,6 @@ static kl_rc load(kl_writer *w, kl_err *err) {
   if ((rc = remove_segments(w, c.seg_base, -1, err)) != KL_OK) return rc;
   if ((rc = truncate_fd(w->logfd, c.seg_size, "segment", err)) != KL_OK) return rc;
   if ((rc = rebuild(w, 1, err)) != KL_OK) return rc;
-  rc = sync_fd(w, w->logfd, "segment", err);
-  if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
-  if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
-  if (rc) return rc;
   kl_commit nc = w->st;
   nc.flags = 0;
   nc.gen = c.gen + 1;
@@ -539,7 +577,7 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   memset(w, 0, sizeof *w);
   w->env = env;
   w->opt = *opt;
-  w->dirfd = w->lockfd = w->brokerfd = w->logfd = w->oidxfd = w->tidxfd = -1;
+  w->dirfd = w->lockfd = w->brokerfd = w->logfd = w->oidxfd = w->tidxfd = w->commitfd = -1;
   w->pending_start = -1;
   w->dir = kl_strdup(env, dir);
   if (!w->dir) {
@@ -683,7 +721,7 @@ static kl_rc restore(kl_writer *w, wmark *m, kl_err *err) {
   if (rc) return rc;
   w->st = m->st;
   w->pending_start = m->pending_start;
-  w->dirty = 1;
+  w->dirty = DIRTY_ALL;
   if (m->bm.n == 0) {
     kl_builder_reset(&w->b, w->st.next_offset);
   } else if (!m->saved_ok) {
@@ -787,12 +825,6 @@ kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {
       (rc = roll(w, w->st.next_offset, err)) != KL_OK) {
     return rc;
   }
-  if (w->dirty) {
-    rc = sync_fd(w, w->logfd, "segment", err);
-    if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
-    if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
-    if (rc) return rc;
-  }
   if (!w->dirty && !w->dir_dirty && !retain) return KL_OK; /* nothing was written */
   kl_commit c = w->st;
   c.flags = 0;
@@ -833,8 +865,7 @@ kl_rc kl_writer_rollback(kl_writer *w, kl_err *err) {
     ** again (a new generation, so that no one takes it for unchanged). */
     kl_commit c = w->before;
     c.gen = w->com.gen + 1;
-    rc = sync_fd(w, w->logfd, "segment", err);
-    if (rc == KL_OK) rc = publish(w, &c, err);
+    rc = publish(w, &c, err);
   }
   kl_builder_reset(&w->b, w->st.next_offset);
   end_txn(w);
@@ -852,7 +883,6 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
     if (lock_all(w, &e2) == KL_OK) {
       kl_rc r2 = load(w, &e2);
       if (r2 == KL_OK && w->st.max_ts > w->st.last_tidx_ts) r2 = put_tidx(w, &e2);
-      if (r2 == KL_OK) r2 = sync_fd(w, w->tidxfd, "time index", &e2);
       if (r2 == KL_OK) {
         kl_commit c = w->st;
         c.flags = KL_COMMIT_CLEAN;
@@ -867,9 +897,9 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
   drop_marks(w, 0);
   kl_free(w->env, w->marks);
   if (w->lockfd >= 0) close(w->lockfd);
+  if (w->commitfd >= 0) close(w->commitfd);
   if (w->dirfd >= 0) close(w->dirfd);
   kl_builder_free(&w->b);
-  kl_buf_free(w->env, &w->out);
   kl_free(w->env, w->dir);
   kl_free(w->env, w);
   return rc;

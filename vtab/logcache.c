@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "checkpoint.h"
+#include "commit.h"
 #include "glue.h"
 
 SQLITE_EXTENSION_INIT3
@@ -38,13 +39,15 @@ static void unwatch(kl_logcache *c, kl_logref *r) {
     c->watched--;
   }
   if (r->lastfd >= 0) close(r->lastfd);
-  r->dirfd = r->lastfd = -1;
+  if (r->commitfd >= 0) close(r->commitfd);
+  r->dirfd = r->lastfd = r->commitfd = -1;
 }
 
 void kl_logref_release(kl_logref *r) {
   if (r && --r->refs == 0) {
     if (r->dirfd >= 0) close(r->dirfd);
     if (r->lastfd >= 0) close(r->lastfd);
+    if (r->commitfd >= 0) close(r->commitfd);
     kl_txns_free(NULL, &r->txns);
     kl_log_close(r->log);
     sqlite3_free(r->dir);
@@ -93,12 +96,25 @@ void kl_logcache_forget(kl_logcache *c, const char *dir) {
   }
 }
 
+static int commit_stat(const char *dir, struct stat *st) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
+  return stat(p, st);
+}
+
 /* Is the cached log still what is on disk? */
 static int fresh(const kl_logref *r) {
   struct stat st;
   if ((r->dirfd >= 0 ? fstat(r->dirfd, &st) : stat(r->dir, &st)) != 0 ||
       r->dir_mtime.tv_sec != st.st_mtim.tv_sec || r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
     return 0;
+  }
+  if (r->commit_mtime.tv_sec || r->commit_mtime.tv_nsec) {
+    if (r->commitfd >= 0 ? fstat(r->commitfd, &st) != 0 : commit_stat(r->dir, &st) != 0) return 0;
+    if (st.st_mtim.tv_sec != r->commit_mtime.tv_sec ||
+        st.st_mtim.tv_nsec != r->commit_mtime.tv_nsec) {
+      return 0;
+    }
   }
   kl_segment *last = kl_log_last(r->log);
   if (!last) return 1;
@@ -150,6 +166,18 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
   memset(r, 0, sizeof *r);
   r->dirfd = dirfd;
   r->lastfd = -1;
+  r->commitfd = -1;
+  /* The commit record before the log reads it: a commit in between makes
+  ** the log stale at once, never the other way round. */
+  struct stat cst;
+  if (dirfd >= 0) {
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
+    r->commitfd = open(p, O_RDONLY | O_CLOEXEC);
+  }
+  if (r->commitfd >= 0 ? fstat(r->commitfd, &cst) == 0 : commit_stat(dir, &cst) == 0) {
+    r->commit_mtime = cst.st_mtim;
+  }
   r->refs = 1;
   r->dir = sqlite3_mprintf("%s", dir);
   kl_err err = {0};

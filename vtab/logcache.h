@@ -17,8 +17,9 @@
 ** KL_LOGCACHE_SEGMENTS segments in all.
 **
 ** A cached log is reused only while its files are unchanged: the
-** directory's mtime (segments added or removed) and the last segment's
-** size (appends).  The first KL_LOGCACHE_WATCHED logs opened keep their
+** directory's mtime (segments added or removed), the last segment's
+** size (appends) and, for a log kafkalog writes, its commit record's mtime
+** (commits, which rewrite it in place).  The first KL_LOGCACHE_WATCHED logs opened keep their
 ** directory and last .log open and check them with fstat, so that a
 ** prepared statement run in a loop on one partition pays no path lookup;
 ** the others are checked with stat.  Their segments share the table's
@@ -50,7 +51,9 @@ typedef struct kl_logref {
   /* The cache's business. */
   struct timespec dir_mtime;
   int dirfd, lastfd;        /* watched: descriptors for fstat, else -1 */
+  int commitfd;             /* watched: the commit record (core/commit.h) */
   int64_t last_size;        /* the last segment's .log size when seen */
+  struct timespec commit_mtime; /* the commit record's mtime (0: none) */
   unsigned hash;
   struct kl_logref *hnext;  /* hash chain */
   struct kl_logref *newer, *older; /* LRU list */
