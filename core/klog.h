@@ -14,7 +14,8 @@
 **   crc32c.h    CRC-32C (Castagnoli) for v2 batches
 **   codec.h     gzip / snappy / lz4 / zstd decompression and compression
 **   batch.h     record batch v2 and legacy v0/v1 messages: parse, verify,
-**               iterate records, encode
+**               iterate records
+**   builder.h   the checked encoder of v2 batches
 **   file.h      positioned reads of files, and windows of them in memory
 **   index.h     .index / .timeindex read in pieces, two-zone floor search
 **   skiplist.h  base offset -> segment, floor lookup
@@ -24,6 +25,9 @@
 **   log.h       a partition directory: segments, lookups
 **   cursor.h    bounded forward and backward iteration over records
 **   check.h     the integrity check
+**   commit.h    the commit record: where a written log's committed data ends
+**   writer.h    appends by Kafka's rules, in transactions, with recovery and
+**               retention
 */
 #ifndef KL_KLOG_H
 #define KL_KLOG_H

@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -562,6 +563,26 @@ static int mkdirs(char *path) {
   return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
 }
 
+/* The latest leader epoch of dir's leader-epoch-checkpoint ("0", a count,
+** then "<epoch> <start offset>" lines), or -1: batches appended to a
+** partition a broker led carry its epoch (behaviour.md 12.2), a log of its
+** own none. */
+static int32_t last_leader_epoch(const char *dir) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/leader-epoch-checkpoint", dir);
+  FILE *f = fopen(p, "r");
+  if (!f) return -1;
+  long version, count, epoch = -1, e;
+  long long start;
+  if (fscanf(f, "%ld %ld", &version, &count) == 2 && version == 0) {
+    for (long i = 0; i < count && fscanf(f, "%ld %lld", &e, &start) == 2; i++) {
+      if (e >= 0 && e <= INT32_MAX && e > epoch) epoch = e;
+    }
+  }
+  fclose(f);
+  return (int32_t)epoch;
+}
+
 kl_rc kl_writer_mkdirs(const char *dir, kl_err *err) {
   char p[4200];
   snprintf(p, sizeof p, "%s", dir);
@@ -608,7 +629,7 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   }
   kl_batch_spec spec;
   memset(&spec, 0, sizeof spec);
-  spec.leader_epoch = -1; /* a log of its own: no leader epoch (format.md 12.2) */
+  spec.leader_epoch = last_leader_epoch(w->dir);
   spec.codec = opt->codec;
   spec.log_append_time = opt->log_append_time;
   spec.producer_id = -1;

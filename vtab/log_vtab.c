@@ -5,6 +5,8 @@
 **   SELECT ... FROM kafka_log('<partition dir>', 'skip');      -- salvage
 **   CREATE VIRTUAL TABLE t USING kafka_log('<partition dir>');   -- named
 **   CREATE VIRTUAL TABLE t USING kafka_log('<dir>', on_corrupt='skip');
+**   INSERT INTO t(key, value, timestamp, headers) VALUES (...);  -- append.h
+**   DELETE FROM t WHERE offset < N;                               -- retention
 **
 ** One row per data record (control batches are not rows).  The plan bits
 ** are documented once, in plan.h; xBestIndex (plan.c) and xFilter (here)

@@ -4,13 +4,15 @@
 ** kafka_log (ascending, descending, by offset, by timestamp, with
 ** on_corrupt='skip', read_committed), kafka_batches, kafka_segments,
 ** kafka_log_check, and over the log directory holding it, kafka_log by
-** topic and partition and kafka_partitions.  Errors are fine; crashes,
+** topic and partition and kafka_partitions; then a named table appends to
+** the directory (recovery or adoption of whatever the input holds, two
+** records, a read back) and removes a prefix.  Errors are fine; crashes,
 ** sanitizer reports and leaks are findings.
 **
-** Input: up to five sections separated by "\n--KLSEP--\n": the .log, the
-** .index, the .timeindex and the .txnindex of segment 0, and the log
-** directory's log-start-offset-checkpoint (a missing section means a
-** missing file).  Each run uses a fresh partition directory "t-<run>"
+** Input: up to six sections separated by "\n--KLSEP--\n": the .log, the
+** .index, the .timeindex and the .txnindex of segment 0, the log
+** directory's log-start-offset-checkpoint and the commit record
+** kafkalog.commit (a missing section means a missing file).  Each run uses a fresh partition directory "t-<run>"
 ** under a log directory in $TMPDIR (default /dev/shm), so the module's log
 ** cache never sees a file changed in place.
 */
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -94,12 +97,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned long run = runs++;
   snprintf(dir, sizeof dir, "%s/t-%lu", root, run);
   if (mkdir(dir, 0700) != 0) return 0;
-  static const char *names[5] = {"00000000000000000000.log", "00000000000000000000.index",
+  static const char *names[6] = {"00000000000000000000.log", "00000000000000000000.index",
                                  "00000000000000000000.timeindex", "00000000000000000000.txnindex",
-                                 "../log-start-offset-checkpoint"};
+                                 "../log-start-offset-checkpoint", "kafkalog.commit"};
   const uint8_t *p = data, *end = data + size;
   int written = 0;
-  for (int k = 0; k < 5 && p; k++) {
+  for (int k = 0; k < 6 && p; k++) {
     const uint8_t *q = memmem(p, (size_t)(end - p), SEP, sizeof SEP - 1);
     size_t n = q ? (size_t)(q - p) : (size_t)(end - p);
     put(dir, names[k], p, n);
@@ -113,11 +116,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     step_all(stmts[i]);
     sqlite3_reset(stmts[i]);
   }
-  for (int k = 0; k < written; k++) {
+  /* Writing: whatever the files hold, an error or a log that reads back. */
+  char *sql = sqlite3_mprintf(
+      "CREATE VIRTUAL TABLE temp.w USING kafka_log(%Q, segment_bytes=4096, index_interval_bytes=100,"
+      " batch_bytes=1024);"
+      "INSERT INTO temp.w(key, value, headers) VALUES ('k', 'v', '[[\"h\",null]]'),"
+      " (NULL, randomblob(300), NULL);"
+      "SELECT count(*), sum(length(value)) FROM temp.w;"
+      "BEGIN; INSERT INTO temp.w(value) VALUES (zeroblob(2000)); ROLLBACK;"
+      "DELETE FROM temp.w WHERE offset < 3;"
+      "SELECT count(*) FROM kafka_log_check(%Q);", dir, dir);
+  if (!sql) abort();
+  sqlite3_exec(db, sql, NULL, NULL, NULL);
+  sqlite3_free(sql);
+  sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL); /* if a statement failed inside */
+  sqlite3_exec(db, "DROP TABLE IF EXISTS temp.w", NULL, NULL, NULL);
+  (void)written;
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
     char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, names[k]);
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
     unlink(path);
   }
+  if (d) closedir(d);
+  char ck[1024];
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint", root);
+  unlink(ck);
   rmdir(dir);
   return 0;
 }

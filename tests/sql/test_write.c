@@ -506,9 +506,115 @@ static void test_crash(void **state) {
   drop_dir(dir);
 }
 
+/* The records of a partition Kafka wrote (b-multi-segment: 789 batches in
+** 9 segments of 64 KiB, index interval 4096), inserted again one
+** transaction per Kafka batch with the same options: the .log files are
+** Kafka's byte for byte but for the partition leader epoch (0 there, -1
+** here: a log of its own; not covered by the CRC), and the .index and
+** .timeindex files are Kafka's byte for byte. */
+static void test_kafka_bytes(void **state) {
+  (void)state;
+  char src[4096];
+  snprintf(src, sizeof src, "%s", t_fixture("b-multi-segment"));
+  char *dir = new_dir("wr-kafka");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, "segment_bytes=65536, index_interval_bytes=4096");
+  sqlite3_stmt *b = st_prep(db, "SELECT base_offset, last_offset FROM kafka_batches(?1)"
+                                " ORDER BY base_offset", "t", src);
+  sqlite3_stmt *ins = st_prep(db, "INSERT INTO t(key, value, timestamp, headers) SELECT key, value,"
+                                  " timestamp, headers FROM kafka_log(?1) WHERE offset BETWEEN ?2"
+                                  " AND ?3 ORDER BY offset", "t", src);
+  int batches = 0;
+  while (sqlite3_step(b) == SQLITE_ROW) {
+    sqlite3_bind_int64(ins, 2, sqlite3_column_int64(b, 0));
+    sqlite3_bind_int64(ins, 3, sqlite3_column_int64(b, 1));
+    if (sqlite3_step(ins) != SQLITE_DONE) fail_msg("insert: %s", sqlite3_errmsg(db));
+    sqlite3_reset(ins);
+    batches++;
+  }
+  sqlite3_finalize(b);
+  sqlite3_finalize(ins);
+  assert_int_equal(batches, 789);
+  st_close(db); /* a clean stop: the final time index entry, as Kafka's close */
+  sqlite3 *r = st_open();
+  sqlite3_stmt *seg = st_prep(r, "SELECT segment FROM kafka_segments(?1) ORDER BY segment", "t", src);
+  int segs = 0;
+  while (sqlite3_step(seg) == SQLITE_ROW) {
+    int64_t base = sqlite3_column_int64(seg, 0);
+    const char *sfx[3] = {".log", ".index", ".timeindex"};
+    for (int k = 0; k < 3; k++) {
+      char pa[4200], pb[4200];
+      snprintf(pa, sizeof pa, "%s/%020lld%s", src, (long long)base, sfx[k]);
+      snprintf(pb, sizeof pb, "%s/%020lld%s", dir, (long long)base, sfx[k]);
+      size_t na, nb;
+      uint8_t *a = t_read_file(pa, &na), *w = t_read_file(pb, &nb);
+      if (!a || !w) fail_msg("%s or %s missing", pa, pb);
+      if (na != nb) fail_msg("%s: %zu bytes, Kafka's has %zu", pb, nb, na);
+      if (k == 0) { /* each batch's leader epoch: Kafka's 0, ours -1 */
+        for (size_t pos = 0; pos + 61 <= na; pos += 12 + kl_get_u32(a + pos + 8)) {
+          assert_int_equal(kl_get_i32(a + pos + 12), 0);
+          assert_int_equal(kl_get_i32(w + pos + 12), -1);
+          memset(a + pos + 12, 0, 4);
+          memset(w + pos + 12, 0, 4);
+        }
+      }
+      for (size_t i = 0; i < na; i++) {
+        if (a[i] != w[i]) fail_msg("%s: byte %zu is %02x, Kafka's %02x", pb, i, w[i], a[i]);
+      }
+      free(a);
+      free(w);
+    }
+    segs++;
+  }
+  sqlite3_finalize(seg);
+  assert_int_equal(segs, 9);
+  st_close(r);
+  drop_dir(dir);
+}
+
+/* Appending to a partition Kafka wrote: offsets go on from its end, the
+** batches carry the leader epoch of its leader-epoch-checkpoint, nothing
+** of Kafka's is changed but the indexes of its last segment (rebuilt as
+** Kafka's recovery rebuilds them: the same bytes here). */
+static void test_append_to_kafka(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-adopt");
+  char src[4200];
+  snprintf(src, sizeof src, "%s", t_fixture("d-jitter-nulls-headers"));
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", src, dir);
+  assert_int_equal(system(cmd), 0);
+  char lp[4200];
+  snprintf(lp, sizeof lp, "%s/00000000000000001736.log", dir);
+  size_t n0;
+  uint8_t *before = t_read_file(lp, &n0);
+  sqlite3 *db = st_open();
+  create(db, "t", dir, "segment_bytes=32768, index_interval_bytes=1024");
+  st_exec(db, "INSERT INTO t(key, value) VALUES ('k', 'appended'), (NULL, NULL)");
+  assert_int_equal(sqlite3_last_insert_rowid(db), 2001);
+  st_buf got = {0};
+  st_render(db, st_prep(db, "SELECT base_offset, record_count, partition_leader_epoch, producer_id"
+                            " FROM kafka_batches(?1) WHERE base_offset >= 1994", "t", dir), &got);
+  assert_string_equal(got.p, "1994|6|0|1000\n2000|2|0|-1\n");
+  st_buf_free(&got);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 2002);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1) WHERE severity <> 'info'",
+                          "t", dir), 0);
+  st_close(db);
+  size_t n1;
+  uint8_t *after = t_read_file(lp, &n1);
+  assert_true(n1 > n0);
+  assert_memory_equal(before, after, n0); /* Kafka's bytes untouched */
+  free(before);
+  free(after);
+  drop_dir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
+      cmocka_unit_test(test_kafka_bytes),
+      cmocka_unit_test(test_append_to_kafka),
       cmocka_unit_test(test_values),
       cmocka_unit_test(test_errors),
       cmocka_unit_test(test_transactions),
