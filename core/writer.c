@@ -66,6 +66,7 @@ struct kl_writer {
   wmark *marks;             /* marks[0]: the transaction's begin */
   int nmarks, capmarks;
   int64_t pending_start;
+  int retention_due;        /* retention options apply at the next commit */
   kl_writer_stats stats;
 };
 
@@ -75,6 +76,8 @@ void kl_writer_opts_default(kl_writer_opts *o) {
   o->batch_bytes = 1048576;
   o->codec = KL_CODEC_NONE;
   o->log_append_time = 0;
+  o->retention_bytes = -1;
+  o->retention_ms = -1;
 }
 
 static int64_t now_ms(void) {
@@ -211,6 +214,7 @@ static kl_rc roll(kl_writer *w, int64_t base, kl_err *err) {
   if (rc) return rc;
   fresh_segment(&w->st, base);
   w->stats.rolls++;
+  w->retention_due = 1;
   return open_segment(w, 1, err);
 }
 
@@ -600,6 +604,7 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   w->opt = *opt;
   w->dirfd = w->lockfd = w->brokerfd = w->logfd = w->oidxfd = w->tidxfd = w->commitfd = -1;
   w->pending_start = -1;
+  w->retention_due = 1; /* on open */
   w->dir = kl_strdup(env, dir);
   if (!w->dir) {
     kl_free(env, w);
@@ -765,6 +770,73 @@ kl_rc kl_writer_delete_below(kl_writer *w, int64_t start, kl_err *err) {
   return KL_OK;
 }
 
+/* The start retention_bytes and retention_ms give (behaviour.md 8), or -1:
+** segments listed afresh, the active one never deleted. */
+static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
+  *start = -1;
+  DIR *d = opendir(w->dir);
+  if (!d) return kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
+  struct seg { int64_t base, size, max_ts; } *v = NULL;
+  size_t n = 0, cap = 0;
+  struct dirent *de;
+  kl_rc rc = KL_OK;
+  while ((de = readdir(d)) != NULL) {
+    int64_t b;
+    if (!kl_segment_name(de->d_name, &b) || b > w->st.seg_base) continue;
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      struct seg *nv = kl_realloc(w->env, v, cap * sizeof *v);
+      if (!nv) {
+        rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", w->dir);
+        break;
+      }
+      v = nv;
+    }
+    v[n++].base = b;
+  }
+  closedir(d);
+  for (size_t i = 1; rc == KL_OK && i < n; i++) {
+    for (size_t j = i; j > 0 && v[j - 1].base > v[j].base; j--) {
+      struct seg t = v[j];
+      v[j] = v[j - 1];
+      v[j - 1] = t;
+    }
+  }
+  int64_t total = 0;
+  char p[4200];
+  for (size_t i = 0; rc == KL_OK && i < n; i++) {
+    struct stat sb;
+    seg_path(w, v[i].base, ".log", p, sizeof p);
+    v[i].size = v[i].base == w->st.seg_base ? w->st.seg_size
+                                             : stat(p, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    int64_t mtime = stat(p, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000 +
+                                            sb.st_mtim.tv_nsec / 1000000 : 0;
+    total += v[i].size;
+    /* A segment that rolled ends its time index with its largest
+    ** timestamp; without one Kafka dates it by the file's mtime. */
+    v[i].max_ts = mtime;
+    seg_path(w, v[i].base, ".timeindex", p, sizeof p);
+    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= 12) {
+      uint8_t e[12];
+      if (pread(fd, e, 12, (off_t)(sb.st_size / 12 * 12 - 12)) == 12) v[i].max_ts = kl_get_i64(e);
+    }
+    if (fd >= 0) close(fd);
+  }
+  size_t k = 0;
+  if (rc == KL_OK && w->opt.retention_bytes >= 0 && total >= w->opt.retention_bytes) {
+    int64_t diff = total - w->opt.retention_bytes;
+    while (k + 1 < n && diff - v[k].size >= 0) diff -= v[k++].size;
+  }
+  if (rc == KL_OK && w->opt.retention_ms >= 0) {
+    int64_t now = now_ms();
+    while (k + 1 < n && now - v[k].max_ts > w->opt.retention_ms) k++;
+  }
+  if (rc == KL_OK && k > 0) *start = v[k].base;
+  kl_free(w->env, v);
+  return rc;
+}
+
 /* The log directory's log-start-offset-checkpoint, where Kafka keeps the
 ** log start offset of each partition: ours replaced, the others kept. */
 static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err) {
@@ -837,6 +909,11 @@ kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {
   if (!w->in_txn) return KL_OK;
   kl_rc rc = flush(w, err);
   if (rc) return rc;
+  if (w->retention_due && (w->opt.retention_bytes >= 0 || w->opt.retention_ms >= 0)) {
+    int64_t s;
+    if ((rc = retention_start(w, &s, err)) != KL_OK) return rc;
+    if (s > w->pending_start) w->pending_start = s;
+  }
   int64_t start = w->pending_start;
   if (start > w->st.next_offset) start = w->st.next_offset;
   int64_t old_start = w->com.log_start;
@@ -856,6 +933,7 @@ kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {
   w->dirty = 0;
   w->synced = 1;
   w->committed_any = 1;
+  w->retention_due = 0;
   if (retain) {
     rc = write_log_start(w, start, err);
     /* Segments below the published start are invisible already; removing

@@ -47,6 +47,8 @@ typedef struct kl_writer_opts {
   int64_t batch_bytes;      /* largest batch, uncompressed (1 MiB) */
   int codec;                /* KL_CODEC_* */
   int log_append_time;      /* message.timestamp.type=LogAppendTime */
+  int64_t retention_bytes;  /* retention.bytes, -1: none */
+  int64_t retention_ms;     /* retention.ms, -1: none */
 } kl_writer_opts;
 
 /* Kafka's defaults. */
@@ -93,7 +95,12 @@ void kl_writer_release(kl_writer *w, int n);
 kl_rc kl_writer_rollback_to(kl_writer *w, int n, kl_err *err);
 
 /* Retention: at the commit, the log start offset becomes start (at most
-** the log end offset), and every segment wholly below it is removed. */
+** the log end offset), and every segment wholly below it is removed.
+** retention_bytes and retention_ms choose a start too, by Kafka's rules
+** (behaviour.md 8: the oldest segments, never the active one, while the
+** log is over retention_bytes by at least their size, then while their
+** largest timestamp is more than retention_ms old), at the first commit of
+** the writer and at every commit that rolled a segment. */
 kl_rc kl_writer_delete_below(kl_writer *w, int64_t start, kl_err *err);
 
 /* Make the transaction durable and visible: write the last batch, fsync

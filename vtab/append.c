@@ -76,6 +76,12 @@ int kl_append_option(kl_append_opts *o, const char *key, size_t kn, const char *
   } else if (key_is(key, kn, "batch_bytes")) {
     if (parse_int(v, 128, INT32_MAX, &n)) o->w.batch_bytes = n;
     else want = "an integer from 128 to 2147483647";
+  } else if (key_is(key, kn, "retention_bytes")) {
+    if (parse_int(v, -1, INT64_MAX, &n)) o->w.retention_bytes = n;
+    else want = "an integer of bytes, or -1 for none";
+  } else if (key_is(key, kn, "retention_ms")) {
+    if (parse_int(v, -1, INT64_MAX, &n)) o->w.retention_ms = n;
+    else want = "an integer of milliseconds, or -1 for none";
   } else if (key_is(key, kn, "compression")) {
     int found = -1;
     for (int i = 0; i < 5; i++) {
@@ -112,10 +118,12 @@ int kl_append_option(kl_append_opts *o, const char *key, size_t kn, const char *
 char *kl_append_config_rows(const kl_append_opts *o) {
   return sqlite3_mprintf("('segment_bytes', %lld), ('index_interval_bytes', %lld),"
                          " ('batch_bytes', %lld), ('compression', '%s'),"
-                         " ('timestamp_type', '%s'), ('readonly', %d)",
+                         " ('timestamp_type', '%s'), ('readonly', %d), ('retention_bytes', %lld),"
+                         " ('retention_ms', %lld)",
                          (long long)o->w.segment_bytes, (long long)o->w.index_interval,
                          (long long)o->w.batch_bytes, codec_names[o->w.codec],
-                         o->w.log_append_time ? "log_append_time" : "create_time", o->readonly);
+                         o->w.log_append_time ? "log_append_time" : "create_time", o->readonly,
+                         (long long)o->w.retention_bytes, (long long)o->w.retention_ms);
 }
 
 kl_append *kl_append_new(sqlite3 *db, const char *dir, const kl_append_opts *o) {

@@ -5,7 +5,8 @@
 **
 **   CREATE VIRTUAL TABLE t USING kafka_log('data/events-0',
 **       segment_bytes=1048576, index_interval_bytes=4096, compression='zstd',
-**       batch_bytes=1048576, timestamp_type='create_time', readonly=0);
+**       batch_bytes=1048576, timestamp_type='create_time', readonly=0,
+**       retention_bytes=-1, retention_ms=-1);
 **   INSERT INTO t(key, value, timestamp, headers) VALUES (...);
 **   DELETE FROM t WHERE offset < N;
 **

@@ -268,7 +268,7 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
                             "on_corrupt='skip', max_skew_ms=<milliseconds>, isolation='read_uncommitted' or "
                             "'read_committed', key_type and value_type='blob' or 'text'; for writing: "
                             "segment_bytes, index_interval_bytes, batch_bytes, compression, "
-                            "timestamp_type, readonly)", arg);
+                            "timestamp_type, readonly, retention_bytes, retention_ms)", arg);
   return SQLITE_ERROR;
 }
 
@@ -368,13 +368,13 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 15) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most eleven options, "
+  if (argc > 17) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most thirteen options, "
                               "on_corrupt='error'|'skip', max_skew_ms=<milliseconds>, "
                               "isolation='read_uncommitted'|'read_committed', "
                               "key_type='blob'|'text', value_type='blob'|'text', "
                               "segment_bytes, index_interval_bytes, batch_bytes, compression, "
-                              "timestamp_type and readonly");
+                              "timestamp_type, readonly, retention_bytes and retention_ms");
     return SQLITE_ERROR;
   }
   if (argc < 4 && sqlite3_stricmp(argv[2], argv[0]) != 0) {
