@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -68,6 +69,7 @@ struct kl_writer {
   int64_t pending_start;
   int retention_due;        /* retention options apply at the next commit */
   kl_writer_stats stats;
+  char name[4200];          /* fname's */
 };
 
 void kl_writer_opts_default(kl_writer_opts *o) {
@@ -88,6 +90,13 @@ static int64_t now_ms(void) {
 
 static void seg_path(const kl_writer *w, int64_t base, const char *suffix, char *out, size_t n) {
   snprintf(out, n, "%s/%020lld%s", w->dir, (long long)base, suffix);
+}
+
+/* The path of the active segment's file with this suffix, for messages
+** (valid until the next call). */
+static const char *fname(kl_writer *w, const char *suffix) {
+  seg_path(w, w->st.seg_base, suffix, w->name, sizeof w->name);
+  return w->name;
 }
 
 static kl_rc pwrite_all(int fd, const void *p, size_t n, int64_t pos, const char *what,
@@ -167,7 +176,7 @@ static kl_rc put_tidx(kl_writer *w, kl_err *err) {
   uint8_t e[12];
   kl_put_u64(e, (uint64_t)w->st.max_ts);
   kl_put_u32(e + 8, (uint32_t)(w->st.max_ts_off - w->st.seg_base));
-  kl_rc rc = pwrite_all(w->tidxfd, e, 12, w->st.tidx_n * 12, "time index", err);
+  kl_rc rc = pwrite_all(w->tidxfd, e, 12, w->st.tidx_n * 12, fname(w, ".timeindex"), err);
   if (rc) return rc;
   w->dirty |= DIRTY_TIDX;
   w->st.tidx_n++;
@@ -186,7 +195,7 @@ static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts
     uint8_t e[8];
     kl_put_u32(e, (uint32_t)(last - w->st.seg_base));
     kl_put_u32(e + 4, (uint32_t)pos);
-    kl_rc rc = pwrite_all(w->oidxfd, e, 8, w->st.oidx_n * 8, "offset index", err);
+    kl_rc rc = pwrite_all(w->oidxfd, e, 8, w->st.oidx_n * 8, fname(w, ".index"), err);
     if (rc) return rc;
     w->dirty |= DIRTY_OIDX;
     w->st.oidx_n++;
@@ -202,9 +211,9 @@ static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts
 static kl_rc finish_segment(kl_writer *w, kl_err *err) {
   kl_rc rc = KL_OK;
   if (w->st.max_ts > w->st.last_tidx_ts) rc = put_tidx(w, err);
-  if (rc == KL_OK) rc = sync_fd(w, w->logfd, "segment", err);
-  if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, "offset index", err);
-  if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, "time index", err);
+  if (rc == KL_OK) rc = sync_fd(w, w->logfd, fname(w, ".log"), err);
+  if (rc == KL_OK) rc = sync_fd(w, w->oidxfd, fname(w, ".index"), err);
+  if (rc == KL_OK) rc = sync_fd(w, w->tidxfd, fname(w, ".timeindex"), err);
   if (rc == KL_OK) w->dirty = 0;
   return rc;
 }
@@ -244,17 +253,17 @@ static kl_rc append_batch(kl_writer *w, const uint8_t *h, const uint8_t *p, size
   while (k < 0 && errno == EINTR);
   kl_rc rc = KL_OK;
   if (k < 0) {
-    rc = kl_err_set(err, errno == ENOSPC ? KL_FULL : KL_IO, "segment: position %lld: write "
-                    "failed: %s", (long long)pos, strerror(errno));
+    rc = kl_err_set(err, errno == ENOSPC ? KL_FULL : KL_IO, "%s: position %lld: write failed: %s",
+                    fname(w, ".log"), (long long)pos, strerror(errno));
   } else if ((size_t)k < size) {
     size_t done = (size_t)k;
     if (done < KL_V2_HEADER) {
-      rc = pwrite_all(w->logfd, h + done, KL_V2_HEADER - done, pos + (int64_t)done, "segment", err);
+      rc = pwrite_all(w->logfd, h + done, KL_V2_HEADER - done, pos + (int64_t)done, fname(w, ".log"), err);
       done = KL_V2_HEADER;
     }
     if (rc == KL_OK) {
       rc = pwrite_all(w->logfd, p + (done - KL_V2_HEADER), size - done, pos + (int64_t)done,
-                      "segment", err);
+                      fname(w, ".log"), err);
     }
   }
   if (rc == KL_OK) rc = index_batch(w, pos, last, kl_get_i64(h + 35), err);
@@ -292,10 +301,16 @@ static kl_rc flush(kl_writer *w, kl_err *err) {
 
 /* ---- segments in the directory ---- */
 
-/* Remove the files of every segment whose base is above `above` (or, when
-** below_next is set, every segment but the last whose successor's base is
-** <= below: retention).  Segments are listed afresh. */
-static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err *err) {
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* The base offsets of the segments in the directory now, sorted (*out
+** freed by the caller with kl_free). */
+static kl_rc list_bases(kl_writer *w, int64_t **out, size_t *count, kl_err *err) {
+  *out = NULL;
+  *count = 0;
   DIR *d = opendir(w->dir);
   if (!d) return kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
   int64_t *bases = NULL;
@@ -317,14 +332,24 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
     bases[n++] = b;
   }
   closedir(d);
-  /* Sorted, so that retention knows each segment's successor. */
-  for (size_t i = 1; rc == KL_OK && i < n; i++) {
-    for (size_t j = i; j > 0 && bases[j - 1] > bases[j]; j--) {
-      int64_t t = bases[j];
-      bases[j] = bases[j - 1];
-      bases[j - 1] = t;
-    }
+  if (rc) {
+    kl_free(w->env, bases);
+    return rc;
   }
+  if (n) qsort(bases, n, sizeof *bases, cmp_i64);
+  *out = bases;
+  *count = n;
+  return KL_OK;
+}
+
+/* Remove the files of every segment whose base is above `above`, and, when
+** below >= 0, of every segment before the active one whose successor's
+** base is <= below (retention). */
+static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err *err) {
+  int64_t *bases;
+  size_t n;
+  kl_rc rc = list_bases(w, &bases, &n, err);
+  if (rc) return rc;
   static const char *const sfx[] = {".index", ".timeindex", ".txnindex", ".log"};
   char p[4200];
   for (size_t i = 0; rc == KL_OK && i < n; i++) {
@@ -357,8 +382,8 @@ static kl_rc rebuild(kl_writer *w, int committed, kl_err *err) {
   int64_t base = st->seg_base;
   fresh_segment(st, base);
   st->next_offset = base;
-  kl_rc rc = truncate_fd(w->oidxfd, 0, "offset index", err);
-  if (rc == KL_OK) rc = truncate_fd(w->tidxfd, 0, "time index", err);
+  kl_rc rc = truncate_fd(w->oidxfd, 0, fname(w, ".index"), err);
+  if (rc == KL_OK) rc = truncate_fd(w->tidxfd, 0, fname(w, ".timeindex"), err);
   if (rc) return rc;
   kl_log *log = NULL;
   rc = kl_log_open(w->env, w->dir, &log, err);
@@ -398,7 +423,7 @@ static kl_rc rebuild(kl_writer *w, int committed, kl_err *err) {
   if (!committed) {
     struct stat sb;
     if (fstat(w->logfd, &sb) == 0 && sb.st_size > end) w->stats.truncated += sb.st_size - end;
-    if ((rc = truncate_fd(w->logfd, end, "segment", err)) != KL_OK) return rc;
+    if ((rc = truncate_fd(w->logfd, end, fname(w, ".log"), err)) != KL_OK) return rc;
   }
   st->seg_size = end;
   /* As recover() ends: the final time index entry. */
@@ -412,9 +437,9 @@ static kl_rc rebuild(kl_writer *w, int committed, kl_err *err) {
 ** the directory when files were made or removed), then publish c. */
 static kl_rc publish(kl_writer *w, kl_commit *c, kl_err *err) {
   kl_rc rc = KL_OK;
-  if (w->dirty & DIRTY_LOG) rc = sync_fd(w, w->logfd, "segment", err);
-  if (rc == KL_OK && (w->dirty & DIRTY_OIDX)) rc = sync_fd(w, w->oidxfd, "offset index", err);
-  if (rc == KL_OK && (w->dirty & DIRTY_TIDX)) rc = sync_fd(w, w->tidxfd, "time index", err);
+  if (w->dirty & DIRTY_LOG) rc = sync_fd(w, w->logfd, fname(w, ".log"), err);
+  if (rc == KL_OK && (w->dirty & DIRTY_OIDX)) rc = sync_fd(w, w->oidxfd, fname(w, ".index"), err);
+  if (rc == KL_OK && (w->dirty & DIRTY_TIDX)) rc = sync_fd(w, w->tidxfd, fname(w, ".timeindex"), err);
   if (rc == KL_OK && w->dir_dirty) {
     w->stats.fsyncs++;
     if (fsync(w->dirfd) != 0) {
@@ -485,7 +510,7 @@ static kl_rc load(kl_writer *w, kl_err *err) {
   }
   w->stats.truncated += (uint64_t)(sb.st_size - c.seg_size);
   if ((rc = remove_segments(w, c.seg_base, -1, err)) != KL_OK) return rc;
-  if ((rc = truncate_fd(w->logfd, c.seg_size, "segment", err)) != KL_OK) return rc;
+  if ((rc = truncate_fd(w->logfd, c.seg_size, fname(w, ".log"), err)) != KL_OK) return rc;
   if ((rc = rebuild(w, 1, err)) != KL_OK) return rc;
   kl_commit nc = w->st;
   nc.flags = 0;
@@ -740,9 +765,9 @@ static kl_rc restore(kl_writer *w, wmark *m, kl_err *err) {
     if (fstat(w->logfd, &sb) == 0 && sb.st_size > m->st.seg_size) {
       w->stats.truncated += (uint64_t)(sb.st_size - m->st.seg_size);
     }
-    rc = truncate_fd(w->logfd, m->st.seg_size, "segment", err);
-    if (rc == KL_OK) rc = truncate_fd(w->oidxfd, m->st.oidx_n * 8, "offset index", err);
-    if (rc == KL_OK) rc = truncate_fd(w->tidxfd, m->st.tidx_n * 12, "time index", err);
+    rc = truncate_fd(w->logfd, m->st.seg_size, fname(w, ".log"), err);
+    if (rc == KL_OK) rc = truncate_fd(w->oidxfd, m->st.oidx_n * 8, fname(w, ".index"), err);
+    if (rc == KL_OK) rc = truncate_fd(w->tidxfd, m->st.tidx_n * 12, fname(w, ".timeindex"), err);
   }
   if (rc) return rc;
   w->st = m->st;
@@ -774,34 +799,15 @@ kl_rc kl_writer_delete_below(kl_writer *w, int64_t start, kl_err *err) {
 ** segments listed afresh, the active one never deleted. */
 static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
   *start = -1;
-  DIR *d = opendir(w->dir);
-  if (!d) return kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
-  struct seg { int64_t base, size, max_ts; } *v = NULL;
-  size_t n = 0, cap = 0;
-  struct dirent *de;
-  kl_rc rc = KL_OK;
-  while ((de = readdir(d)) != NULL) {
-    int64_t b;
-    if (!kl_segment_name(de->d_name, &b) || b > w->st.seg_base) continue;
-    if (n == cap) {
-      cap = cap ? cap * 2 : 64;
-      struct seg *nv = kl_realloc(w->env, v, cap * sizeof *v);
-      if (!nv) {
-        rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", w->dir);
-        break;
-      }
-      v = nv;
-    }
-    v[n++].base = b;
-  }
-  closedir(d);
-  for (size_t i = 1; rc == KL_OK && i < n; i++) {
-    for (size_t j = i; j > 0 && v[j - 1].base > v[j].base; j--) {
-      struct seg t = v[j];
-      v[j] = v[j - 1];
-      v[j - 1] = t;
-    }
-  }
+  int64_t *bases;
+  size_t nb;
+  kl_rc rc = list_bases(w, &bases, &nb, err);
+  if (rc) return rc;
+  struct seg { int64_t base, size, max_ts; } *v = kl_malloc(w->env, (nb ? nb : 1) * sizeof *v);
+  size_t n = 0;
+  if (!v) rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", w->dir);
+  for (size_t i = 0; rc == KL_OK && i < nb && bases[i] <= w->st.seg_base; i++) v[n++].base = bases[i];
+  kl_free(w->env, bases);
   int64_t total = 0;
   char p[4200];
   for (size_t i = 0; rc == KL_OK && i < n; i++) {
