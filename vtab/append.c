@@ -185,11 +185,12 @@ int kl_append_create(const char *dir, const kl_append_opts *o, char **errmsg) {
 
 /* ---- transactions ---- */
 
+/* The lock is taken at the first change (start), not here: a table that
+** cannot write refuses in xUpdate with the reason, and a statement that
+** changes nothing takes no lock. */
 int kl_append_begin(kl_append *a, char **errmsg) {
-  (void)errmsg;
-  /* A table that cannot write refuses in xUpdate, with the reason; a
-  ** transaction that only reads it needs nothing. */
   (void)a;
+  (void)errmsg;
   return SQLITE_OK;
 }
 
@@ -343,9 +344,9 @@ int kl_append_rollback_to(kl_append *a, int n, char **errmsg) {
 
 /* ---- INSERT ---- */
 
-/* A key or value: its bytes (NULL: null, length -1). */
-static int bytes_of(sqlite3_value *v, const void **p, int32_t *n, const char *col,
-                    char **errmsg) {
+/* A key or value: its bytes (NULL: null, length -1); a number is its
+** text. */
+static int bytes_of(sqlite3_value *v, const void **p, int32_t *n) {
   int t = sqlite3_value_type(v);
   if (t == SQLITE_NULL) {
     *p = NULL;
@@ -363,8 +364,6 @@ static int bytes_of(sqlite3_value *v, const void **p, int32_t *n, const char *co
   if (!*p && len > 0) return SQLITE_NOMEM;
   if (!*p) *p = "";
   *n = (int32_t)len;
-  (void)col;
-  (void)errmsg;
   return SQLITE_OK;
 }
 
@@ -525,8 +524,8 @@ static int insert(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *r
     return fail(errmsg, SQLITE_MISMATCH, "kafka_log: timestamp must be an integer of milliseconds "
                 "since the epoch (or NULL for now), not '%s'", sqlite3_value_text(ts));
   }
-  int rc = bytes_of(argv[2 + COL_KEY], &r.key, &r.key_len, "key", errmsg);
-  if (rc == SQLITE_OK) rc = bytes_of(argv[2 + COL_VALUE], &r.value, &r.value_len, "value", errmsg);
+  int rc = bytes_of(argv[2 + COL_KEY], &r.key, &r.key_len);
+  if (rc == SQLITE_OK) rc = bytes_of(argv[2 + COL_VALUE], &r.value, &r.value_len);
   int nh = 0;
   if (rc == SQLITE_OK) rc = parse_headers(a, argv[2 + COL_HEADERS], &nh, errmsg);
   if (rc) return rc;
