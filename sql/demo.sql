@@ -96,5 +96,23 @@ SELECT o.group_id, o.topic, o.partition, o.committed_offset, p.log_end_offset - 
   JOIN kafka_partitions('tests/fixtures/broker') p USING (topic, partition);
 
 .print ''
+.print 'Writing: a new log in /tmp/kafkalog-demo/events-0, in the format Kafka writes: a transaction of'
+.print 'three records (one batch), a rolled-back one (nothing of it remains), retention below offset 1'
+.print '(the log start moves; the batch stays on disk until its whole segment is below it):'
+CREATE VIRTUAL TABLE events USING kafka_log('/tmp/kafkalog-demo/events-0', compression='zstd');
+BEGIN;
+INSERT INTO events(key, value, timestamp, headers) VALUES
+  ('user-1', '{"click": 3}', 1732924800000, '[["trace","ab"]]'),
+  ('user-2', '{"click": 1}', 1732924800450, NULL),
+  (NULL, NULL, 1732924801000, NULL);
+COMMIT;
+BEGIN;
+INSERT INTO events(value) VALUES ('never seen');
+ROLLBACK;
+DELETE FROM events WHERE offset < 1;
+SELECT offset, timestamp, key, value, headers, compression FROM events;
+SELECT base_offset, last_offset, record_count, compression, size FROM kafka_batches('/tmp/kafkalog-demo/events-0');
+
+.print ''
 .print 'Work done by these queries (counters, not timings):'
 SELECT key AS counter, value FROM json_each(kafka_log_stats());
