@@ -432,6 +432,10 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
              "entry %lld: relative offset %lld does not fit 31 bits", (long long)i, (long long)rel);
       continue;
     }
+    /* Past a written log's commit (segment.h limit): an open transaction's
+    ** entries, not damage; the next writer removes them if it never
+    ** commits. */
+    if (s->limit >= 0 && p >= s->limit) break;
     if (p >= w->end && !(p == 0 && w->end == 0)) {
       report(ck, "index_points_past_log", KL_SEV_WARNING, i * 8,
              "entry %lld (offset %lld) points to position %lld, past the end of the batches at "
@@ -482,6 +486,7 @@ static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const w
              (long long)prev_ts, (long long)prev_off);
       continue;
     }
+    if (s->limit >= 0 && rel <= INT32_MAX && off >= w->next_offset) break; /* as above */
     prev_ts = ts;
     prev_off = off;
     last_ts = ts;
@@ -676,6 +681,9 @@ static void check_orphans(checker *ck, const char *dir, kl_log *log) {
     if (base < 0) continue;
     kl_segment *s = kl_log_floor(log, base);
     if (s && s->base == base) continue;
+    /* A segment an open transaction of a written log started. */
+    kl_segment *last = kl_log_last(log);
+    if (last && last->limit >= 0 && base > last->base) continue;
     ck->segment = base;
     begin_file(ck, de->d_name);
     report(ck, "orphan_index", KL_SEV_WARNING, -1,

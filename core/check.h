@@ -89,6 +89,10 @@
 ** stopped broker's active segment).  At most KL_CHECK_MAX_PER_KIND findings
 ** of one kind are reported per file; one more finding then says how many
 ** were left out.
+**
+** A log kafkalog writes (commit.h) is checked up to its commit: the
+** batches, index entries and segments of a transaction still open (or of a
+** writer that died, which the next writer removes) are not looked at.
 */
 #ifndef KL_CHECK_H
 #define KL_CHECK_H
