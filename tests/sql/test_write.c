@@ -651,6 +651,41 @@ static void test_append_to_kafka(void **state) {
   drop_dir(dir);
 }
 
+/* A named table in a database file keeps its write options: reopened,
+** it rolls, compresses and refuses as it was created to. */
+static void test_options_kept(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-keep");
+  char dbp[4200];
+  snprintf(dbp, sizeof dbp, "%.*s/saved.db", (int)(strrchr(dir, '/') - dir), dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(dbp, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
+  create(db, "t", dir, "segment_bytes=2048, compression='lz4', retention_bytes=1000000");
+  create(db, "r", dir, "readonly=1");
+  st_close(db);
+  assert_int_equal(sqlite3_open(dbp, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
+  add_gs(db);
+  for (int i = 0; i < 20; i++) {
+    st_exec(db, "INSERT INTO t(value) SELECT printf('value-%d', value) FROM gs WHERE value < 50");
+  }
+  assert_true(st_int(db, "SELECT count(*) FROM kafka_segments(?1)", "t", dir) > 1);
+  char *c = st_text(db, "SELECT group_concat(DISTINCT compression) FROM t", NULL);
+  assert_string_equal(c, "lz4");
+  free(c);
+  char *v = st_text(db, "SELECT group_concat(k || '=' || v, ' ') FROM t_config WHERE k IN"
+                        " ('segment_bytes', 'compression', 'retention_bytes', 'readonly')", NULL);
+  print_message("  t_config: %s\n", v);
+  assert_non_null(strstr(v, "segment_bytes=2048"));
+  assert_non_null(strstr(v, "retention_bytes=1000000"));
+  free(v);
+  free(expect_rc(db, "INSERT INTO r(value) VALUES ('x')", SQLITE_READONLY));
+  assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 1000);
+  st_close(db);
+  drop_dir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
@@ -661,6 +696,7 @@ int main(void) {
       cmocka_unit_test(test_transactions),
       cmocka_unit_test(test_writers_and_readers),
       cmocka_unit_test(test_retention),
+      cmocka_unit_test(test_options_kept),
       cmocka_unit_test(test_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
