@@ -78,12 +78,16 @@ static void note_partition_dir(kl_log *log, const char *dir, const struct dirent
 ** committed (or rolled back, or cut by a crash) beyond its commit record
 ** (commit.h): segments after the committed one are not there yet, and the
 ** committed one ends at the committed size. */
-static kl_rc apply_commit(kl_log *log, kl_err *err) {
+static kl_rc apply_commit(kl_log *log, const kl_commit *view, kl_err *err) {
   kl_commit c;
   log->log_start = -1;
-  kl_rc rc = kl_commit_read(log->dir, &c, err);
-  if (rc == KL_NOTFOUND) return KL_OK;
-  if (rc) return rc;
+  if (view) {
+    c = *view;
+  } else {
+    kl_rc rc = kl_commit_read(log->dir, &c, err);
+    if (rc == KL_NOTFOUND) return KL_OK;
+    if (rc) return rc;
+  }
   kl_sknode *n;
   while ((n = kl_skiplist_last(log->segs)) != NULL && kl_sknode_key(n) > c.seg_base) {
     kl_segment *s = kl_sknode_value(n);
@@ -110,6 +114,11 @@ kl_rc kl_log_open(const kl_env *env, const char *dir, kl_log **out, kl_err *err)
 
 kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log **out,
                      kl_err *err) {
+  return kl_log_open_view(env, dir, set, NULL, out, err);
+}
+
+kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_commit *view,
+                       kl_log **out, kl_err *err) {
   *out = NULL;
   kl_log *log = kl_malloc(env, sizeof *log);
   if (!log) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
@@ -168,7 +177,7 @@ kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log 
     s->next_base = next ? kl_sknode_key(next) : INT64_MAX;
   }
   if (kl_skiplist_first(log->segs)) log->hint[0] = 0;
-  if ((rc = apply_commit(log, err)) != KL_OK) {
+  if ((rc = apply_commit(log, view, err)) != KL_OK) {
     kl_log_close(log);
     return rc;
   }

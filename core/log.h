@@ -15,6 +15,7 @@
 #define KL_LOG_H
 
 #include "batch.h"
+#include "commit.h"
 #include "klog.h"
 #include "scan.h"
 #include "segment.h"
@@ -35,6 +36,13 @@ void kl_log_close(kl_log *log);
 ** holds no more files open than reading one.  set outlives the log. */
 kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log **out,
                      kl_err *err);
+
+/* kl_log_open_in with the end a writer's own transaction has reached
+** (writer.h kl_writer_view) in place of the commit record's: what the
+** writing connection reads of its own uncommitted records.  view NULL:
+** the commit record's. */
+kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_commit *view,
+                       kl_log **out, kl_err *err);
 
 /* kl_log_open for readers: a directory without segments is not a
 ** partition (Kafka always keeps one segment), KL_IO saying so, with

@@ -1010,6 +1010,18 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
   return rc;
 }
 
+int kl_writer_view(kl_writer *w, kl_commit *view, kl_err *err) {
+  if (!w->in_txn) return 0;
+  if (kl_builder_count(&w->b) && flush(w, err) != KL_OK) return -1;
+  if (w->st.next_offset == w->com.next_offset && w->st.seg_base == w->com.seg_base &&
+      w->st.seg_size == w->com.seg_size) {
+    return 0; /* nothing of its own yet */
+  }
+  *view = w->st;
+  view->log_start = w->com.log_start;
+  return 1;
+}
+
 int kl_writer_in_txn(const kl_writer *w) { return w->in_txn; }
 
 int64_t kl_writer_next_offset(const kl_writer *w) {

@@ -117,6 +117,12 @@ void kl_writer_commit(kl_writer *w);
 ** lock. */
 kl_rc kl_writer_rollback(kl_writer *w, kl_err *err);
 
+/* What the writing connection reads: inside a transaction that has
+** appended, the batch in memory is written (a batch ends there) and *view
+** is the end reached so far, for kl_log_open_view; 0 (no view: the commit
+** record's is the end) otherwise.  -1 on a write error (err says why). */
+int kl_writer_view(kl_writer *w, kl_commit *view, kl_err *err);
+
 int kl_writer_in_txn(const kl_writer *w);
 /* The next offset to be assigned (inside a transaction), else the last
 ** committed end seen. */

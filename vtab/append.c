@@ -232,6 +232,17 @@ static int start(kl_append *a, char **errmsg) {
   return SQLITE_OK;
 }
 
+int kl_append_view(kl_append *a, kl_commit *view, int *has_view, char **errmsg) {
+  *has_view = 0;
+  if (!a->w) return SQLITE_OK;
+  kl_err err;
+  kl_err_clear(&err);
+  int v = kl_writer_view(a->w, view, &err);
+  if (v < 0) return fail_kl(errmsg, err.rc ? err.rc : KL_IO, &err);
+  *has_view = v;
+  return SQLITE_OK;
+}
+
 /* The log start offset readers use: the larger of the log's own (its
 ** first segment, its commit record) and its log directory's checkpoint. */
 static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, kl_err *err) {
@@ -263,7 +274,10 @@ static int check_prefix(kl_append *a, int64_t *new_start, char **errmsg) {
   kl_log *log = NULL;
   kl_cursor *cur = NULL;
   int64_t start = 0, rows = 0;
-  kl_rc rc = kl_log_open(NULL, a->dir, &log, &err);
+  kl_commit view;
+  int v = kl_writer_view(a->w, &view, &err);
+  kl_rc rc = v < 0 ? (err.rc ? err.rc : KL_IO)
+                   : kl_log_open_view(NULL, a->dir, NULL, v ? &view : NULL, &log, &err);
   if (rc == KL_OK) rc = reader_start(a, log, &start, &err);
   if (rc == KL_OK) rc = kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds b = kl_bounds_all();

@@ -61,6 +61,12 @@ void kl_append_free(kl_append *a);
 int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *rowid,
                      char **errmsg);
 
+/* The end this table's own open transaction has reached (its batch in
+** memory written first), for its readers: *has_view 1 with *view, 0 when
+** there is none (read up to the commit record).  An SQLite error code with
+** *errmsg when writing the batch failed. */
+int kl_append_view(kl_append *a, kl_commit *view, int *has_view, char **errmsg);
+
 /* xBegin, xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo. */
 int kl_append_begin(kl_append *a, char **errmsg);
 int kl_append_sync(kl_append *a, char **errmsg);

@@ -806,10 +806,28 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   const kl_part *p = kl_broker_part(c->bk->b, i);
   c->part = p;
   c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
-  if (!c->cur || c->stale || strcmp(c->ref->dir, p->dir) != 0) {
+  /* The writing connection reads its own open transaction (append.h). */
+  kl_commit view;
+  int has_view = 0;
+  if (vt->app && kl_append_view(vt->app, &view, &has_view, &vt->base.zErrMsg) != SQLITE_OK) {
+    const char *m = vt->base.zErrMsg ? vt->base.zErrMsg : "cannot write";
+    return kl_err_set(err, KL_IO, "%s", strncmp(m, "kafka_log: ", 11) == 0 ? m + 11 : m);
+  }
+  if (!c->cur || c->stale || has_view || strcmp(c->ref->dir, p->dir) != 0) {
     end_partition(c);
     c->stale = 0;
-    int rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), &c->ref);
+    int rc;
+    if (has_view) {
+      char *msg = NULL;
+      rc = kl_logcache_get_view(vt->logs, p->dir, &view, &c->ref, &msg);
+      if (rc != SQLITE_OK) {
+        sqlite3_free(vt->base.zErrMsg);
+        vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
+      }
+      sqlite3_free(msg);
+    } else {
+      rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), &c->ref);
+    }
     if (rc != SQLITE_OK) {
       const char *m = vt->base.zErrMsg ? vt->base.zErrMsg : "cannot open";
       if (strncmp(m, "kafka_log: ", 11) == 0) m += 11;

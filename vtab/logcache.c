@@ -134,6 +134,27 @@ static void to_front(kl_logcache *c, kl_logref *r) {
   c->mru = r;
 }
 
+int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view, kl_logref **out,
+                         char **errmsg) {
+  *out = NULL;
+  *errmsg = NULL;
+  kl_logref *r = sqlite3_malloc(sizeof *r);
+  if (!r) return SQLITE_NOMEM;
+  memset(r, 0, sizeof *r);
+  r->dirfd = r->lastfd = r->commitfd = -1;
+  r->refs = 1;
+  r->dir = sqlite3_mprintf("%s", dir);
+  kl_err err = {0};
+  kl_rc rc = r->dir ? kl_log_open_view(NULL, dir, c->set, view, &r->log, &err) : KL_NOMEM;
+  if (rc) {
+    *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
+    kl_logref_release(r);
+    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
+  }
+  *out = r;
+  return SQLITE_OK;
+}
+
 int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, char **errmsg) {
   *out = NULL;
   *errmsg = NULL;

@@ -97,6 +97,11 @@ void kl_logref_release(kl_logref *r);
 
 /* A read of dir failed or found a file changed: drop it, so that the next
 ** query opens it afresh. */
+/* The log of dir as a writing connection sees it inside its transaction
+** (core/log.h kl_log_open_view): opened afresh and not cached (the view
+** moves with every append); released like the others. */
+int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view, kl_logref **out,
+                         char **errmsg);
 void kl_logcache_forget(kl_logcache *c, const char *dir);
 
 #endif

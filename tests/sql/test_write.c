@@ -258,6 +258,26 @@ static void test_transactions(void **state) {
   free(r);
   assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1) WHERE severity <> 'info'",
                           "t", dir), 0);
+  /* Inside its transaction the writing table reads its own records (other
+  ** connections do not); INSERT ... SELECT from itself reads what was
+  ** there when it began. */
+  sqlite3 *other = st_open();
+  st_exec(db, "BEGIN; INSERT INTO t(value) VALUES ('v5'), ('v6')");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 7);
+  assert_int_equal(st_int(db, "SELECT max(offset) FROM t WHERE offset + 0 >= 0", NULL), 6);
+  assert_int_equal(st_int(other, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 5);
+  st_exec(db, "SAVEPOINT s; INSERT INTO t(value) SELECT value FROM t");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 14);
+  st_exec(db, "ROLLBACK TO s");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 7);
+  st_exec(db, "INSERT INTO t(value) VALUES ('v7'); COMMIT");
+  r = st_text(db, "SELECT group_concat(offset || '=' || CAST(value AS TEXT), ',') FROM t", NULL);
+  assert_string_equal(r, "0=v0,1=v1,2=v2,3=v3,4=v4,5=v5,6=v6,7=v7");
+  free(r);
+  assert_int_equal(st_int(other, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 8);
+  st_exec(db, "BEGIN; INSERT INTO t(value) VALUES ('v8'); ROLLBACK");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 8);
+  st_close(other);
   st_close(db);
   drop_dir(dir);
 }
