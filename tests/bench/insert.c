@@ -92,6 +92,34 @@ static void record(int64_t i, char *key, char *value) {
   value[99] = '}';
 }
 
+/* Step st (an INSERT of ?1 key, ?2 value, ?3 timestamp) for records
+** from .. from + n - 1. */
+static void insert_records(sqlite3 *db, sqlite3_stmt *st, int64_t from, int64_t n) {
+  char key[16], value[128];
+  for (int64_t i = from; i < from + n; i++) {
+    record(i, key, value);
+    sqlite3_bind_blob(st, 1, key, 10, SQLITE_STATIC);
+    sqlite3_bind_blob(st, 2, value, 100, SQLITE_STATIC);
+    sqlite3_bind_int64(st, 3, 1732924800000 + i);
+    if (sqlite3_step(st) != SQLITE_DONE) die("insert: %s", sqlite3_errmsg(db));
+    sqlite3_reset(st);
+  }
+}
+
+/* Every record is there (count and bytes), then the side is removed. */
+static void read_back(sqlite3 *db, int kind, const char *path) {
+  sqlite3_stmt *c;
+  sqlite3_prepare_v2(db, "SELECT count(*), sum(length(value)) FROM t", -1, &c, NULL);
+  if (sqlite3_step(c) != SQLITE_ROW || sqlite3_column_int64(c, 0) != g_records ||
+      sqlite3_column_int64(c, 1) != g_records * 100) {
+    die("%s: read back %lld records, %lld bytes", kinds[kind],
+        (long long)sqlite3_column_int64(c, 0), (long long)sqlite3_column_int64(c, 1));
+  }
+  sqlite3_finalize(c);
+  sqlite3_close(db);
+  rm_rf(path);
+}
+
 /* Figure 1: seconds for one transaction of g_records bound INSERTs. */
 static double bound_insert(int kind, int run) {
   char path[3900];
@@ -101,17 +129,9 @@ static double bound_insert(int kind, int run) {
                          NULL) != SQLITE_OK) {
     die("prepare: %s", sqlite3_errmsg(db));
   }
-  char key[16], value[128];
   double t0 = now();
   exec(db, "BEGIN");
-  for (int64_t i = 0; i < g_records; i++) {
-    record(i, key, value);
-    sqlite3_bind_blob(st, 1, key, 10, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, value, 100, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, 1732924800000 + i);
-    if (sqlite3_step(st) != SQLITE_DONE) die("insert: %s", sqlite3_errmsg(db));
-    sqlite3_reset(st);
-  }
+  insert_records(db, st, 0, g_records);
   exec(db, "COMMIT");
   double t = now() - t0;
   sqlite3_finalize(st);
@@ -125,15 +145,7 @@ static double bound_insert(int kind, int run) {
     sqlite3_close(db);
     db = open_native(path);
   }
-  sqlite3_stmt *c;
-  sqlite3_prepare_v2(db, "SELECT count(*), sum(length(value)) FROM t", -1, &c, NULL);
-  if (sqlite3_step(c) != SQLITE_ROW || sqlite3_column_int64(c, 0) != g_records ||
-      sqlite3_column_int64(c, 1) != g_records * 100) {
-    die("%s: read back %lld records", kinds[kind], (long long)sqlite3_column_int64(c, 0));
-  }
-  sqlite3_finalize(c);
-  sqlite3_close(db);
-  rm_rf(path);
+  read_back(db, kind, path);
   return t;
 }
 
@@ -146,32 +158,15 @@ static double select_insert(int kind, int run) {
            " CREATE TABLE s.staging(key BLOB, value BLOB, timestamp INTEGER)");
   sqlite3_stmt *st;
   sqlite3_prepare_v2(db, "INSERT INTO s.staging VALUES (?1, ?2, ?3)", -1, &st, NULL);
-  char key[16], value[128];
   exec(db, "BEGIN");
-  for (int64_t i = 0; i < g_records; i++) {
-    record(i, key, value);
-    sqlite3_bind_blob(st, 1, key, 10, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, value, 100, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, 1732924800000 + i);
-    if (sqlite3_step(st) != SQLITE_DONE) die("staging: %s", sqlite3_errmsg(db));
-    sqlite3_reset(st);
-  }
+  insert_records(db, st, 0, g_records);
   exec(db, "COMMIT");
   sqlite3_finalize(st);
   double t0 = now();
   exec(db, "BEGIN; INSERT INTO t(key, value, timestamp) SELECT key, value, timestamp"
            " FROM s.staging; COMMIT");
   double t = now() - t0;
-  sqlite3_stmt *c;
-  sqlite3_prepare_v2(db, "SELECT count(*), sum(length(value)) FROM t", -1, &c, NULL);
-  if (sqlite3_step(c) != SQLITE_ROW || sqlite3_column_int64(c, 0) != g_records ||
-      sqlite3_column_int64(c, 1) != g_records * 100) {
-    die("%s: read back %lld records, %lld bytes", kinds[kind],
-        (long long)sqlite3_column_int64(c, 0), (long long)sqlite3_column_int64(c, 1));
-  }
-  sqlite3_finalize(c);
-  sqlite3_close(db);
-  rm_rf(path);
+  read_back(db, kind, path);
   return t;
 }
 
@@ -181,16 +176,8 @@ static double autocommit(int kind, int run) {
   sqlite3 *db = open_side(kind, run, path, sizeof path);
   sqlite3_stmt *st;
   sqlite3_prepare_v2(db, "INSERT INTO t(key, value, timestamp) VALUES (?1, ?2, ?3)", -1, &st, NULL);
-  char key[16], value[128];
   double t0 = now();
-  for (int i = 0; i < g_commits; i++) {
-    record(i, key, value);
-    sqlite3_bind_blob(st, 1, key, 10, SQLITE_STATIC);
-    sqlite3_bind_blob(st, 2, value, 100, SQLITE_STATIC);
-    sqlite3_bind_int64(st, 3, 1732924800000 + i);
-    if (sqlite3_step(st) != SQLITE_DONE) die("insert: %s", sqlite3_errmsg(db));
-    sqlite3_reset(st);
-  }
+  insert_records(db, st, 0, g_commits); /* each step its own transaction */
   double t = (now() - t0) / g_commits;
   sqlite3_finalize(st);
   sqlite3_close(db);
