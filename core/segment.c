@@ -119,6 +119,19 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
   }
   kl_rc rc = kl_file_open(&s->log, s->env, s->log_path, err);
   if (rc == KL_NOTFOUND) {
+    /* Removed by retention since the directory was listed: its bytes stay
+    ** a while as <name>.deleted (Kafka's delayed deletion), and a reader
+    ** goes on with the log as it listed it. */
+    char *del = kl_malloc(s->env, strlen(s->log_path) + 9);
+    if (del) {
+      strcpy(del, s->log_path);
+      strcat(del, ".deleted");
+      rc = kl_file_open(&s->log, s->env, del, err);
+      kl_free(s->env, del);
+      s->log.path = s->log_path;
+    }
+  }
+  if (rc == KL_NOTFOUND) {
     return kl_err_set(err, KL_IO, "%s: cannot open: No such file or directory (deleted since the "
                       "directory was listed?)", s->log_path);
   }

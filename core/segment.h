@@ -147,7 +147,9 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
 void kl_segment_free(kl_segment *s);
 
 /*
-** Open the .log if it is not open (and make the segment the most recently
+** Open the .log if it is not open (or, when it is gone, <name>.log.deleted:
+** a segment retention removed after the directory was listed waits there
+** a minute, and the reader goes on with the log as it listed it) (and make the segment the most recently
 ** used of its set, closing the least recently used unpinned one beyond the
 ** bound).  KL_IO names the file and says why; a .log that is no longer the
 ** file first seen is KL_IO too.  Counts stats->segments_opened.

@@ -342,9 +342,15 @@ static kl_rc list_bases(kl_writer *w, int64_t **out, size_t *count, kl_err *err)
   return KL_OK;
 }
 
-/* Remove the files of every segment whose base is above `above`, and, when
-** below >= 0, of every segment before the active one whose successor's
-** base is <= below (retention). */
+/* Seconds a segment removed by retention stays as <name>.deleted: a reader
+** that listed the directory before the removal still finds its bytes there
+** (segment.h), as Kafka keeps them file.delete.delay.ms (60 s). */
+#define DELETE_DELAY_S 60
+
+/* Remove the files of every segment whose base is above `above` (a
+** transaction's, never read), and, when below >= 0, rename to .deleted the
+** files of every segment before the active one whose successor's base is
+** <= below (retention). */
 static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err *err) {
   int64_t *bases;
   size_t n;
@@ -353,12 +359,15 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
   static const char *const sfx[] = {".index", ".timeindex", ".txnindex", ".log"};
   char p[4200];
   for (size_t i = 0; rc == KL_OK && i < n; i++) {
-    int go = bases[i] > above ||
-             (below >= 0 && i + 1 < n && bases[i + 1] <= below && bases[i] < w->st.seg_base);
-    if (!go) continue;
+    int drop = bases[i] > above;
+    int retire = !drop && below >= 0 && i + 1 < n && bases[i + 1] <= below &&
+                 bases[i] < w->st.seg_base;
+    if (!drop && !retire) continue;
     for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++) {
       seg_path(w, bases[i], sfx[k], p, sizeof p);
-      if (unlink(p) != 0 && errno != ENOENT) {
+      char to[4300];
+      snprintf(to, sizeof to, "%s.deleted", p);
+      if ((drop ? unlink(p) : rename(p, to)) != 0 && errno != ENOENT) {
         rc = kl_err_set(err, KL_IO, "%s: cannot remove: %s", p, strerror(errno));
         break;
       }
@@ -367,6 +376,30 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
   }
   kl_free(w->env, bases);
   return rc;
+}
+
+/* Remove the .deleted files of segments retired more than DELETE_DELAY_S
+** ago (a rename sets the ctime).  Errors are ignored: the files are below
+** the log start, and Kafka deletes them when it loads the log. */
+static void purge_deleted(kl_writer *w) {
+  DIR *d = opendir(w->dir);
+  if (!d) return;
+  time_t now = time(NULL);
+  struct dirent *de;
+  char p[4400];
+  while ((de = readdir(d)) != NULL) {
+    size_t n = strlen(de->d_name);
+    int64_t b;
+    if (n < 28 || strcmp(de->d_name + n - 8, ".deleted") != 0) continue;
+    char stem[32];
+    if (n - 8 > 30) continue;
+    snprintf(stem, sizeof stem, "%.20s.log", de->d_name);
+    if (!kl_segment_name(stem, &b)) continue;
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", w->dir, de->d_name);
+    if (stat(p, &sb) == 0 && now - sb.st_ctime > DELETE_DELAY_S) unlink(p);
+  }
+  closedir(d);
 }
 
 /* ---- recovery ---- */
@@ -942,6 +975,7 @@ kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {
   w->retention_due = 0;
   if (retain) {
     rc = write_log_start(w, start, err);
+    purge_deleted(w);
     /* Segments below the published start are invisible already; removing
     ** them only frees the space. */
     if (rc == KL_OK) rc = remove_segments(w, INT64_MAX, start, err);
@@ -988,6 +1022,7 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
     if (lock_all(w, &e2) == KL_OK) {
       kl_rc r2 = load(w, &e2);
       if (r2 == KL_OK && w->st.max_ts > w->st.last_tidx_ts) r2 = put_tidx(w, &e2);
+      if (r2 == KL_OK) purge_deleted(w);
       if (r2 == KL_OK) {
         kl_commit c = w->st;
         c.flags = KL_COMMIT_CLEAN;

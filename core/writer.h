@@ -95,7 +95,8 @@ void kl_writer_release(kl_writer *w, int n);
 kl_rc kl_writer_rollback_to(kl_writer *w, int n, kl_err *err);
 
 /* Retention: at the commit, the log start offset becomes start (at most
-** the log end offset), and every segment wholly below it is removed.
+** the log end offset), and every segment wholly below it is removed
+** (renamed <name>.deleted, deleted a minute later: see segment.h).
 ** retention_bytes and retention_ms choose a start too, by Kafka's rules
 ** (behaviour.md 8: the oldest segments, never the active one, while the
 ** log is over retention_bytes by at least their size, then while their
