@@ -71,24 +71,6 @@ static inline size_t vget64(const uint8_t *p, const uint8_t *end, int64_t *v) {
   return kl_varint_get64(p, end, v);
 }
 
-static size_t put_uvarint(uint8_t *p, uint64_t u) {
-  size_t i = 0;
-  while (u >= 0x80) {
-    p[i++] = (uint8_t)(u | 0x80);
-    u >>= 7;
-  }
-  p[i++] = (uint8_t)u;
-  return i;
-}
-
-size_t kl_varint_put32(uint8_t *p, int32_t v) {
-  return put_uvarint(p, (uint32_t)(((uint32_t)v << 1) ^ (uint32_t)(v >> 31)));
-}
-
-size_t kl_varint_put64(uint8_t *p, int64_t v) {
-  return put_uvarint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
-}
-
 /* ---- headers of entries ---- */
 
 static kl_rc parse_v2(const uint8_t *p, int32_t len, kl_batch *b, kl_err *err) {

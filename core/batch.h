@@ -149,9 +149,29 @@ kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch
 ** truncated. */
 size_t kl_varint_get32(const uint8_t *p, const uint8_t *end, int32_t *v);
 size_t kl_varint_get64(const uint8_t *p, const uint8_t *end, int64_t *v);
-/* Encode into p (5 / 10 bytes room); return bytes written. */
-size_t kl_varint_put32(uint8_t *p, int32_t v);
-size_t kl_varint_put64(uint8_t *p, int64_t v);
+/* Encode into p (5 / 10 bytes room); return bytes written.  Inline: a
+** record is a handful of them, and a writer appends record by record. */
+static inline size_t kl_uvarint_put(uint8_t *p, uint64_t u) {
+  size_t i = 0;
+  while (u >= 0x80) {
+    p[i++] = (uint8_t)(u | 0x80);
+    u >>= 7;
+  }
+  p[i++] = (uint8_t)u;
+  return i;
+}
+static inline size_t kl_varint_put32(uint8_t *p, int32_t v) {
+  return kl_uvarint_put(p, (uint32_t)(((uint32_t)v << 1) ^ (uint32_t)(v >> 31)));
+}
+static inline size_t kl_varint_put64(uint8_t *p, int64_t v) {
+  return kl_uvarint_put(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+/* Bytes kl_varint_put64 (or put32: a 32-bit value's zig-zag is the same
+** number) would write. */
+static inline size_t kl_varint_size(int64_t v) {
+  uint64_t z = ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+  return z < 0x80 ? 1 : (size_t)(70 - __builtin_clzll(z)) / 7;
+}
 
 /* Writing batches: builder.h. */
 

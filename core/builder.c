@@ -53,31 +53,12 @@ kl_rc kl_builder_refill(kl_builder *b, const kl_builder_mark *m, const uint8_t *
   return KL_OK;
 }
 
-/* Varints (zigzag, as batch.h writes them) sized and written here, inline:
-** a record is a handful of them, and appending is per record.  A 32-bit
-** value's zigzag equals its 64-bit one, so one pair serves both. */
-static inline uint64_t zz(int64_t v) { return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63); }
-static inline size_t vsize(int64_t v) {
-  uint64_t z = zz(v);
-  return z < 0x80 ? 1 : (size_t)(70 - __builtin_clzll(z)) / 7;
-}
-static inline size_t vput(uint8_t *p, int64_t v) {
-  uint64_t z = zz(v);
-  size_t n = 0;
-  while (z >= 0x80) {
-    p[n++] = (uint8_t)(z | 0x80);
-    z >>= 7;
-  }
-  p[n++] = (uint8_t)z;
-  return n;
-}
-
 /* Bytes of a length-prefixed field (key, value, header value): its varint
 ** and its bytes; what is wrong with it, or NULL. */
 static const char *field(const void *p, int32_t len, size_t *bytes) {
   if (len < -1) return "a length below -1 (only -1 means null)";
   if (len > 0 && !p) return "a length without bytes";
-  *bytes = vsize(len) + (len > 0 ? (size_t)len : 0);
+  *bytes = kl_varint_size(len) + (len > 0 ? (size_t)len : 0);
   return NULL;
 }
 
@@ -91,7 +72,7 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
                       (long long)r->timestamp, (long long)base_ts);
   }
   /* The record's body, sized before anything is written. */
-  size_t body = 1 + vsize(ts_delta) + vsize(b->n), k;
+  size_t body = 1 + kl_varint_size(ts_delta) + kl_varint_size(b->n), k;
   const char *why = field(r->key, r->key_len, &k);
   if (why) return kl_err_set(err, KL_MISUSE, "record key: %s", why);
   body += k;
@@ -103,7 +84,7 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
     return kl_err_set(err, KL_MISUSE, "record headers: %d of them, %s", r->header_count,
                       r->header_count < 0 ? "a negative count" : "without an array");
   }
-  body += vsize(r->header_count);
+  body += kl_varint_size(r->header_count);
   for (int32_t i = 0; i < r->header_count; i++) {
     const kl_header *h = &r->headers[i];
     if (h->name_len < 0 || (h->name_len > 0 && !h->name)) {
@@ -112,10 +93,10 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
     if ((why = field(h->value, h->value_len, &k)) != NULL) {
       return kl_err_set(err, KL_MISUSE, "header %d value: %s", i, why);
     }
-    body += vsize(h->name_len) + (size_t)h->name_len + k;
+    body += kl_varint_size(h->name_len) + (size_t)h->name_len + k;
     if (body > INT32_MAX) break;
   }
-  size_t whole = body + vsize(body > INT32_MAX ? INT32_MAX : (int64_t)body);
+  size_t whole = body + kl_varint_size(body > INT32_MAX ? INT32_MAX : (int64_t)body);
   if (body > INT32_MAX || whole + KL_V2_HEADER > b->max_bytes) {
     return kl_err_set(err, KL_RANGE, "a record of %zu bytes does not fit a batch of at most %zu",
                       whole, b->max_bytes);
@@ -126,13 +107,13 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
   kl_rc rc = kl_buf_reserve(b->env, &b->body, b->body.len + whole);
   if (rc) return kl_err_set(err, rc, "out of memory building a batch");
   uint8_t *p = b->body.p + b->body.len;
-  p += vput(p, (int64_t)body);
+  p += kl_varint_put32(p, (int32_t)body);
   *p++ = 0; /* record attributes: unused */
-  p += vput(p, ts_delta);
-  p += vput(p, b->n);
+  p += kl_varint_put64(p, ts_delta);
+  p += kl_varint_put32(p, b->n);
 #define PUT_FIELD(ptr, len)                                  \
   do {                                                       \
-    p += vput(p, (len));                                     \
+    p += kl_varint_put32(p, (len));                          \
     if ((len) > 0) {                                         \
       memcpy(p, (ptr), (size_t)(len));                       \
       p += (len);                                            \
@@ -140,7 +121,7 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
   } while (0)
   PUT_FIELD(r->key, r->key_len);
   PUT_FIELD(r->value, r->value_len);
-  p += vput(p, r->header_count);
+  p += kl_varint_put32(p, r->header_count);
   for (int32_t i = 0; i < r->header_count; i++) {
     PUT_FIELD(r->headers[i].name, r->headers[i].name_len);
     PUT_FIELD(r->headers[i].value, r->headers[i].value_len);
