@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "crc32c.h"
+#include "file.h"
 
 static const char magic[8] = {'K', 'L', 'C', 'O', 'M', 'M', 'I', 'T'};
 
@@ -79,18 +80,6 @@ kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
   return KL_OK;
 }
 
-static kl_rc write_at(int fd, const uint8_t *p, size_t n, off_t pos, const char *path,
-                      kl_err *err) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t k = pwrite(fd, p + done, n - done, pos + (off_t)done);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) return kl_err_set(err, KL_IO, "%s: write failed: %s", path, strerror(errno));
-    done += (size_t)k;
-  }
-  return KL_OK;
-}
-
 kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, kl_err *err) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
@@ -124,7 +113,7 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
       uint8_t two[2 * KL_COMMIT_SLOT];
       memset(two, 0, sizeof two);
       memcpy(two + (c->gen % 2) * KL_COMMIT_SLOT, p, KL_COMMIT_SLOT);
-      rc = write_at(t, two, sizeof two, 0, tmp, err);
+      rc = kl_write_at(t, two, sizeof two, 0, tmp, err);
       if (rc == KL_OK && fdatasync(t) != 0) {
         rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", tmp, strerror(errno));
       }
@@ -144,7 +133,7 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
     }
     if (*fd < 0) return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
   }
-  rc = write_at(*fd, p, sizeof p, (off_t)((c->gen % 2) * KL_COMMIT_SLOT), path, err);
+  rc = kl_write_at(*fd, p, sizeof p, (int64_t)(c->gen % 2) * KL_COMMIT_SLOT, path, err);
   if (rc == KL_OK && fdatasync(*fd) != 0) {
     rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", path, strerror(errno));
   }

@@ -1,5 +1,6 @@
 /*
-** file.h - every byte the core reads from disk comes through here:
+** file.h - every byte the core reads from disk comes through here (and
+** every byte it writes, kl_write_at):
 ** positioned reads of an open file (kl_file) and a window of one file held
 ** in memory (kl_window).
 **
@@ -45,6 +46,11 @@ void kl_file_close(kl_file *f);
 ** comes back short (the file shrank since it was opened), naming the file
 ** and the position. */
 kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err);
+
+/* The one positioned write of the core (commit.h and writer.h write
+** through it): all n bytes of p at pos of fd, retried after a short write.
+** KL_FULL when the disk is full, else KL_IO, naming path and the position. */
+kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err);
 
 /* Is the file still the one opened, with the size it had then (at least
 ** that size when capped)?  0 when it was resized or replaced (or cannot be

@@ -22,6 +22,7 @@
 
 #include "broker.h"
 #include "checkpoint.h"
+#include "file.h"
 #include "log.h"
 #include "scan.h"
 #include "segment.h"
@@ -99,21 +100,6 @@ static const char *fname(kl_writer *w, const char *suffix) {
   return w->name;
 }
 
-static kl_rc pwrite_all(int fd, const void *p, size_t n, int64_t pos, const char *what,
-                        kl_err *err) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t k = pwrite(fd, (const uint8_t *)p + done, n - done, (off_t)(pos + (int64_t)done));
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0) {
-      return kl_err_set(err, errno == ENOSPC ? KL_FULL : KL_IO, "%s: position %lld: write "
-                        "failed: %s", what, (long long)(pos + (int64_t)done), strerror(errno));
-    }
-    done += (size_t)k;
-  }
-  return KL_OK;
-}
-
 static kl_rc sync_fd(kl_writer *w, int fd, const char *what, kl_err *err) {
   if (fd < 0) return KL_OK;
   w->stats.fsyncs++;
@@ -176,7 +162,7 @@ static kl_rc put_tidx(kl_writer *w, kl_err *err) {
   uint8_t e[12];
   kl_put_u64(e, (uint64_t)w->st.max_ts);
   kl_put_u32(e + 8, (uint32_t)(w->st.max_ts_off - w->st.seg_base));
-  kl_rc rc = pwrite_all(w->tidxfd, e, 12, w->st.tidx_n * 12, fname(w, ".timeindex"), err);
+  kl_rc rc = kl_write_at(w->tidxfd, e, 12, w->st.tidx_n * 12, fname(w, ".timeindex"), err);
   if (rc) return rc;
   w->dirty |= DIRTY_TIDX;
   w->st.tidx_n++;
@@ -195,7 +181,7 @@ static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts
     uint8_t e[8];
     kl_put_u32(e, (uint32_t)(last - w->st.seg_base));
     kl_put_u32(e + 4, (uint32_t)pos);
-    kl_rc rc = pwrite_all(w->oidxfd, e, 8, w->st.oidx_n * 8, fname(w, ".index"), err);
+    kl_rc rc = kl_write_at(w->oidxfd, e, 8, w->st.oidx_n * 8, fname(w, ".index"), err);
     if (rc) return rc;
     w->dirty |= DIRTY_OIDX;
     w->st.oidx_n++;
@@ -258,11 +244,11 @@ static kl_rc append_batch(kl_writer *w, const uint8_t *h, const uint8_t *p, size
   } else if ((size_t)k < size) {
     size_t done = (size_t)k;
     if (done < KL_V2_HEADER) {
-      rc = pwrite_all(w->logfd, h + done, KL_V2_HEADER - done, pos + (int64_t)done, fname(w, ".log"), err);
+      rc = kl_write_at(w->logfd, h + done, KL_V2_HEADER - done, pos + (int64_t)done, fname(w, ".log"), err);
       done = KL_V2_HEADER;
     }
     if (rc == KL_OK) {
-      rc = pwrite_all(w->logfd, p + (done - KL_V2_HEADER), size - done, pos + (int64_t)done,
+      rc = kl_write_at(w->logfd, p + (done - KL_V2_HEADER), size - done, pos + (int64_t)done,
                       fname(w, ".log"), err);
     }
   }
@@ -927,7 +913,7 @@ static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err) {
   }
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) rc = kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
-  if (rc == KL_OK) rc = pwrite_all(fd, b.p, b.len, 0, tmp, err);
+  if (rc == KL_OK) rc = kl_write_at(fd, b.p, b.len, 0, tmp, err);
   if (rc == KL_OK && fsync(fd) != 0) rc = kl_err_set(err, KL_IO, "%s: fsync failed", tmp);
   if (fd >= 0) close(fd);
   kl_buf_free(w->env, &b);
