@@ -10,7 +10,6 @@
 #include <time.h>
 
 #include "broker.h"
-#include "checkpoint.h"
 #include "codec.h"
 #include "cursor.h"
 #include "glue.h"
@@ -185,15 +184,6 @@ int kl_append_create(const char *dir, const kl_append_opts *o, char **errmsg) {
 
 /* ---- transactions ---- */
 
-/* The lock is taken at the first change (start), not here: a table that
-** cannot write refuses in xUpdate with the reason, and a statement that
-** changes nothing takes no lock. */
-int kl_append_begin(kl_append *a, char **errmsg) {
-  (void)a;
-  (void)errmsg;
-  return SQLITE_OK;
-}
-
 /* Open the writer and its transaction at the first change of one. */
 static int start(kl_append *a, char **errmsg) {
   if (a->w && kl_writer_in_txn(a->w)) return SQLITE_OK;
@@ -247,23 +237,13 @@ int kl_append_view(kl_append *a, kl_commit *view, int *has_view, char **errmsg) 
 ** first segment, its commit record) and its log directory's checkpoint. */
 static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, kl_err *err) {
   *start = kl_log_start_offset(log);
-  const char *name = strrchr(a->dir, '/');
-  if (!name) return KL_OK;
-  int32_t part;
-  size_t tlen = kl_partition_name(name + 1, &part);
-  if (!tlen) return KL_OK;
-  char *path = sqlite3_mprintf("%.*s/%s", (int)(name - a->dir), a->dir,
-                               kl_checkpoint_name(KL_CKPT_LOG_START));
-  char *topic = sqlite3_mprintf("%.*s", (int)tlen, name + 1);
-  kl_ckpt c = {0};
-  kl_rc rc = path && topic ? kl_checkpoint_read(NULL, path, &c, err) : KL_NOMEM;
-  if (rc == KL_OK) {
-    int64_t s = kl_checkpoint_get(&c, topic, part);
+  kl_broker *b = NULL; /* the listing reads the checkpoint as every reader does */
+  kl_rc rc = kl_broker_open(NULL, a->dir, &b, err);
+  if (rc == KL_OK && kl_broker_count(b) == 1) {
+    int64_t s = kl_broker_part(b, 0)->log_start;
     if (s > *start) *start = s;
   }
-  kl_checkpoint_free(NULL, &c);
-  sqlite3_free(path);
-  sqlite3_free(topic);
+  kl_broker_close(b);
   return rc;
 }
 

@@ -67,8 +67,8 @@ int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64
 ** *errmsg when writing the batch failed. */
 int kl_append_view(kl_append *a, kl_commit *view, int *has_view, char **errmsg);
 
-/* xBegin, xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo. */
-int kl_append_begin(kl_append *a, char **errmsg);
+/* xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo (xBegin has
+** nothing to do: the lock is taken at the first change). */
 int kl_append_sync(kl_append *a, char **errmsg);
 int kl_append_commit(kl_append *a);
 int kl_append_rollback(kl_append *a, char **errmsg);
