@@ -139,10 +139,13 @@ static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg)
 }
 
 /* A counted reference to the log of dir (logcache.h), its error in the
-** table's message. */
-static int acquire_log(kl_vtab *vt, const char *dir, int alone, kl_logref **out) {
+** table's message; with view, as the writing connection sees it inside its
+** transaction (not cached). */
+static int acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_commit *view,
+                       kl_logref **out) {
   char *msg = NULL;
-  int rc = kl_logcache_get(vt->logs, dir, alone, out, &msg);
+  int rc = view ? kl_logcache_get_view(vt->logs, dir, view, out, &msg)
+                : kl_logcache_get(vt->logs, dir, alone, out, &msg);
   if (rc != SQLITE_OK) {
     sqlite3_free(vt->base.zErrMsg);
     vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
@@ -511,7 +514,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     if (acquire_broker(vt, dir, &k) == SQLITE_OK) {
       pi.partitions = (double)kl_broker_count(k->b);
       pi.single = kl_broker_single(k->b);
-      if (pi.single && acquire_log(vt, kl_broker_part(k->b, 0)->dir, 1, &r) == SQLITE_OK) {
+      if (pi.single && acquire_log(vt, kl_broker_part(k->b, 0)->dir, 1, NULL, &r) == SQLITE_OK) {
         kl_segment *first = kl_log_first(r->log), *last = kl_log_last(r->log);
         double n = (double)kl_log_segment_count(r->log);
         if (last && last->tail.known) {
@@ -816,18 +819,8 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   if (!c->cur || c->stale || has_view || strcmp(c->ref->dir, p->dir) != 0) {
     end_partition(c);
     c->stale = 0;
-    int rc;
-    if (has_view) {
-      char *msg = NULL;
-      rc = kl_logcache_get_view(vt->logs, p->dir, &view, &c->ref, &msg);
-      if (rc != SQLITE_OK) {
-        sqlite3_free(vt->base.zErrMsg);
-        vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
-      }
-      sqlite3_free(msg);
-    } else {
-      rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), &c->ref);
-    }
+    int rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), has_view ? &view : NULL,
+                         &c->ref);
     if (rc != SQLITE_OK) {
       const char *m = vt->base.zErrMsg ? vt->base.zErrMsg : "cannot open";
       if (strncmp(m, "kafka_log: ", 11) == 0) m += 11;

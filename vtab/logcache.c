@@ -134,10 +134,12 @@ static void to_front(kl_logcache *c, kl_logref *r) {
   c->mru = r;
 }
 
-int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view, kl_logref **out,
-                         char **errmsg) {
+/* A new reference to dir's log, not cached, watching nothing: opened with
+** view when not NULL (kl_log_open_view); alone: a directory without
+** segments is an error that says why. */
+static int new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int alone,
+                   kl_logref **out, char **errmsg) {
   *out = NULL;
-  *errmsg = NULL;
   kl_logref *r = sqlite3_malloc(sizeof *r);
   if (!r) return SQLITE_NOMEM;
   memset(r, 0, sizeof *r);
@@ -146,6 +148,11 @@ int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view,
   r->dir = sqlite3_mprintf("%s", dir);
   kl_err err = {0};
   kl_rc rc = r->dir ? kl_log_open_view(NULL, dir, c->set, view, &r->log, &err) : KL_NOMEM;
+  if (rc == KL_OK && alone && !kl_log_first(r->log)) {
+    kl_log_close(r->log);
+    r->log = NULL;
+    rc = kl_log_open_partition(NULL, dir, &r->log, &err); /* says why, with its hint */
+  }
   if (rc) {
     *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
     kl_logref_release(r);
@@ -153,6 +160,12 @@ int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view,
   }
   *out = r;
   return SQLITE_OK;
+}
+
+int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view, kl_logref **out,
+                         char **errmsg) {
+  *errmsg = NULL;
+  return new_ref(c, dir, view, 0, out, errmsg);
 }
 
 int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, char **errmsg) {
@@ -179,40 +192,29 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
     *errmsg = sqlite3_mprintf("cannot open partition directory %s: %s", dir, strerror(e));
     return SQLITE_CANTOPEN;
   }
-  kl_logref *r = sqlite3_malloc(sizeof *r);
-  if (!r) {
-    if (dirfd >= 0) close(dirfd);
-    return SQLITE_NOMEM;
-  }
-  memset(r, 0, sizeof *r);
-  r->dirfd = dirfd;
-  r->lastfd = -1;
-  r->commitfd = -1;
   /* The commit record before the log reads it: a commit in between makes
   ** the log stale at once, never the other way round. */
   struct stat cst;
+  int commitfd = -1;
+  struct timespec commit_mtime = {0, 0};
   if (dirfd >= 0) {
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
-    r->commitfd = open(p, O_RDONLY | O_CLOEXEC);
+    commitfd = open(p, O_RDONLY | O_CLOEXEC);
   }
-  if (r->commitfd >= 0 ? fstat(r->commitfd, &cst) == 0 : commit_stat(dir, &cst) == 0) {
-    r->commit_mtime = cst.st_mtim;
+  if (commitfd >= 0 ? fstat(commitfd, &cst) == 0 : commit_stat(dir, &cst) == 0) {
+    commit_mtime = cst.st_mtim;
   }
-  r->refs = 1;
-  r->dir = sqlite3_mprintf("%s", dir);
-  kl_err err = {0};
-  kl_rc rc = r->dir ? kl_log_open_in(NULL, dir, c->set, &r->log, &err) : KL_NOMEM;
-  if (rc == KL_OK && alone && !kl_log_first(r->log)) {
-    kl_log_close(r->log);
-    r->log = NULL;
-    rc = kl_log_open_partition(NULL, dir, &r->log, &err); /* says why, with its hint */
+  kl_logref *r;
+  int rc = new_ref(c, dir, NULL, alone, &r, errmsg);
+  if (rc != SQLITE_OK) {
+    if (dirfd >= 0) close(dirfd);
+    if (commitfd >= 0) close(commitfd);
+    return rc;
   }
-  if (rc) {
-    *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
-    kl_logref_release(r);
-    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
-  }
+  r->dirfd = dirfd;
+  r->commitfd = commitfd;
+  r->commit_mtime = commit_mtime;
   r->dir_mtime = st.st_mtim;
   kl_segment *last = kl_log_last(r->log);
   if (last) {
