@@ -4,9 +4,13 @@
 #include "checkpoint.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "file.h"
 
 /* Checkpoints hold one line per partition of a log directory: a few MiB
 ** for the largest brokers.  More is not a checkpoint. */
@@ -208,4 +212,56 @@ int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition
 int64_t kl_checkpoint_next(const kl_ckpt *c, size_t *pos, const char *topic, int32_t partition) {
   while (*pos < c->n && cmp_key(&c->e[*pos], topic, partition) < 0) (*pos)++;
   return *pos < c->n && cmp_key(&c->e[*pos], topic, partition) == 0 ? c->e[*pos].offset : -1;
+}
+
+kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const char *topic,
+                        int32_t partition, int64_t offset, kl_err *err) {
+  char path[4200], tmp[4300];
+  snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(which));
+  snprintf(tmp, sizeof tmp, "%s.tmp", path);
+  kl_ckpt c;
+  kl_rc rc = kl_checkpoint_read(env, path, &c, err);
+  if (rc) return rc;
+  int found = 0;
+  for (size_t i = 0; i < c.n; i++) {
+    if (strcmp(c.e[i].topic, topic) == 0 && c.e[i].partition == partition) found = 1;
+  }
+  kl_buf b = {0};
+  char line[400];
+  snprintf(line, sizeof line, "0\n%zu\n", c.n + !found);
+  rc = kl_buf_append(env, &b, line, strlen(line));
+  for (size_t i = 0; i <= c.n && rc == KL_OK; i++) {
+    if (i == c.n && found) break;
+    const char *t = i < c.n ? c.e[i].topic : topic;
+    int32_t p = i < c.n ? c.e[i].partition : partition;
+    int64_t o = i < c.n && (strcmp(t, topic) || p != partition) ? c.e[i].offset : offset;
+    snprintf(line, sizeof line, "%s %d %lld\n", t, p, (long long)o);
+    rc = kl_buf_append(env, &b, line, strlen(line));
+  }
+  kl_checkpoint_free(env, &c);
+  if (rc) {
+    kl_buf_free(env, &b);
+    return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
+  }
+  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) rc = kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  if (rc == KL_OK) rc = kl_write_at(fd, b.p, b.len, 0, tmp, err);
+  if (rc == KL_OK && fsync(fd) != 0) {
+    rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+  }
+  if (fd >= 0) close(fd);
+  kl_buf_free(env, &b);
+  if (rc == KL_OK && rename(tmp, path) != 0) {
+    rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
+  }
+  if (rc) {
+    unlink(tmp);
+    return rc;
+  }
+  int d = open(logdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (d >= 0) {
+    fsync(d);
+    close(d);
+  }
+  return KL_OK;
 }

@@ -56,4 +56,12 @@ int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition
 ** n partitions is matched in one pass, not n searches. */
 int64_t kl_checkpoint_next(const kl_ckpt *c, size_t *pos, const char *topic, int32_t partition);
 
+/* Set the offset of (topic, partition) in the log directory logdir's
+** checkpoint file `which` (KL_CKPT_*), keeping the other entries: written
+** to <file>.tmp, fsynced, renamed over, the directory fsynced, as Kafka
+** replaces its checkpoints.  KL_CORRUPT when the file is malformed (it is
+** left as it is), KL_IO naming the file. */
+kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const char *topic,
+                        int32_t partition, int64_t offset, kl_err *err);
+
 #endif

@@ -631,7 +631,7 @@ static int32_t last_leader_epoch(const char *dir) {
   return (int32_t)epoch;
 }
 
-kl_rc kl_writer_mkdirs(const char *dir, kl_err *err) {
+static kl_rc make_dirs(const char *dir, kl_err *err) {
   char p[4200];
   snprintf(p, sizeof p, "%s", dir);
   if (mkdirs(p) == 0) return KL_OK;
@@ -662,7 +662,7 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   else snprintf(w->parent, sizeof w->parent, "%.*s", (int)(slash - w->dir), w->dir);
   kl_rc rc = KL_OK;
   char p[4200];
-  if ((rc = kl_writer_mkdirs(w->dir, err)) != KL_OK) {
+  if ((rc = make_dirs(w->dir, err)) != KL_OK) {
   } else if ((w->dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
     rc = kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
   } else {
@@ -863,71 +863,17 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
 }
 
 /* The log directory's log-start-offset-checkpoint, where Kafka keeps the
-** log start offset of each partition: ours replaced, the others kept. */
+** log start offset of each partition (a directory not named
+** <topic>-<partition> can have no entry). */
 static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err) {
   const char *name = strrchr(w->dir, '/');
   name = name ? name + 1 : w->dir;
   int32_t part;
   size_t tlen = kl_partition_name(name, &part);
-  if (tlen == 0) return KL_OK; /* not a partition's name: no entry is possible */
-  char path[4200], tmp[4300];
-  snprintf(path, sizeof path, "%s/%s", w->parent, kl_checkpoint_name(KL_CKPT_LOG_START));
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  kl_ckpt c;
-  kl_rc rc = kl_checkpoint_read(w->env, path, &c, err);
-  if (rc) return rc;
-  kl_buf b = {0};
-  size_t n = 0;
-  char line[400];
-  for (int pass = 0; pass < 2 && rc == KL_OK; pass++) {
-    if (pass == 1) {
-      snprintf(line, sizeof line, "0\n%zu\n", n);
-      rc = kl_buf_append(w->env, &b, line, strlen(line));
-    }
-    int mine = 0;
-    for (size_t i = 0; i < c.n && rc == KL_OK; i++) {
-      int64_t off = c.e[i].offset;
-      if (strlen(c.e[i].topic) == tlen && strncmp(c.e[i].topic, name, tlen) == 0 &&
-          c.e[i].partition == part) {
-        off = start;
-        mine = 1;
-      }
-      if (pass == 0) n++;
-      else {
-        snprintf(line, sizeof line, "%s %d %lld\n", c.e[i].topic, c.e[i].partition, (long long)off);
-        rc = kl_buf_append(w->env, &b, line, strlen(line));
-      }
-    }
-    if (!mine) {
-      if (pass == 0) n++;
-      else {
-        snprintf(line, sizeof line, "%.*s %d %lld\n", (int)tlen, name, part, (long long)start);
-        rc = kl_buf_append(w->env, &b, line, strlen(line));
-      }
-    }
-  }
-  kl_checkpoint_free(w->env, &c);
-  if (rc) {
-    kl_buf_free(w->env, &b);
-    return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
-  }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) rc = kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
-  if (rc == KL_OK) rc = kl_write_at(fd, b.p, b.len, 0, tmp, err);
-  if (rc == KL_OK && fsync(fd) != 0) rc = kl_err_set(err, KL_IO, "%s: fsync failed", tmp);
-  if (fd >= 0) close(fd);
-  kl_buf_free(w->env, &b);
-  if (rc == KL_OK && rename(tmp, path) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
-  }
-  if (rc == KL_OK) {
-    int pd = open(w->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (pd >= 0) {
-      fsync(pd);
-      close(pd);
-    }
-  }
-  return rc;
+  if (tlen == 0 || tlen >= 256) return KL_OK;
+  char topic[256];
+  snprintf(topic, sizeof topic, "%.*s", (int)tlen, name);
+  return kl_checkpoint_put(w->env, w->parent, KL_CKPT_LOG_START, topic, part, start, err);
 }
 
 kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {

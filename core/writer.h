@@ -64,9 +64,6 @@ typedef struct kl_writer_stats {
   uint64_t truncated;       /* bytes cut off by recovery and rollback */
 } kl_writer_stats;
 
-/* Create dir and its missing parents.  KL_IO names the path. */
-kl_rc kl_writer_mkdirs(const char *dir, kl_err *err);
-
 /* A writer of dir, created (with its parents) when it does not exist.
 ** Takes no lock and reads no segment yet.  KL_IO names the path. */
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,

@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "checkpoint.h"
 #include "commit.h"
 #include "cursor.h"
 #include "kwriter.h"
@@ -489,6 +490,34 @@ static void test_commit_slots(void **state) {
   free(a);
 }
 
+/* The log start goes into the log directory's checkpoint as Kafka keeps
+** it: the other partitions' entries stay, ours is replaced or added. */
+static void test_checkpoint_put(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("wr_ckpt");
+  char p[4200];
+  snprintf(p, sizeof p, "%s/log-start-offset-checkpoint", root);
+  const char *before = "0\n2\norders 1 7\norders 0 3\n";
+  assert_int_equal(t_write_file(p, before, strlen(before)), 0);
+  kl_err err = {0};
+  assert_int_equal(kl_checkpoint_put(NULL, root, KL_CKPT_LOG_START, "orders", 0, 40, &err), KL_OK);
+  assert_int_equal(kl_checkpoint_put(NULL, root, KL_CKPT_LOG_START, "ev", 2, 9, &err), KL_OK);
+  size_t n;
+  char *got = (char *)t_read_file(p, &n);
+  assert_non_null(got);
+  assert_int_equal(n, strlen("0\n3\norders 0 40\norders 1 7\nev 2 9\n"));
+  assert_memory_equal(got, "0\n3\norders 0 40\norders 1 7\nev 2 9\n", n);
+  free(got);
+  /* A malformed file is left alone. */
+  assert_int_equal(t_write_file(p, "1\nx\n", 4), 0);
+  assert_int_equal(kl_checkpoint_put(NULL, root, KL_CKPT_LOG_START, "ev", 2, 10, &err), KL_CORRUPT);
+  got = (char *)t_read_file(p, &n);
+  assert_int_equal(n, 4);
+  free(got);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_bytes_as_kafka_rules),
@@ -500,6 +529,7 @@ int main(void) {
       cmocka_unit_test(test_adopt),
       cmocka_unit_test(test_retention),
       cmocka_unit_test(test_commit_slots),
+      cmocka_unit_test(test_checkpoint_put),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
