@@ -26,4 +26,21 @@ for cc in gcc clang; do
     fi
   done
 done
+# The quick start after a module-only build: a directory configured with
+# -DBUILD_TESTING=OFF (as "Building and installing" says) and then set up
+# by the suite must hold every test again, not none or stale ones.
+b="$root/gcc-Release"
+if [ -f "$b/CMakeCache.txt" ]; then
+  want=$(ls "$here"/tests/core/test_*.c "$here"/tests/sql/test_*.c | wc -l)
+  cmake -S "$here" -B "$b" -DBUILD_TESTING=OFF >>"$b.log" 2>&1 &&
+    cmake --build "$b" -j"$(nproc)" >>"$b.log" 2>&1 &&
+    "$here/tests/setup.sh" --suite "$b" -DCMAKE_BUILD_TYPE=Release >>"$b.log" 2>&1
+  got=$(cd "$b" && ctest -N 2>/dev/null | sed -n 's/^Total Tests: //p')
+  if grep -q '^BUILD_TESTING:BOOL=ON$' "$b/CMakeCache.txt" && [ "${got:-0}" -eq "$want" ]; then
+    echo "ok   suite set-up after a module-only build ($got tests)"
+  else
+    echo "FAIL suite set-up after a module-only build: ${got:-no} tests of $want; see $b.log"
+    status=1
+  fi
+fi
 exit $status
