@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -214,16 +215,41 @@ static int is_dir(const char *dir, const struct dirent *de) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The last component of path (without trailing slashes) in buf. */
-static const char *base_name(const char *path, char *buf, size_t n) {
-  size_t len = strlen(path);
-  while (len > 1 && path[len - 1] == '/') len--;
-  size_t st = len;
-  while (st > 0 && path[st - 1] != '/') st--;
-  size_t k = len - st < n - 1 ? len - st : n - 1;
-  memcpy(buf, path + st, k);
-  buf[k] = 0;
-  return buf;
+kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, size_t nn,
+                          kl_err *err) {
+  char buf[PATH_MAX];
+  size_t n = strlen(dir);
+  if (n >= sizeof buf) return kl_err_set(err, KL_IO, "%.64s...: path too long", dir);
+  memcpy(buf, dir, n + 1);
+  for (;;) { /* x/, x/. and x/./ are x */
+    while (n > 1 && buf[n - 1] == '/') n--;
+    if (n == 1 && buf[0] == '.') n = 0;
+    else if (n >= 2 && buf[n - 1] == '.' && buf[n - 2] == '/') n = n > 2 ? n - 2 : 1;
+    else break;
+  }
+  buf[n] = 0;
+  size_t st = n;
+  while (st > 0 && buf[st - 1] != '/') st--;
+  if (n == 0 || strcmp(buf + st, "..") == 0 || st == n) {
+    /* ".", "..", "x/.." or "/": no name of its own. */
+    char real[PATH_MAX];
+    if (!realpath(n ? buf : ".", real)) {
+      return kl_err_set(err, KL_IO, "cannot resolve %s: %s", dir, strerror(errno));
+    }
+    n = strlen(real);
+    memcpy(buf, real, n + 1);
+    st = n;
+    while (st > 0 && buf[st - 1] != '/') st--;
+  }
+  size_t pn = st;
+  while (pn > 1 && buf[pn - 1] == '/') pn--;
+  const char *parent = pn == 0 ? "." : buf;
+  if (pn == 0) pn = 1;
+  if (pn >= ln || n - st >= nn) return kl_err_set(err, KL_IO, "%.64s: path too long", dir);
+  memcpy(logdir, parent, pn);
+  logdir[pn] = 0;
+  memcpy(name, buf + st, n - st + 1);
+  return KL_OK;
 }
 
 /* One entry of the path list: a partition directory or a log directory. */
@@ -267,24 +293,15 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   closedir(d);
   char name[256], parent[4096], path[4096];
   int32_t part;
-  base_name(dir, name, sizeof name);
   *was_partition = 0;
   ckpts ck;
   memset(&ck, 0, sizeof ck);
+  if (rc == KL_OK) rc = kl_partition_logdir(dir, parent, sizeof parent, name, sizeof name, err);
   if (rc == KL_OK && (segments || (!nsub && !marker && kl_partition_name(name, &part)))) {
-    /* A partition directory: its log directory is the parent. */
+    /* A partition directory: its checkpoints are its log directory's, read
+    ** as for that log directory. */
     *was_partition = 1;
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/') len--;
-    while (len > 0 && dir[len - 1] != '/') len--;
-    snprintf(parent, sizeof parent, "%.*s", (int)(len > 1 ? len - 1 : len), len ? dir : ".");
-    /* The parent may be unreadable (a copied partition): only what it
-    ** holds and cannot be read as Kafka reads it is an error. */
     rc = ckpts_read(env, parent, &ck, err);
-    if (rc == KL_IO) {
-      kl_err_clear(err);
-      rc = KL_OK;
-    }
     if (rc == KL_OK) rc = add_logdir(b, parent, err);
     if (rc == KL_OK) rc = add_part(b, dir, name, idx, &ck, err);
   } else if (rc == KL_OK && (nsub || marker)) {

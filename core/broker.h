@@ -13,13 +13,15 @@
 ** the reading of its checkpoint files; no partition is opened.
 **
 ** Checkpoints (format.md 11.1) are read from each log directory, and for a
-** partition directory given alone, from its parent when that holds them:
+** partition directory given alone, from its log directory
+** (kl_partition_logdir), whatever the spelling of the path:
 **   log-start-offset-checkpoint        records below are deleted for every
 **                                      consumer
 **   replication-offset-checkpoint      the high watermark
 **   recovery-point-offset-checkpoint   the recovery point
-** A malformed checkpoint is KL_CORRUPT naming the file and the line; an
-** absent one lists nothing.
+** A malformed checkpoint is KL_CORRUPT naming the file and the line, one
+** that cannot be read KL_IO naming the file (on every path form: Kafka
+** does not load such a log directory); an absent one lists nothing.
 */
 #ifndef KL_BROKER_H
 #define KL_BROKER_H
@@ -80,6 +82,18 @@ void kl_path_iter_init(kl_path_iter *it, const char *path);
 /* The next directory: *s and its length *n (not NUL-terminated); 0 when
 ** there is none left. */
 int kl_path_next(kl_path_iter *it, const char **s, size_t *n);
+
+/* The log directory holding the partition directory dir, and the
+** partition's name in it, as that log directory's listing names them (and
+** as Kafka's File.getParent does): the path without its last component,
+** which the kernel resolves (a/b/../x is in what a/b/.. is; a symlinked
+** partition is in the directory of the link), and the last component.
+** Trailing slashes and "." components name the same directory; a path
+** ending in ".." (or "." alone) names no entry and is resolved first
+** (realpath).  KL_IO when the result does not fit (logdir of ln bytes,
+** name of nn) or the path cannot be resolved. */
+kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, size_t nn,
+                          kl_err *err);
 
 /* Parse a directory name as Kafka does: "<topic>-<partition>", the topic
 ** non-empty, the partition decimal digits; names ending in -delete,

@@ -358,6 +358,77 @@ static void test_checkpoints(void **state) {
   free(root);
 }
 
+/* tests/fixtures/broker's orders-1 by every spelling of its path: the
+** log start offset of the log directory's checkpoint (100) applies to
+** each, in kafka_log as in kafka_partitions. */
+static void test_partition_path_forms(void **state) {
+  (void)state;
+  char cwd[4096], abs[4200];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  snprintf(abs, sizeof abs, "%s/broker/orders-1", KL_FIXTURES);
+  assert_int_equal(chdir(KL_FIXTURES), 0);
+  assert_int_equal(chdir("broker"), 0);
+  const char *forms[] = {"orders-1", "./orders-1", "orders-1/", "orders-1/.", "../broker/orders-1",
+                         "../broker/./orders-1", abs}; /* a/b/../x: tests/core/test_broker.c */
+  sqlite3 *db = st_open();
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    int64_t n = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", forms[i]);
+    int64_t lo = st_int(db, "SELECT min(offset) FROM kafka_log(?1)", "t", forms[i]);
+    int64_t ls = st_int(db, "SELECT log_start_offset FROM kafka_partitions(?1)", "t", forms[i]);
+    if (n != 19900 || lo != 100 || ls != 100) {
+      fail_msg("%s: %lld rows from %lld, log start %lld", forms[i], (long long)n, (long long)lo,
+               (long long)ls);
+    }
+  }
+  st_close(db);
+  assert_int_equal(chdir(cwd), 0);
+}
+
+/* A query that fails with SQLite's code rc, its message holding what. */
+static void expect_error(sqlite3 *db, const char *sql, const char *path, int rc, const char *what) {
+  sqlite3_stmt *st = st_prep(db, sql, "t", path);
+  int got = sqlite3_step(st);
+  if (got != rc || !strstr(sqlite3_errmsg(db), what)) {
+    fail_msg("%s on %s: %d %s (expected %d and %s)", sql, path, got, sqlite3_errmsg(db), rc, what);
+  }
+  sqlite3_finalize(st);
+}
+
+/* A log-start-offset-checkpoint that cannot be read (here a directory in
+** its place: the tests run as root, to whom permissions deny nothing) is
+** an error naming it on every path form, and nothing wrong is kept: once
+** readable, the next query on the same connection applies it. */
+static void test_unreadable_checkpoint(void **state) {
+  (void)state;
+  char *root = make_root();
+  char one[4200], ck[4200], cwd[4096];
+  snprintf(one, sizeof one, "%s/orders-1", root);
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint", root);
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(root), 0);
+  assert_int_equal(mkdir(ck, 0755), 0);
+  sqlite3 *db = st_open();
+  const char *paths[] = {root, one, "orders-1", "./orders-1"};
+  for (int i = 0; i < 4; i++) {
+    expect_error(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
+                 paths[i], SQLITE_CANTOPEN, "log-start-offset-checkpoint");
+    expect_error(db, "SELECT log_start_offset FROM kafka_partitions(?1) WHERE topic = 'orders'"
+                     " AND partition = 1", paths[i], SQLITE_CANTOPEN, "log-start-offset-checkpoint");
+  }
+  assert_int_equal(rmdir(ck), 0);
+  put_file(root, "log-start-offset-checkpoint", "0\n1\norders 1 40\n");
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
+                            "t", paths[i]), 210);
+    assert_int_equal(st_int(db, "SELECT log_start_offset FROM kafka_partitions(?1) WHERE topic = 'orders'"
+                                " AND partition = 1", "t", paths[i]), 40);
+  }
+  st_close(db);
+  assert_int_equal(chdir(cwd), 0);
+  t_rmdir(root);
+  free(root);
+}
+
 /* The data records a read_committed consumer of g-transactions sees,
 ** derived from Kafka's reading of the log (expected.json): a transactional
 ** batch is delivered when its producer's next marker is a COMMIT.  (The
@@ -990,6 +1061,8 @@ int main(void) {
       cmocka_unit_test(test_partition_pushdown),
       cmocka_unit_test(test_order_and_dirs),
       cmocka_unit_test(test_checkpoints),
+      cmocka_unit_test(test_partition_path_forms),
+      cmocka_unit_test(test_unreadable_checkpoint),
       cmocka_unit_test(test_read_committed_fixture),
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
