@@ -22,6 +22,12 @@ struct kl_broker {
   int single;
   char **logdirs;
   size_t nlogdirs;
+  struct entry {            /* the path list's distinct entries */
+    uint64_t dev, ino;      /* a log directory's, or a partition's log
+                            ** directory's */
+    char *name;             /* NULL, or the partition's name in it */
+  } *ents;
+  size_t nents;
 };
 
 /* The checkpoints of one log directory, and where a sorted listing's
@@ -88,6 +94,8 @@ void kl_broker_close(kl_broker *b) {
   kl_free(b->env, b->parts);
   for (size_t i = 0; i < b->nlogdirs; i++) kl_free(b->env, b->logdirs[i]);
   kl_free(b->env, b->logdirs);
+  for (size_t i = 0; i < b->nents; i++) kl_free(b->env, b->ents[i].name);
+  kl_free(b->env, b->ents);
   kl_free(b->env, b);
 }
 
@@ -252,8 +260,34 @@ kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, 
   return KL_OK;
 }
 
+/* Note the entry (dev, ino, name) of the path list: *seen = 1 when an
+** earlier one was the same directory, by whatever path (L and ./L, L/,
+** a symlink to L). */
+static kl_rc add_entry(kl_broker *b, const struct stat *st, const char *name, int *seen,
+                       kl_err *err) {
+  *seen = 0;
+  for (size_t i = 0; i < b->nents; i++) {
+    const struct entry *e = &b->ents[i];
+    if (e->dev == (uint64_t)st->st_dev && e->ino == (uint64_t)st->st_ino && !e->name == !name &&
+        (!name || strcmp(e->name, name) == 0)) {
+      *seen = 1;
+      return KL_OK;
+    }
+  }
+  struct entry *p = kl_realloc(b->env, b->ents, (b->nents + 1) * sizeof *p);
+  if (p) b->ents = p;
+  char *n = p && name ? kl_strdup(b->env, name) : NULL;
+  if (!p || (name && !n)) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", name);
+  p[b->nents].dev = (uint64_t)st->st_dev;
+  p[b->nents].ino = (uint64_t)st->st_ino;
+  p[b->nents].name = n;
+  b->nents++;
+  return KL_OK;
+}
+
 /* One entry of the path list: a partition directory or a log directory. */
-static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, kl_err *err) {
+static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, int *seen,
+                      kl_err *err) {
   const kl_env *env = b->env;
   DIR *d = opendir(dir);
   if (!d) return kl_err_set(err, KL_IO, "cannot open directory %s: %s", dir, strerror(errno));
@@ -261,6 +295,10 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   size_t nsub = 0, capsub = 0;
   int segments = 0, marker = 0;
   kl_rc rc = KL_OK;
+  struct stat st;
+  if (fstat(dirfd(d), &st) != 0) {
+    rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", dir, strerror(errno));
+  }
   struct dirent *de;
   while (rc == KL_OK && (de = readdir(d)) != NULL) {
     int64_t base;
@@ -301,13 +339,18 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
     /* A partition directory: its checkpoints are its log directory's, read
     ** as for that log directory. */
     *was_partition = 1;
-    rc = ckpts_read(env, parent, &ck, err);
-    if (rc == KL_OK) rc = add_logdir(b, parent, err);
-    if (rc == KL_OK) rc = add_part(b, dir, name, idx, &ck, err);
+    if (stat(parent, &st) != 0) {
+      rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", parent, strerror(errno));
+    }
+    if (rc == KL_OK) rc = add_entry(b, &st, name, seen, err);
+    if (rc == KL_OK && !*seen) rc = ckpts_read(env, parent, &ck, err);
+    if (rc == KL_OK && !*seen) rc = add_logdir(b, parent, err);
+    if (rc == KL_OK && !*seen) rc = add_part(b, dir, name, idx, &ck, err);
   } else if (rc == KL_OK && (nsub || marker)) {
-    rc = ckpts_read(env, dir, &ck, err);
-    if (rc == KL_OK) rc = add_logdir(b, dir, err);
-    if (rc == KL_OK) {
+    rc = add_entry(b, &st, NULL, seen, err);
+    if (rc == KL_OK && !*seen) rc = ckpts_read(env, dir, &ck, err);
+    if (rc == KL_OK && !*seen) rc = add_logdir(b, dir, err);
+    if (rc == KL_OK && !*seen) {
       /* In the listing's order: the checkpoints are matched in one pass,
       ** and a single log directory's listing needs no sort after. */
       if (nsub > 1) qsort(subs, nsub, sizeof *subs, cmp_sub);
@@ -355,6 +398,31 @@ int kl_path_next(kl_path_iter *it, const char **s, size_t *n) {
   return 0;
 }
 
+/* A partition given alone whose log directory is in the list too is read
+** once, as the log directory's (each entry lists one partition or one log
+** directory, in the order of b->ents). */
+static void drop_listed(kl_broker *b) {
+  size_t k = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    const kl_part *p = &b->parts[i];
+    const struct entry *e = &b->ents[p->logdir];
+    int dup = 0;
+    for (size_t j = 0; e->name && !dup && j < b->n; j++) {
+      const struct entry *f = &b->ents[b->parts[j].logdir];
+      size_t dn = strlen(b->parts[j].dir), nn = strlen(e->name);
+      dup = !f->name && f->dev == e->dev && f->ino == e->ino && dn > nn &&
+            b->parts[j].dir[dn - nn - 1] == '/' && strcmp(b->parts[j].dir + dn - nn, e->name) == 0;
+    }
+    if (dup) {
+      kl_free(b->env, (char *)p->topic);
+      kl_free(b->env, (char *)p->dir);
+    } else {
+      b->parts[k++] = *p;
+    }
+  }
+  b->n = k;
+}
+
 kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err) {
   *out = NULL;
   kl_broker *b = kl_malloc(env, sizeof *b);
@@ -362,7 +430,7 @@ kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_er
   memset(b, 0, sizeof *b);
   b->env = env;
   kl_rc rc = KL_OK;
-  int entries = 0, partitions = 0;
+  int entries = 0, partitions = 0; /* distinct ones */
   char one[4096];
   kl_path_iter it;
   const char *s;
@@ -375,11 +443,13 @@ kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_er
     }
     memcpy(one, s, n);
     one[n] = 0;
-    int was = 0;
-    rc = list_one(b, one, entries++, &was, err);
-    partitions += was;
+    int was = 0, seen = 0;
+    rc = list_one(b, one, entries, &was, &seen, err);
+    entries += !seen;
+    partitions += was && !seen;
   }
   if (rc == KL_OK && entries == 0) rc = kl_err_set(err, KL_IO, "no directory given");
+  if (rc == KL_OK && entries > 1) drop_listed(b);
   if (rc) {
     kl_broker_close(b);
     return rc;

@@ -304,6 +304,37 @@ static void test_unreadable_checkpoint(void **state) {
   free(d);
 }
 
+/* A directory listed twice is one directory: a log directory by several
+** spellings, a partition twice, a partition with its log directory. */
+static void test_logdir_listed_twice(void **state) {
+  (void)state;
+  char *d = make_logdir("twice");
+  put(d, "orders-1/00000000000000000000.log", "");
+  char buf[3][9000];
+  snprintf(buf[0], sizeof buf[0], "%s,%s", d, d);
+  snprintf(buf[1], sizeof buf[1], "%s/,%s/./", d, d);
+  snprintf(buf[2], sizeof buf[2], "%s/orders-1,%s,%s/orders-1/", d, d, d);
+  for (int i = 0; i < 3; i++) {
+    kl_broker *b;
+    kl_err err = {0};
+    assert_int_equal(kl_broker_open(NULL, buf[i], &b, &err), KL_OK);
+    if (kl_broker_count(b) != 5) fail_msg("%s: %zu partitions", buf[i], kl_broker_count(b));
+    assert_int_equal(kl_broker_part(b, 3)->partition, 1);
+    assert_int_equal(kl_broker_part(b, 3)->log_start, 42);
+    kl_broker_close(b);
+  }
+  /* One partition twice is that partition alone. */
+  snprintf(buf[0], sizeof buf[0], "%s/orders-1,%s/./orders-1/", d, d);
+  kl_broker *b;
+  kl_err err = {0};
+  assert_int_equal(kl_broker_open(NULL, buf[0], &b, &err), KL_OK);
+  assert_int_equal(kl_broker_count(b), 1);
+  assert_int_equal(kl_broker_single(b), 1);
+  kl_broker_close(b);
+  t_rmdir(d);
+  free(d);
+}
+
 static void test_nomem(void **state) {
   (void)state;
   char *d = make_logdir("nomem");
@@ -335,6 +366,7 @@ int main(void) {
       cmocka_unit_test(test_logdir),
       cmocka_unit_test(test_partition_path_forms),
       cmocka_unit_test(test_unreadable_checkpoint),
+      cmocka_unit_test(test_logdir_listed_twice),
       cmocka_unit_test(test_nomem),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

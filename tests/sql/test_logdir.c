@@ -429,6 +429,29 @@ static void test_unreadable_checkpoint(void **state) {
   free(root);
 }
 
+/* A log directory listed twice, by any spelling, counts each record once. */
+static void test_logdir_listed_twice(void **state) {
+  (void)state;
+  char *root = make_root();
+  sqlite3 *db = st_open();
+  int64_t once = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", root);
+  assert_true(once > 0);
+  static const char *const forms[] = {"%s,%s", "%s,%s/", "%s/,%s/.", "%s,%s/orders-1"};
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    char *p = sqlite3_mprintf(forms[i], root, root);
+    int64_t n = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", p);
+    int64_t d = st_int(db, "SELECT count(DISTINCT rowid) FROM kafka_log(?1)", "t", p);
+    int64_t k = st_int(db, "SELECT count(*) FROM kafka_partitions(?1)", "t", p);
+    if (n != once || d != once || k != 6) {
+      fail_msg("%s: %lld rows, %lld partitions", p, (long long)n, (long long)k);
+    }
+    sqlite3_free(p);
+  }
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* The data records a read_committed consumer of g-transactions sees,
 ** derived from Kafka's reading of the log (expected.json): a transactional
 ** batch is delivered when its producer's next marker is a COMMIT.  (The
@@ -1063,6 +1086,7 @@ int main(void) {
       cmocka_unit_test(test_checkpoints),
       cmocka_unit_test(test_partition_path_forms),
       cmocka_unit_test(test_unreadable_checkpoint),
+      cmocka_unit_test(test_logdir_listed_twice),
       cmocka_unit_test(test_read_committed_fixture),
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
