@@ -17,6 +17,7 @@
 
 struct kl_broker {
   const kl_env *env;
+  unsigned flags;           /* KL_BROKER_* */
   kl_part *parts;
   size_t n, cap;
   int single;
@@ -186,9 +187,11 @@ static void ckpts_free(const kl_env *env, ckpts *ck) {
   kl_checkpoint_free(env, &ck->recovery);
 }
 
-static kl_rc ckpts_read(const kl_env *env, const char *logdir, ckpts *ck, kl_err *err) {
+static kl_rc ckpts_read(const kl_broker *b, const char *logdir, ckpts *ck, kl_err *err) {
+  const kl_env *env = b->env;
   kl_ckpt *dst[KL_CKPT_COUNT] = {&ck->start, &ck->hw, &ck->recovery};
   memset(ck, 0, sizeof *ck);
+  if (b->flags & KL_BROKER_NO_CHECKPOINTS) return KL_OK;
   char path[4096];
   for (int i = 0; i < KL_CKPT_COUNT; i++) {
     if (snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(i)) >= (int)sizeof path) {
@@ -343,12 +346,12 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
       rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", parent, strerror(errno));
     }
     if (rc == KL_OK) rc = add_entry(b, &st, name, seen, err);
-    if (rc == KL_OK && !*seen) rc = ckpts_read(env, parent, &ck, err);
+    if (rc == KL_OK && !*seen) rc = ckpts_read(b, parent, &ck, err);
     if (rc == KL_OK && !*seen) rc = add_logdir(b, parent, err);
     if (rc == KL_OK && !*seen) rc = add_part(b, dir, name, idx, &ck, err);
   } else if (rc == KL_OK && (nsub || marker)) {
     rc = add_entry(b, &st, NULL, seen, err);
-    if (rc == KL_OK && !*seen) rc = ckpts_read(env, dir, &ck, err);
+    if (rc == KL_OK && !*seen) rc = ckpts_read(b, dir, &ck, err);
     if (rc == KL_OK && !*seen) rc = add_logdir(b, dir, err);
     if (rc == KL_OK && !*seen) {
       /* In the listing's order: the checkpoints are matched in one pass,
@@ -424,11 +427,17 @@ static void drop_listed(kl_broker *b) {
 }
 
 kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err) {
+  return kl_broker_open_flags(env, path, 0, out, err);
+}
+
+kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, kl_broker **out,
+                           kl_err *err) {
   *out = NULL;
   kl_broker *b = kl_malloc(env, sizeof *b);
   if (!b) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   memset(b, 0, sizeof *b);
   b->env = env;
+  b->flags = flags;
   kl_rc rc = KL_OK;
   int entries = 0, partitions = 0; /* distinct ones */
   char one[4096];

@@ -53,6 +53,14 @@ typedef struct kl_broker kl_broker;
 kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err);
 void kl_broker_close(kl_broker *b);
 
+/* kl_broker_open with flags: KL_BROKER_NO_CHECKPOINTS reads no checkpoint
+** file (every partition's log start, high watermark and recovery point
+** are then -1: what its segments hold), for a reader of a log directory
+** whose checkpoints are malformed or unreadable. */
+enum { KL_BROKER_NO_CHECKPOINTS = 1 };
+kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, kl_broker **out,
+                           kl_err *err);
+
 /* The partitions, sorted by topic, then partition, then log directory
 ** (unnamed ones last, by path).  Valid until kl_broker_close. */
 size_t kl_broker_count(const kl_broker *b);

@@ -452,6 +452,47 @@ static void test_logdir_listed_twice(void **state) {
   free(root);
 }
 
+/* A malformed checkpoint stops every query over its log directory, as
+** Kafka's broker refuses to load it, even for a partition it does not
+** list; the error names the file and the option that reads past it, and a
+** table with checkpoints='ignore' reads every record the segments hold. */
+static void test_malformed_checkpoint_ignore(void **state) {
+  (void)state;
+  char *root = make_root();
+  put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\n");
+  char ck[4200];
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint:4: expected 2 entries", root);
+  sqlite3 *db = st_open();
+  expect_error(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'clicks'", root, SQLITE_CORRUPT,
+               ck);
+  expect_error(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'clicks'", root, SQLITE_CORRUPT,
+               "checkpoints='ignore'");
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, checkpoints='ignore', "
+                              "readonly=1)", root);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE topic = 'clicks'", NULL), 30);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE topic = 'orders' AND partition = 1",
+                          NULL), 250);
+  char *v = st_text(db, "SELECT v FROM t_config WHERE k = 'checkpoints'", NULL);
+  assert_string_equal(v, "ignore");
+  free(v);
+  /* Nor does an unreadable one stop it. */
+  char f[4200];
+  snprintf(f, sizeof f, "%s/log-start-offset-checkpoint", root);
+  assert_int_equal(unlink(f), 0);
+  assert_int_equal(mkdir(f, 0755), 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE topic = 'orders' AND partition = 1",
+                          NULL), 250);
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE u USING kafka_log(%Q, checkpoints='skip')", root);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_ERROR);
+  assert_non_null(strstr(sqlite3_errmsg(db), "checkpoints="));
+  sqlite3_free(sql);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* The data records a read_committed consumer of g-transactions sees,
 ** derived from Kafka's reading of the log (expected.json): a transactional
 ** batch is delivered when its producer's next marker is a COMMIT.  (The
@@ -1087,6 +1128,7 @@ int main(void) {
       cmocka_unit_test(test_partition_path_forms),
       cmocka_unit_test(test_unreadable_checkpoint),
       cmocka_unit_test(test_logdir_listed_twice),
+      cmocka_unit_test(test_malformed_checkpoint_ignore),
       cmocka_unit_test(test_read_committed_fixture),
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
