@@ -14,10 +14,13 @@
 
 #include "checkpoint.h"
 #include "segment.h"
+#include "utf8.h"
 
 struct kl_broker {
   const kl_env *env;
   unsigned flags;           /* KL_BROKER_* */
+  int scrubbed;             /* a topic was made UTF-8: the listing's order
+                            ** is not the topics' */
   kl_part *parts;
   size_t n, cap;
   int single;
@@ -165,7 +168,6 @@ static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdi
   if (tn) {
     memcpy(t, name, tn);
     t[tn] = 0;
-    p->topic = t;
     p->partition = part;
     if (ck && ck->in_order) {
       p->log_start = kl_checkpoint_next(&ck->start, &ck->at[0], t, part);
@@ -176,6 +178,20 @@ static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdi
       p->high_watermark = kl_checkpoint_get(&ck->hw, t, part);
       p->recovery_point = kl_checkpoint_get(&ck->recovery, t, part);
     }
+    /* The topic is TEXT to SQLite: a name that is not UTF-8 (never one of
+    ** Kafka's topics, which are ASCII) comes out with U+FFFD in place of
+    ** its stray bytes, and is sorted and searched as it comes out. */
+    if (!kl_utf8_valid((const uint8_t *)t, tn)) {
+      char *u = kl_utf8_scrub(b->env, t, tn);
+      kl_free(b->env, t);
+      if (!u) {
+        kl_free(b->env, (char *)p->dir);
+        return kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+      }
+      t = u;
+      b->scrubbed = 1;
+    }
+    p->topic = t;
   }
   b->n++;
   return KL_OK;
@@ -464,7 +480,7 @@ kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, 
     return rc;
   }
   b->single = entries == 1 && partitions == 1;
-  if (b->n > 1 && entries > 1) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
+  if (b->n > 1 && (entries > 1 || b->scrubbed)) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
   *out = b;
   return KL_OK;
 }

@@ -43,6 +43,7 @@
 #include "logcache.h"
 #include "plan.h"
 #include "txn.h"
+#include "utf8.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -1072,38 +1073,13 @@ static int kl_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
 
 /* ---- the headers column ---- */
 
-static int utf8_valid(const uint8_t *p, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    uint8_t c = p[i];
-    if (c < 0x80) { i++; continue; }
-    size_t k;
-    uint32_t cp;
-    if ((c & 0xe0) == 0xc0) { k = 1; cp = c & 0x1f; }
-    else if ((c & 0xf0) == 0xe0) { k = 2; cp = c & 0x0f; }
-    else if ((c & 0xf8) == 0xf0) { k = 3; cp = c & 0x07; }
-    else return 0;
-    if (n - i <= k) return 0;
-    for (size_t j = 1; j <= k; j++) {
-      if ((p[i + j] & 0xc0) != 0x80) return 0;
-      cp = (cp << 6) | (p[i + j] & 0x3f);
-    }
-    if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-      return 0;
-    }
-    i += k + 1;
-  }
-  return 1;
-}
-
 /* Append bytes as a JSON string when they are UTF-8, else {"hex":"..."},
 ** so that every header survives the trip through JSON unchanged. */
 static kl_rc json_bytes(kl_buf *o, const uint8_t *p, int32_t n) {
   static const char hex[] = "0123456789abcdef";
   kl_rc rc;
   if (n < 0) return kl_buf_append(NULL, o, "null", 4);
-  if (!utf8_valid(p, (size_t)n)) {
+  if (!kl_utf8_valid(p, (size_t)n)) {
     if ((rc = kl_buf_reserve(NULL, o, o->len + 12 + 2 * (size_t)n))) return rc;
     memcpy(o->p + o->len, "{\"hex\":\"", 8);
     o->len += 8;
@@ -1153,7 +1129,7 @@ static kl_rc headers_json(kl_buf *o, const kl_record *r) {
 ** are UTF-8 (else still a BLOB: no byte is lost to a conversion). */
 static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n, int text) {
   if (n < 0) sqlite3_result_null(ctx);
-  else if (text && utf8_valid(p, (size_t)n)) {
+  else if (text && kl_utf8_valid(p, (size_t)n)) {
     sqlite3_result_text(ctx, n ? (const char *)p : "", n, SQLITE_TRANSIENT);
   } else {
     sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);

@@ -493,6 +493,35 @@ static void test_malformed_checkpoint_ignore(void **state) {
   free(root);
 }
 
+/* A directory name that is not UTF-8 gives a topic that is: U+FFFD for
+** each stray byte, found by topic = what it shows (the listing is sorted
+** as it shows: raw, 0xff sorts after the emoji's 0xf0, shown, before). */
+static void test_topic_not_utf8(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("utf8");
+  write_part(root, "\xff" "a-0", 3, 1000);
+  write_part(root, "\xf0\x9f\x98\x80-0", 4, 1000);
+  write_part(root, "b\xc3\x28-1", 5, 1000);
+  sqlite3 *db = st_open();
+  static const struct { const char *topic; int64_t part, n; } want[] = {
+      {"b\xef\xbf\xbd(", 1, 5}, {"\xef\xbf\xbd" "a", 0, 3}, {"\xf0\x9f\x98\x80", 0, 4}};
+  char *all = st_text(db, "SELECT group_concat(topic, '|') FROM (SELECT DISTINCT topic FROM kafka_log(?1))",
+                      "t", root);
+  char expect[64];
+  snprintf(expect, sizeof expect, "%s|%s|%s", want[0].topic, want[1].topic, want[2].topic);
+  assert_string_equal(all, expect);
+  free(all);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = ?2", "tt", root,
+                            want[i].topic), want[i].n);
+    assert_int_equal(st_int(db, "SELECT partition FROM kafka_partitions(?1) WHERE topic = ?2", "tt", root,
+                            want[i].topic), want[i].part);
+  }
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* The data records a read_committed consumer of g-transactions sees,
 ** derived from Kafka's reading of the log (expected.json): a transactional
 ** batch is delivered when its producer's next marker is a COMMIT.  (The
@@ -1129,6 +1158,7 @@ int main(void) {
       cmocka_unit_test(test_unreadable_checkpoint),
       cmocka_unit_test(test_logdir_listed_twice),
       cmocka_unit_test(test_malformed_checkpoint_ignore),
+      cmocka_unit_test(test_topic_not_utf8),
       cmocka_unit_test(test_read_committed_fixture),
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
