@@ -505,8 +505,8 @@ static void test_topic_not_utf8(void **state) {
   sqlite3 *db = st_open();
   static const struct { const char *topic; int64_t part, n; } want[] = {
       {"b\xef\xbf\xbd(", 1, 5}, {"\xef\xbf\xbd" "a", 0, 3}, {"\xf0\x9f\x98\x80", 0, 4}};
-  char *all = st_text(db, "SELECT group_concat(topic, '|') FROM (SELECT DISTINCT topic FROM kafka_log(?1))",
-                      "t", root);
+  char *all = st_text(db, "SELECT group_concat(topic, '|') FROM"
+                          " (SELECT DISTINCT topic FROM kafka_log(?1))", "t", root);
   char expect[64];
   snprintf(expect, sizeof expect, "%s|%s|%s", want[0].topic, want[1].topic, want[2].topic);
   assert_string_equal(all, expect);
@@ -514,9 +514,13 @@ static void test_topic_not_utf8(void **state) {
   for (int i = 0; i < 3; i++) {
     assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = ?2", "tt", root,
                             want[i].topic), want[i].n);
-    assert_int_equal(st_int(db, "SELECT partition FROM kafka_partitions(?1) WHERE topic = ?2", "tt", root,
-                            want[i].topic), want[i].part);
+    assert_int_equal(st_int(db, "SELECT partition FROM kafka_partitions(?1) WHERE topic = ?2", "tt",
+                            root, want[i].topic), want[i].part);
   }
+  /* Its path keeps its bytes, as a BLOB that kafka_log takes back. */
+  assert_int_equal(st_int(db, "SELECT sum(typeof(dir) = 'blob') FROM kafka_partitions(?1)", "t", root), 2);
+  assert_int_equal(st_int(db, "SELECT sum((SELECT count(*) FROM kafka_log(p.dir)))"
+                              " FROM kafka_partitions(?1) p", "t", root), 12);
   st_close(db);
   t_rmdir(root);
   free(root);
