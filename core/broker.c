@@ -6,6 +6,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,14 +14,24 @@
 
 #include "checkpoint.h"
 #include "segment.h"
+#include "utf8.h"
 
 struct kl_broker {
   const kl_env *env;
+  unsigned flags;           /* KL_BROKER_* */
+  int scrubbed;             /* a topic was made UTF-8: the listing's order
+                            ** is not the topics' */
   kl_part *parts;
   size_t n, cap;
   int single;
   char **logdirs;
   size_t nlogdirs;
+  struct entry {            /* the path list's distinct entries */
+    uint64_t dev, ino;      /* a log directory's, or a partition's log
+                            ** directory's */
+    char *name;             /* NULL, or the partition's name in it */
+  } *ents;
+  size_t nents;
 };
 
 /* The checkpoints of one log directory, and where a sorted listing's
@@ -87,6 +98,8 @@ void kl_broker_close(kl_broker *b) {
   kl_free(b->env, b->parts);
   for (size_t i = 0; i < b->nlogdirs; i++) kl_free(b->env, b->logdirs[i]);
   kl_free(b->env, b->logdirs);
+  for (size_t i = 0; i < b->nents; i++) kl_free(b->env, b->ents[i].name);
+  kl_free(b->env, b->ents);
   kl_free(b->env, b);
 }
 
@@ -155,7 +168,6 @@ static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdi
   if (tn) {
     memcpy(t, name, tn);
     t[tn] = 0;
-    p->topic = t;
     p->partition = part;
     if (ck && ck->in_order) {
       p->log_start = kl_checkpoint_next(&ck->start, &ck->at[0], t, part);
@@ -166,6 +178,20 @@ static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdi
       p->high_watermark = kl_checkpoint_get(&ck->hw, t, part);
       p->recovery_point = kl_checkpoint_get(&ck->recovery, t, part);
     }
+    /* The topic is TEXT to SQLite: a name that is not UTF-8 (never one of
+    ** Kafka's topics, which are ASCII) comes out with U+FFFD in place of
+    ** its stray bytes, and is sorted and searched as it comes out. */
+    if (!kl_utf8_valid((const uint8_t *)t, tn)) {
+      char *u = kl_utf8_scrub(b->env, t, tn);
+      kl_free(b->env, t);
+      if (!u) {
+        kl_free(b->env, (char *)p->dir);
+        return kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+      }
+      t = u;
+      b->scrubbed = 1;
+    }
+    p->topic = t;
   }
   b->n++;
   return KL_OK;
@@ -177,9 +203,11 @@ static void ckpts_free(const kl_env *env, ckpts *ck) {
   kl_checkpoint_free(env, &ck->recovery);
 }
 
-static kl_rc ckpts_read(const kl_env *env, const char *logdir, ckpts *ck, kl_err *err) {
+static kl_rc ckpts_read(const kl_broker *b, const char *logdir, ckpts *ck, kl_err *err) {
+  const kl_env *env = b->env;
   kl_ckpt *dst[KL_CKPT_COUNT] = {&ck->start, &ck->hw, &ck->recovery};
   memset(ck, 0, sizeof *ck);
+  if (b->flags & KL_BROKER_NO_CHECKPOINTS) return KL_OK;
   char path[4096];
   for (int i = 0; i < KL_CKPT_COUNT; i++) {
     if (snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(i)) >= (int)sizeof path) {
@@ -214,20 +242,71 @@ static int is_dir(const char *dir, const struct dirent *de) {
   return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-/* The last component of path (without trailing slashes) in buf. */
-static const char *base_name(const char *path, char *buf, size_t n) {
-  size_t len = strlen(path);
-  while (len > 1 && path[len - 1] == '/') len--;
-  size_t st = len;
-  while (st > 0 && path[st - 1] != '/') st--;
-  size_t k = len - st < n - 1 ? len - st : n - 1;
-  memcpy(buf, path + st, k);
-  buf[k] = 0;
-  return buf;
+kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, size_t nn,
+                          kl_err *err) {
+  char buf[PATH_MAX];
+  size_t n = strlen(dir);
+  if (n >= sizeof buf) return kl_err_set(err, KL_IO, "%.64s...: path too long", dir);
+  memcpy(buf, dir, n + 1);
+  for (;;) { /* x/, x/. and x/./ are x */
+    while (n > 1 && buf[n - 1] == '/') n--;
+    if (n == 1 && buf[0] == '.') n = 0;
+    else if (n >= 2 && buf[n - 1] == '.' && buf[n - 2] == '/') n = n > 2 ? n - 2 : 1;
+    else break;
+  }
+  buf[n] = 0;
+  size_t st = n;
+  while (st > 0 && buf[st - 1] != '/') st--;
+  if (n == 0 || strcmp(buf + st, "..") == 0 || st == n) {
+    /* ".", "..", "x/.." or "/": no name of its own. */
+    char real[PATH_MAX];
+    if (!realpath(n ? buf : ".", real)) {
+      return kl_err_set(err, KL_IO, "cannot resolve %s: %s", dir, strerror(errno));
+    }
+    n = strlen(real);
+    memcpy(buf, real, n + 1);
+    st = n;
+    while (st > 0 && buf[st - 1] != '/') st--;
+  }
+  size_t pn = st;
+  while (pn > 1 && buf[pn - 1] == '/') pn--;
+  const char *parent = pn == 0 ? "." : buf;
+  if (pn == 0) pn = 1;
+  if (pn >= ln || n - st >= nn) return kl_err_set(err, KL_IO, "%.64s: path too long", dir);
+  memcpy(logdir, parent, pn);
+  logdir[pn] = 0;
+  memcpy(name, buf + st, n - st + 1);
+  return KL_OK;
+}
+
+/* Note the entry (dev, ino, name) of the path list: *seen = 1 when an
+** earlier one was the same directory, by whatever path (L and ./L, L/,
+** a symlink to L). */
+static kl_rc add_entry(kl_broker *b, const struct stat *st, const char *name, int *seen,
+                       kl_err *err) {
+  *seen = 0;
+  for (size_t i = 0; i < b->nents; i++) {
+    const struct entry *e = &b->ents[i];
+    if (e->dev == (uint64_t)st->st_dev && e->ino == (uint64_t)st->st_ino && !e->name == !name &&
+        (!name || strcmp(e->name, name) == 0)) {
+      *seen = 1;
+      return KL_OK;
+    }
+  }
+  struct entry *p = kl_realloc(b->env, b->ents, (b->nents + 1) * sizeof *p);
+  if (p) b->ents = p;
+  char *n = p && name ? kl_strdup(b->env, name) : NULL;
+  if (!p || (name && !n)) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", name);
+  p[b->nents].dev = (uint64_t)st->st_dev;
+  p[b->nents].ino = (uint64_t)st->st_ino;
+  p[b->nents].name = n;
+  b->nents++;
+  return KL_OK;
 }
 
 /* One entry of the path list: a partition directory or a log directory. */
-static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, kl_err *err) {
+static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, int *seen,
+                      kl_err *err) {
   const kl_env *env = b->env;
   DIR *d = opendir(dir);
   if (!d) return kl_err_set(err, KL_IO, "cannot open directory %s: %s", dir, strerror(errno));
@@ -235,6 +314,10 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   size_t nsub = 0, capsub = 0;
   int segments = 0, marker = 0;
   kl_rc rc = KL_OK;
+  struct stat st;
+  if (fstat(dirfd(d), &st) != 0) {
+    rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", dir, strerror(errno));
+  }
   struct dirent *de;
   while (rc == KL_OK && (de = readdir(d)) != NULL) {
     int64_t base;
@@ -267,30 +350,26 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   closedir(d);
   char name[256], parent[4096], path[4096];
   int32_t part;
-  base_name(dir, name, sizeof name);
   *was_partition = 0;
   ckpts ck;
   memset(&ck, 0, sizeof ck);
+  if (rc == KL_OK) rc = kl_partition_logdir(dir, parent, sizeof parent, name, sizeof name, err);
   if (rc == KL_OK && (segments || (!nsub && !marker && kl_partition_name(name, &part)))) {
-    /* A partition directory: its log directory is the parent. */
+    /* A partition directory: its checkpoints are its log directory's, read
+    ** as for that log directory. */
     *was_partition = 1;
-    size_t len = strlen(dir);
-    while (len > 1 && dir[len - 1] == '/') len--;
-    while (len > 0 && dir[len - 1] != '/') len--;
-    snprintf(parent, sizeof parent, "%.*s", (int)(len > 1 ? len - 1 : len), len ? dir : ".");
-    /* The parent may be unreadable (a copied partition): only what it
-    ** holds and cannot be read as Kafka reads it is an error. */
-    rc = ckpts_read(env, parent, &ck, err);
-    if (rc == KL_IO) {
-      kl_err_clear(err);
-      rc = KL_OK;
+    if (stat(parent, &st) != 0) {
+      rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", parent, strerror(errno));
     }
-    if (rc == KL_OK) rc = add_logdir(b, parent, err);
-    if (rc == KL_OK) rc = add_part(b, dir, name, idx, &ck, err);
+    if (rc == KL_OK) rc = add_entry(b, &st, name, seen, err);
+    if (rc == KL_OK && !*seen) rc = ckpts_read(b, parent, &ck, err);
+    if (rc == KL_OK && !*seen) rc = add_logdir(b, parent, err);
+    if (rc == KL_OK && !*seen) rc = add_part(b, dir, name, idx, &ck, err);
   } else if (rc == KL_OK && (nsub || marker)) {
-    rc = ckpts_read(env, dir, &ck, err);
-    if (rc == KL_OK) rc = add_logdir(b, dir, err);
-    if (rc == KL_OK) {
+    rc = add_entry(b, &st, NULL, seen, err);
+    if (rc == KL_OK && !*seen) rc = ckpts_read(b, dir, &ck, err);
+    if (rc == KL_OK && !*seen) rc = add_logdir(b, dir, err);
+    if (rc == KL_OK && !*seen) {
       /* In the listing's order: the checkpoints are matched in one pass,
       ** and a single log directory's listing needs no sort after. */
       if (nsub > 1) qsort(subs, nsub, sizeof *subs, cmp_sub);
@@ -338,14 +417,45 @@ int kl_path_next(kl_path_iter *it, const char **s, size_t *n) {
   return 0;
 }
 
+/* A partition given alone whose log directory is in the list too is read
+** once, as the log directory's (each entry lists one partition or one log
+** directory, in the order of b->ents). */
+static void drop_listed(kl_broker *b) {
+  size_t k = 0;
+  for (size_t i = 0; i < b->n; i++) {
+    const kl_part *p = &b->parts[i];
+    const struct entry *e = &b->ents[p->logdir];
+    int dup = 0;
+    for (size_t j = 0; e->name && !dup && j < b->n; j++) {
+      const struct entry *f = &b->ents[b->parts[j].logdir];
+      size_t dn = strlen(b->parts[j].dir), nn = strlen(e->name);
+      dup = !f->name && f->dev == e->dev && f->ino == e->ino && dn > nn &&
+            b->parts[j].dir[dn - nn - 1] == '/' && strcmp(b->parts[j].dir + dn - nn, e->name) == 0;
+    }
+    if (dup) {
+      kl_free(b->env, (char *)p->topic);
+      kl_free(b->env, (char *)p->dir);
+    } else {
+      b->parts[k++] = *p;
+    }
+  }
+  b->n = k;
+}
+
 kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err) {
+  return kl_broker_open_flags(env, path, 0, out, err);
+}
+
+kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, kl_broker **out,
+                           kl_err *err) {
   *out = NULL;
   kl_broker *b = kl_malloc(env, sizeof *b);
   if (!b) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   memset(b, 0, sizeof *b);
   b->env = env;
+  b->flags = flags;
   kl_rc rc = KL_OK;
-  int entries = 0, partitions = 0;
+  int entries = 0, partitions = 0; /* distinct ones */
   char one[4096];
   kl_path_iter it;
   const char *s;
@@ -358,17 +468,19 @@ kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_er
     }
     memcpy(one, s, n);
     one[n] = 0;
-    int was = 0;
-    rc = list_one(b, one, entries++, &was, err);
-    partitions += was;
+    int was = 0, seen = 0;
+    rc = list_one(b, one, entries, &was, &seen, err);
+    entries += !seen;
+    partitions += was && !seen;
   }
   if (rc == KL_OK && entries == 0) rc = kl_err_set(err, KL_IO, "no directory given");
+  if (rc == KL_OK && entries > 1) drop_listed(b);
   if (rc) {
     kl_broker_close(b);
     return rc;
   }
   b->single = entries == 1 && partitions == 1;
-  if (b->n > 1 && entries > 1) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
+  if (b->n > 1 && (entries > 1 || b->scrubbed)) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
   *out = b;
   return KL_OK;
 }

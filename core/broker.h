@@ -13,13 +13,15 @@
 ** the reading of its checkpoint files; no partition is opened.
 **
 ** Checkpoints (format.md 11.1) are read from each log directory, and for a
-** partition directory given alone, from its parent when that holds them:
+** partition directory given alone, from its log directory
+** (kl_partition_logdir), whatever the spelling of the path:
 **   log-start-offset-checkpoint        records below are deleted for every
 **                                      consumer
 **   replication-offset-checkpoint      the high watermark
 **   recovery-point-offset-checkpoint   the recovery point
-** A malformed checkpoint is KL_CORRUPT naming the file and the line; an
-** absent one lists nothing.
+** A malformed checkpoint is KL_CORRUPT naming the file and the line, one
+** that cannot be read KL_IO naming the file (on every path form: Kafka
+** does not load such a log directory); an absent one lists nothing.
 */
 #ifndef KL_BROKER_H
 #define KL_BROKER_H
@@ -43,11 +45,21 @@ typedef struct kl_part {
 typedef struct kl_broker kl_broker;
 
 /* List the partitions under path (a partition directory, a log directory,
-** or log directories separated by commas).  KL_IO names a path that does
+** or log directories separated by commas).  A directory listed twice, by
+** whatever path (L,L or L,./L or L,L/, a partition and its log
+** directory), is read once, where it is first listed.  KL_IO names a path that does
 ** not open or is not a directory; KL_CORRUPT a malformed checkpoint (file
 ** and line).  *out is owned by the caller (kl_broker_close). */
 kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err);
 void kl_broker_close(kl_broker *b);
+
+/* kl_broker_open with flags: KL_BROKER_NO_CHECKPOINTS reads no checkpoint
+** file (every partition's log start, high watermark and recovery point
+** are then -1: what its segments hold), for a reader of a log directory
+** whose checkpoints are malformed or unreadable. */
+enum { KL_BROKER_NO_CHECKPOINTS = 1 };
+kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, kl_broker **out,
+                           kl_err *err);
 
 /* The partitions, sorted by topic, then partition, then log directory
 ** (unnamed ones last, by path).  Valid until kl_broker_close. */
@@ -80,6 +92,18 @@ void kl_path_iter_init(kl_path_iter *it, const char *path);
 /* The next directory: *s and its length *n (not NUL-terminated); 0 when
 ** there is none left. */
 int kl_path_next(kl_path_iter *it, const char **s, size_t *n);
+
+/* The log directory holding the partition directory dir, and the
+** partition's name in it, as that log directory's listing names them (and
+** as Kafka's File.getParent does): the path without its last component,
+** which the kernel resolves (a/b/../x is in what a/b/.. is; a symlinked
+** partition is in the directory of the link), and the last component.
+** Trailing slashes and "." components name the same directory; a path
+** ending in ".." (or "." alone) names no entry and is resolved first
+** (realpath).  KL_IO when the result does not fit (logdir of ln bytes,
+** name of nn) or the path cannot be resolved. */
+kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, size_t nn,
+                          kl_err *err);
 
 /* Parse a directory name as Kafka does: "<topic>-<partition>", the topic
 ** non-empty, the partition decimal digits; names ending in -delete,

@@ -88,37 +88,23 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {
 kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
   out->e = NULL;
   out->n = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (errno == ENOENT) return KL_OK;
-    return kl_err_set(err, KL_IO, "cannot open %s: %s", path, strerror(errno));
-  }
+  /* Through kl_file, as every file the core reads: the env's read hook,
+  ** and what is not a regular file refused by name. */
+  kl_file f;
+  kl_rc rc = kl_file_open(&f, env, path, err);
+  if (rc == KL_NOTFOUND) return KL_OK;
+  if (rc) return rc;
+  size_t len = (size_t)f.size;
   char *buf = NULL;
-  size_t len = 0, cap = 0;
-  kl_rc rc = KL_OK;
-  for (;;) {
-    if (len == cap) {
-      if (cap >= KL_CKPT_MAX_BYTES) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
-                        KL_CKPT_MAX_BYTES);
-        break;
-      }
-      cap = cap ? cap * 2 : 4096;
-      char *p = kl_realloc(env, buf, cap);
-      if (!p) {
-        rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-        break;
-      }
-      buf = p;
-    }
-    size_t k = fread(buf + len, 1, cap - len, f);
-    len += k;
-    if (k == 0) {
-      if (ferror(f)) rc = kl_err_set(err, KL_IO, "cannot read %s: %s", path, strerror(errno));
-      break;
-    }
+  if ((uint64_t)f.size > KL_CKPT_MAX_BYTES) {
+    rc = kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
+                    KL_CKPT_MAX_BYTES);
+  } else if (len > 0 && !(buf = kl_malloc(env, len))) {
+    rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+  } else if (len > 0) {
+    rc = kl_file_read(&f, 0, buf, len, err);
   }
-  fclose(f);
+  kl_file_close(&f);
   if (rc || len == 0) {
     kl_free(env, buf);
     return rc;

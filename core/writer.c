@@ -52,6 +52,7 @@ struct kl_writer {
   const kl_env *env;
   char *dir;
   char parent[4096];        /* the log directory holding dir */
+  char pname[256];          /* dir's name in it */
   kl_writer_opts opt;
   int dirfd, lockfd, brokerfd;
   int commitfd;             /* the commit record, once written */
@@ -656,13 +657,10 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   }
   size_t n = strlen(w->dir);
   while (n > 1 && w->dir[n - 1] == '/') w->dir[--n] = 0;
-  const char *slash = strrchr(w->dir, '/');
-  if (!slash) snprintf(w->parent, sizeof w->parent, ".");
-  else if (slash == w->dir) snprintf(w->parent, sizeof w->parent, "/");
-  else snprintf(w->parent, sizeof w->parent, "%.*s", (int)(slash - w->dir), w->dir);
-  kl_rc rc = KL_OK;
+  kl_rc rc =
+      kl_partition_logdir(w->dir, w->parent, sizeof w->parent, w->pname, sizeof w->pname, err);
   char p[4200];
-  if ((rc = make_dirs(w->dir, err)) != KL_OK) {
+  if (rc != KL_OK || (rc = make_dirs(w->dir, err)) != KL_OK) {
   } else if ((w->dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
     rc = kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
   } else {
@@ -866,13 +864,11 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
 ** log start offset of each partition (a directory not named
 ** <topic>-<partition> can have no entry). */
 static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err) {
-  const char *name = strrchr(w->dir, '/');
-  name = name ? name + 1 : w->dir;
   int32_t part;
-  size_t tlen = kl_partition_name(name, &part);
-  if (tlen == 0 || tlen >= 256) return KL_OK;
+  size_t tlen = kl_partition_name(w->pname, &part);
+  if (tlen == 0) return KL_OK;
   char topic[256];
-  snprintf(topic, sizeof topic, "%.*s", (int)tlen, name);
+  snprintf(topic, sizeof topic, "%.*s", (int)tlen, w->pname);
   return kl_checkpoint_put(w->env, w->parent, KL_CKPT_LOG_START, topic, part, start, err);
 }
 

@@ -43,6 +43,7 @@
 #include "logcache.h"
 #include "plan.h"
 #include "txn.h"
+#include "utf8.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -72,6 +73,7 @@ typedef struct kl_vtab {
   sqlite3_int64 max_skew;   /* max_skew_ms=N, or -1 */
   int read_committed;       /* isolation='read_committed' */
   int text[2];              /* key_type, value_type = 'text' */
+  int no_checkpoints;       /* checkpoints='ignore' */
   kl_segset set;            /* the open segments of all its logs */
   kl_logcache *logs;        /* the logs kept between queries */
   kl_listref *bk;           /* the listing of the path last read */
@@ -158,7 +160,7 @@ static int acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_commit 
 ** the table's message. */
 static int acquire_broker(kl_vtab *vt, const char *path, kl_listref **out) {
   char *msg = NULL;
-  int rc = kl_listref_get(&vt->bk, path, out, &msg);
+  int rc = kl_listref_get(&vt->bk, path, vt->no_checkpoints, out, &msg);
   if (rc != SQLITE_OK) {
     sqlite3_free(vt->base.zErrMsg);
     vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
@@ -217,6 +219,13 @@ static int type_mode(const char *m) {
   return -1;
 }
 
+/* 1 for 'ignore', 0 for 'read' (any case), -1 for anything else. */
+static int checkpoints_mode(const char *m) {
+  if (m && sqlite3_stricmp(m, "ignore") == 0) return 1;
+  if (m && sqlite3_stricmp(m, "read") == 0) return 0;
+  return -1;
+}
+
 /* KL_ON_CORRUPT_* for 'error' or 'skip' (any case), -1 for anything else. */
 static int on_corrupt_mode(const char *m) {
   if (m && sqlite3_stricmp(m, "skip") == 0) return KL_ON_CORRUPT_SKIP;
@@ -229,7 +238,10 @@ static int on_corrupt_mode(const char *m) {
 ** quoted):  on_corrupt='error' (default: a damaged batch fails the query
 ** with SQLITE_CORRUPT) or on_corrupt='skip' (salvage: damaged batches are
 ** skipped, see core/scan.h).  The table-valued form takes the same choice
-** as its second argument (the hidden column on_corrupt).
+** as its second argument (the hidden column on_corrupt).  checkpoints=
+** 'read' (default) or 'ignore': the log directory's checkpoint files are
+** not read, so that one Kafka would refuse (malformed, unreadable) does not
+** stop a forensic reader; every record the segments hold is then a row.
 */
 static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
   const char *eq = strchr(arg, '=');
@@ -264,12 +276,17 @@ static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
     int mode = isolation_mode(d);
     if (mode >= 0) vt->read_committed = mode;
     ok = mode >= 0;
+  } else if (eq && kn == 11 && strncmp(arg, "checkpoints", 11) == 0) {
+    int mode = checkpoints_mode(d);
+    if (mode >= 0) vt->no_checkpoints = mode;
+    ok = mode >= 0;
   }
   sqlite3_free(d);
   if (ok) return SQLITE_OK;
   *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
                             "on_corrupt='skip', max_skew_ms=<milliseconds>, isolation='read_uncommitted' or "
-                            "'read_committed', key_type and value_type='blob' or 'text'; for writing: "
+                            "'read_committed', key_type and value_type='blob' or 'text', checkpoints='read' "
+                            "or 'ignore'; for writing: "
                             "segment_bytes, index_interval_bytes, batch_bytes, compression, "
                             "timestamp_type, readonly, retention_bytes, retention_ms)", arg);
   return SQLITE_ERROR;
@@ -341,6 +358,8 @@ static int read_config(kl_vtab *vt, int *found, char **errmsg) {
       vt->text[k[0] == 'v'] = type_mode(v) == 1;
     } else if (strcmp(k, "isolation") == 0) {
       vt->read_committed = isolation_mode(v) == 1;
+    } else if (strcmp(k, "checkpoints") == 0) {
+      vt->no_checkpoints = checkpoints_mode(v) == 1;
     } else if (kl_append_option(&vt->wopt, k, strlen(k), v, errmsg) != 0) {
       sqlite3_free(*errmsg); /* what CREATE accepted; a damaged value keeps the default */
       *errmsg = NULL;
@@ -371,12 +390,12 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 17) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most thirteen options, "
+  if (argc > 18) {
+    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most fourteen options, "
                               "on_corrupt='error'|'skip', max_skew_ms=<milliseconds>, "
                               "isolation='read_uncommitted'|'read_committed', "
                               "key_type='blob'|'text', value_type='blob'|'text', "
-                              "segment_bytes, index_interval_bytes, batch_bytes, compression, "
+                              "checkpoints='read'|'ignore', segment_bytes, index_interval_bytes, batch_bytes, compression, "
                               "timestamp_type, readonly, retention_bytes and retention_ms");
     return SQLITE_ERROR;
   }
@@ -429,11 +448,13 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       char *sql = wrows ? sqlite3_mprintf(
           "CREATE TABLE \"%w\".\"%w_config\"(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
           "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q),"
-          " ('max_skew_ms', %s), ('isolation', %Q), ('key_type', %Q), ('value_type', %Q), %s;",
+          " ('max_skew_ms', %s), ('isolation', %Q), ('key_type', %Q), ('value_type', %Q),"
+          " ('checkpoints', %Q), %s;",
           vt->schema, vt->name, vt->schema, vt->name, vt->dir,
           vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", skew,
           vt->read_committed ? "read_committed" : "read_uncommitted",
-          vt->text[0] ? "text" : "blob", vt->text[1] ? "text" : "blob", wrows) : NULL;
+          vt->text[0] ? "text" : "blob", vt->text[1] ? "text" : "blob",
+          vt->no_checkpoints ? "ignore" : "read", wrows) : NULL;
       rc = sql ? sqlite3_exec(db, sql, NULL, NULL, errmsg) : SQLITE_NOMEM;
       sqlite3_free(sql);
       sqlite3_free(wrows);
@@ -1052,38 +1073,13 @@ static int kl_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
 
 /* ---- the headers column ---- */
 
-static int utf8_valid(const uint8_t *p, size_t n) {
-  size_t i = 0;
-  while (i < n) {
-    uint8_t c = p[i];
-    if (c < 0x80) { i++; continue; }
-    size_t k;
-    uint32_t cp;
-    if ((c & 0xe0) == 0xc0) { k = 1; cp = c & 0x1f; }
-    else if ((c & 0xf0) == 0xe0) { k = 2; cp = c & 0x0f; }
-    else if ((c & 0xf8) == 0xf0) { k = 3; cp = c & 0x07; }
-    else return 0;
-    if (n - i <= k) return 0;
-    for (size_t j = 1; j <= k; j++) {
-      if ((p[i + j] & 0xc0) != 0x80) return 0;
-      cp = (cp << 6) | (p[i + j] & 0x3f);
-    }
-    if ((k == 1 && cp < 0x80) || (k == 2 && cp < 0x800) || (k == 3 && cp < 0x10000) ||
-        cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-      return 0;
-    }
-    i += k + 1;
-  }
-  return 1;
-}
-
 /* Append bytes as a JSON string when they are UTF-8, else {"hex":"..."},
 ** so that every header survives the trip through JSON unchanged. */
 static kl_rc json_bytes(kl_buf *o, const uint8_t *p, int32_t n) {
   static const char hex[] = "0123456789abcdef";
   kl_rc rc;
   if (n < 0) return kl_buf_append(NULL, o, "null", 4);
-  if (!utf8_valid(p, (size_t)n)) {
+  if (!kl_utf8_valid(p, (size_t)n)) {
     if ((rc = kl_buf_reserve(NULL, o, o->len + 12 + 2 * (size_t)n))) return rc;
     memcpy(o->p + o->len, "{\"hex\":\"", 8);
     o->len += 8;
@@ -1133,7 +1129,7 @@ static kl_rc headers_json(kl_buf *o, const kl_record *r) {
 ** are UTF-8 (else still a BLOB: no byte is lost to a conversion). */
 static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n, int text) {
   if (n < 0) sqlite3_result_null(ctx);
-  else if (text && utf8_valid(p, (size_t)n)) {
+  else if (text && kl_utf8_valid(p, (size_t)n)) {
     sqlite3_result_text(ctx, n ? (const char *)p : "", n, SQLITE_TRANSIENT);
   } else {
     sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);

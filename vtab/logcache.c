@@ -293,10 +293,12 @@ static void listref_watch(kl_listref *k, const char *path, int flags) {
   k->nfd++;
 }
 
-int kl_listref_get(kl_listref **cache, const char *path, kl_listref **out, char **errmsg) {
+int kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
+                   char **errmsg) {
   *out = NULL;
   *errmsg = NULL;
-  if (*cache && strcmp((*cache)->path, path) == 0 && listref_fresh(*cache)) {
+  if (*cache && strcmp((*cache)->path, path) == 0 && (*cache)->no_checkpoints == no_checkpoints &&
+      listref_fresh(*cache)) {
     (*cache)->refs++;
     *out = *cache;
     return SQLITE_OK;
@@ -307,10 +309,18 @@ int kl_listref_get(kl_listref **cache, const char *path, kl_listref **out, char 
   k->refs = 1;
   k->path = sqlite3_mprintf("%s", path);
   kl_err err = {0};
-  kl_rc rc = k->path ? kl_broker_open(NULL, path, &k->b, &err) : KL_NOMEM;
+  k->no_checkpoints = no_checkpoints;
+  kl_rc rc = k->path ? kl_broker_open_flags(NULL, path, no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0,
+                                            &k->b, &err)
+                     : KL_NOMEM;
   if (rc) {
     kl_listref_release(k);
-    *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
+    /* The listing parses only checkpoints: Kafka's broker does not load
+    ** their log directory, a forensic reader may. */
+    *errmsg = sqlite3_mprintf("%s%s", err.msg[0] ? err.msg : kl_rc_name(rc),
+                              rc == KL_CORRUPT ? " (Kafka does not load a log directory with a "
+                              "malformed checkpoint; a table created with checkpoints='ignore' "
+                              "reads its partitions without them)" : "");
     return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
   }
   size_t n = kl_broker_logdir_count(k->b);

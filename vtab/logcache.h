@@ -65,6 +65,7 @@ typedef struct kl_listref {
   kl_broker *b;
   int refs;
   char *path;
+  int no_checkpoints;
   size_t nfd;
   int *fd;                  /* log directories and checkpoint files */
   struct timespec *mtime;
@@ -73,10 +74,13 @@ typedef struct kl_listref {
 
 /* A counted reference to the listing of path (kl_listref_release), the
 ** one in *cache when it is for path and fresh, else made and put there
-** (the cache holds one reference).  Errors: SQLITE_CANTOPEN naming the
-** path, SQLITE_CORRUPT naming a malformed checkpoint's file and line, with
-** *errmsg (sqlite3_malloc'd). */
-int kl_listref_get(kl_listref **cache, const char *path, kl_listref **out, char **errmsg);
+** (the cache holds one reference); no_checkpoints: the checkpoint files
+** are not read (core/broker.h KL_BROKER_NO_CHECKPOINTS).  Errors:
+** SQLITE_CANTOPEN naming the path, SQLITE_CORRUPT naming a malformed
+** checkpoint's file and line and the table option that reads past it,
+** with *errmsg (sqlite3_malloc'd). */
+int kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
+                   char **errmsg);
 void kl_listref_release(kl_listref *k);
 
 typedef struct kl_logcache kl_logcache;

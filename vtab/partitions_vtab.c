@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "broker.h"
+#include "utf8.h"
 #include "cursor.h"
 #include "glue.h"
 #include "log.h"
@@ -237,7 +238,13 @@ static int kp_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KP_PARTITION:
       if (p->partition >= 0) sqlite3_result_int(ctx, p->partition);
       return SQLITE_OK;
-    case KP_DIR: sqlite3_result_text(ctx, p->dir, -1, SQLITE_TRANSIENT); return SQLITE_OK;
+    case KP_DIR: /* a path that is not UTF-8 keeps its bytes, as a BLOB kafka_log takes */
+      if (kl_utf8_valid((const uint8_t *)p->dir, strlen(p->dir))) {
+        sqlite3_result_text(ctx, p->dir, -1, SQLITE_TRANSIENT);
+      } else {
+        sqlite3_result_blob(ctx, p->dir, (int)strlen(p->dir), SQLITE_TRANSIENT);
+      }
+      return SQLITE_OK;
     case KP_HW: result_known(ctx, p->high_watermark); return SQLITE_OK;
     case KP_RECOVERY: result_known(ctx, p->recovery_point); return SQLITE_OK;
     case KP_PATH: sqlite3_result_text(ctx, c->path, -1, SQLITE_TRANSIENT); return SQLITE_OK;

@@ -9,7 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "broker.h"
 #include "checkpoint.h"
@@ -205,6 +207,134 @@ static void test_logdir(void **state) {
   free(d);
 }
 
+/* Every spelling of a partition's path finds its log directory, as the log
+** directory's own listing does: relative without a slash, ./x, x/, x/.,
+** a/b/../x, absolute, and the checkpoint's entry applies to each. */
+static void test_partition_path_forms(void **state) {
+  (void)state;
+  char *d = make_logdir("forms");
+  put(d, "orders-1/00000000000000000000.log", "");
+  mkdirp(d, "sub");
+  char cwd[4096], sub[4200], abs[4200];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  snprintf(abs, sizeof abs, "%s/orders-1", d);
+  snprintf(sub, sizeof sub, "%s/sub", d);
+  assert_int_equal(chdir(d), 0);
+  static const struct { const char *path, *logdir; } forms[] = {
+      {"orders-1", "."},          {"./orders-1", "."},         {"orders-1/", "."},
+      {"orders-1//", "."},        {"orders-1/.", "."},         {"./orders-1/./", "."},
+      {"sub/../orders-1", "sub/.."}, {"sub/..//orders-1", "sub/.."},
+  };
+  char logdir[4096], name[256];
+  kl_err err = {0};
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    assert_int_equal(kl_partition_logdir(forms[i].path, logdir, sizeof logdir, name, sizeof name,
+                                         &err), KL_OK);
+    if (strcmp(logdir, forms[i].logdir) || strcmp(name, "orders-1")) {
+      fail_msg("%s: log directory %s, name %s", forms[i].path, logdir, name);
+    }
+    kl_broker *b;
+    assert_int_equal(kl_broker_open(NULL, forms[i].path, &b, &err), KL_OK);
+    assert_int_equal(kl_broker_count(b), 1);
+    assert_string_equal(kl_broker_part(b, 0)->topic, "orders");
+    if (kl_broker_part(b, 0)->log_start != 42) {
+      fail_msg("%s: log start %lld", forms[i].path, (long long)kl_broker_part(b, 0)->log_start);
+    }
+    kl_broker_close(b);
+  }
+  /* "." and ".." name no entry: resolved, they are found in their parent. */
+  assert_int_equal(chdir("orders-1"), 0);
+  assert_int_equal(kl_partition_logdir(".", logdir, sizeof logdir, name, sizeof name, &err), KL_OK);
+  assert_string_equal(name, "orders-1");
+  kl_broker *b;
+  assert_int_equal(kl_broker_open(NULL, ".", &b, &err), KL_OK);
+  assert_int_equal(kl_broker_part(b, 0)->log_start, 42);
+  kl_broker_close(b);
+  assert_int_equal(chdir(sub), 0);
+  assert_int_equal(kl_partition_logdir("../orders-1/../orders-1/..", logdir, sizeof logdir, name,
+                                       sizeof name, &err), KL_OK);
+  assert_string_equal(name, strrchr(d, '/') + 1);
+  assert_int_equal(kl_partition_logdir(abs, logdir, sizeof logdir, name, sizeof name, &err), KL_OK);
+  assert_string_equal(logdir, d);
+  assert_string_equal(name, "orders-1");
+  assert_int_equal(kl_partition_logdir("/", logdir, sizeof logdir, name, sizeof name, &err), KL_OK);
+  assert_string_equal(logdir, "/");
+  assert_int_equal(chdir(cwd), 0);
+  t_rmdir(d);
+  free(d);
+}
+
+/* Reads of the checkpoints fail with EIO. */
+static long eio_read(void *ud, int fd, void *buf, size_t n, int64_t pos) {
+  (void)ud, (void)fd, (void)buf, (void)n, (void)pos;
+  errno = EIO;
+  return -1;
+}
+
+/* A checkpoint that cannot be read (an I/O error, or not a file) fails the
+** listing naming it, through the partition path as through its log
+** directory: never a log start of 0. */
+static void test_unreadable_checkpoint(void **state) {
+  (void)state;
+  char *d = make_logdir("unreadable");
+  put(d, "orders-1/00000000000000000000.log", "");
+  char one[4200], f[4200];
+  snprintf(one, sizeof one, "%s/orders-1", d);
+  snprintf(f, sizeof f, "%s/log-start-offset-checkpoint", d);
+  kl_env env = {NULL, NULL, eio_read};
+  const char *paths[] = {d, one};
+  for (int i = 0; i < 2; i++) {
+    kl_broker *b = NULL;
+    kl_err err = {0};
+    assert_int_equal(kl_broker_open(&env, paths[i], &b, &err), KL_IO);
+    assert_null(b);
+    assert_non_null(strstr(err.msg, f));
+    assert_non_null(strstr(err.msg, "Input/output error"));
+  }
+  /* A directory where the file should be. */
+  assert_int_equal(unlink(f), 0);
+  assert_int_equal(mkdir(f, 0755), 0);
+  for (int i = 0; i < 2; i++) {
+    kl_broker *b = NULL;
+    kl_err err = {0};
+    assert_int_equal(kl_broker_open(NULL, paths[i], &b, &err), KL_IO);
+    assert_non_null(strstr(err.msg, f));
+  }
+  t_rmdir(d);
+  free(d);
+}
+
+/* A directory listed twice is one directory: a log directory by several
+** spellings, a partition twice, a partition with its log directory. */
+static void test_logdir_listed_twice(void **state) {
+  (void)state;
+  char *d = make_logdir("twice");
+  put(d, "orders-1/00000000000000000000.log", "");
+  char buf[3][9000];
+  snprintf(buf[0], sizeof buf[0], "%s,%s", d, d);
+  snprintf(buf[1], sizeof buf[1], "%s/,%s/./", d, d);
+  snprintf(buf[2], sizeof buf[2], "%s/orders-1,%s,%s/orders-1/", d, d, d);
+  for (int i = 0; i < 3; i++) {
+    kl_broker *b;
+    kl_err err = {0};
+    assert_int_equal(kl_broker_open(NULL, buf[i], &b, &err), KL_OK);
+    if (kl_broker_count(b) != 5) fail_msg("%s: %zu partitions", buf[i], kl_broker_count(b));
+    assert_int_equal(kl_broker_part(b, 3)->partition, 1);
+    assert_int_equal(kl_broker_part(b, 3)->log_start, 42);
+    kl_broker_close(b);
+  }
+  /* One partition twice is that partition alone. */
+  snprintf(buf[0], sizeof buf[0], "%s/orders-1,%s/./orders-1/", d, d);
+  kl_broker *b;
+  kl_err err = {0};
+  assert_int_equal(kl_broker_open(NULL, buf[0], &b, &err), KL_OK);
+  assert_int_equal(kl_broker_count(b), 1);
+  assert_int_equal(kl_broker_single(b), 1);
+  kl_broker_close(b);
+  t_rmdir(d);
+  free(d);
+}
+
 static void test_nomem(void **state) {
   (void)state;
   char *d = make_logdir("nomem");
@@ -234,6 +364,9 @@ int main(void) {
       cmocka_unit_test(test_partition_names),
       cmocka_unit_test(test_checkpoint_read),
       cmocka_unit_test(test_logdir),
+      cmocka_unit_test(test_partition_path_forms),
+      cmocka_unit_test(test_unreadable_checkpoint),
+      cmocka_unit_test(test_logdir_listed_twice),
       cmocka_unit_test(test_nomem),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

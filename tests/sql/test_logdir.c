@@ -358,6 +358,174 @@ static void test_checkpoints(void **state) {
   free(root);
 }
 
+/* tests/fixtures/broker's orders-1 by every spelling of its path: the
+** log start offset of the log directory's checkpoint (100) applies to
+** each, in kafka_log as in kafka_partitions. */
+static void test_partition_path_forms(void **state) {
+  (void)state;
+  char cwd[4096], abs[4200];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  snprintf(abs, sizeof abs, "%s/broker/orders-1", KL_FIXTURES);
+  assert_int_equal(chdir(KL_FIXTURES), 0);
+  assert_int_equal(chdir("broker"), 0);
+  const char *forms[] = {"orders-1", "./orders-1", "orders-1/", "orders-1/.", "../broker/orders-1",
+                         "../broker/./orders-1", abs}; /* a/b/../x: tests/core/test_broker.c */
+  sqlite3 *db = st_open();
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    int64_t n = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", forms[i]);
+    int64_t lo = st_int(db, "SELECT min(offset) FROM kafka_log(?1)", "t", forms[i]);
+    int64_t ls = st_int(db, "SELECT log_start_offset FROM kafka_partitions(?1)", "t", forms[i]);
+    if (n != 19900 || lo != 100 || ls != 100) {
+      fail_msg("%s: %lld rows from %lld, log start %lld", forms[i], (long long)n, (long long)lo,
+               (long long)ls);
+    }
+  }
+  st_close(db);
+  assert_int_equal(chdir(cwd), 0);
+}
+
+/* A query that fails with SQLite's code rc, its message holding what. */
+static void expect_error(sqlite3 *db, const char *sql, const char *path, int rc, const char *what) {
+  sqlite3_stmt *st = st_prep(db, sql, "t", path);
+  int got = sqlite3_step(st);
+  if (got != rc || !strstr(sqlite3_errmsg(db), what)) {
+    fail_msg("%s on %s: %d %s (expected %d and %s)", sql, path, got, sqlite3_errmsg(db), rc, what);
+  }
+  sqlite3_finalize(st);
+}
+
+/* A log-start-offset-checkpoint that cannot be read (here a directory in
+** its place: the tests run as root, to whom permissions deny nothing) is
+** an error naming it on every path form, and nothing wrong is kept: once
+** readable, the next query on the same connection applies it. */
+static void test_unreadable_checkpoint(void **state) {
+  (void)state;
+  char *root = make_root();
+  char one[4200], ck[4200], cwd[4096];
+  snprintf(one, sizeof one, "%s/orders-1", root);
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint", root);
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(root), 0);
+  assert_int_equal(mkdir(ck, 0755), 0);
+  sqlite3 *db = st_open();
+  const char *paths[] = {root, one, "orders-1", "./orders-1"};
+  for (int i = 0; i < 4; i++) {
+    expect_error(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
+                 paths[i], SQLITE_CANTOPEN, "log-start-offset-checkpoint");
+    expect_error(db, "SELECT log_start_offset FROM kafka_partitions(?1) WHERE topic = 'orders'"
+                     " AND partition = 1", paths[i], SQLITE_CANTOPEN, "log-start-offset-checkpoint");
+  }
+  assert_int_equal(rmdir(ck), 0);
+  put_file(root, "log-start-offset-checkpoint", "0\n1\norders 1 40\n");
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
+                            "t", paths[i]), 210);
+    assert_int_equal(st_int(db, "SELECT log_start_offset FROM kafka_partitions(?1) WHERE topic = 'orders'"
+                                " AND partition = 1", "t", paths[i]), 40);
+  }
+  st_close(db);
+  assert_int_equal(chdir(cwd), 0);
+  t_rmdir(root);
+  free(root);
+}
+
+/* A log directory listed twice, by any spelling, counts each record once. */
+static void test_logdir_listed_twice(void **state) {
+  (void)state;
+  char *root = make_root();
+  sqlite3 *db = st_open();
+  int64_t once = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", root);
+  assert_true(once > 0);
+  static const char *const forms[] = {"%s,%s", "%s,%s/", "%s/,%s/.", "%s,%s/orders-1"};
+  for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+    char *p = sqlite3_mprintf(forms[i], root, root);
+    int64_t n = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", p);
+    int64_t d = st_int(db, "SELECT count(DISTINCT rowid) FROM kafka_log(?1)", "t", p);
+    int64_t k = st_int(db, "SELECT count(*) FROM kafka_partitions(?1)", "t", p);
+    if (n != once || d != once || k != 6) {
+      fail_msg("%s: %lld rows, %lld partitions", p, (long long)n, (long long)k);
+    }
+    sqlite3_free(p);
+  }
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
+/* A malformed checkpoint stops every query over its log directory, as
+** Kafka's broker refuses to load it, even for a partition it does not
+** list; the error names the file and the option that reads past it, and a
+** table with checkpoints='ignore' reads every record the segments hold. */
+static void test_malformed_checkpoint_ignore(void **state) {
+  (void)state;
+  char *root = make_root();
+  put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\n");
+  char ck[4200];
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint:4: expected 2 entries", root);
+  sqlite3 *db = st_open();
+  expect_error(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'clicks'", root, SQLITE_CORRUPT,
+               ck);
+  expect_error(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'clicks'", root, SQLITE_CORRUPT,
+               "checkpoints='ignore'");
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, checkpoints='ignore', "
+                              "readonly=1)", root);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE topic = 'clicks'", NULL), 30);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE topic = 'orders' AND partition = 1",
+                          NULL), 250);
+  char *v = st_text(db, "SELECT v FROM t_config WHERE k = 'checkpoints'", NULL);
+  assert_string_equal(v, "ignore");
+  free(v);
+  /* Nor does an unreadable one stop it. */
+  char f[4200];
+  snprintf(f, sizeof f, "%s/log-start-offset-checkpoint", root);
+  assert_int_equal(unlink(f), 0);
+  assert_int_equal(mkdir(f, 0755), 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE topic = 'orders' AND partition = 1",
+                          NULL), 250);
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE u USING kafka_log(%Q, checkpoints='skip')", root);
+  assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_ERROR);
+  assert_non_null(strstr(sqlite3_errmsg(db), "checkpoints="));
+  sqlite3_free(sql);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
+/* A directory name that is not UTF-8 gives a topic that is: U+FFFD for
+** each stray byte, found by topic = what it shows (the listing is sorted
+** as it shows: raw, 0xff sorts after the emoji's 0xf0, shown, before). */
+static void test_topic_not_utf8(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("utf8");
+  write_part(root, "\xff" "a-0", 3, 1000);
+  write_part(root, "\xf0\x9f\x98\x80-0", 4, 1000);
+  write_part(root, "b\xc3\x28-1", 5, 1000);
+  sqlite3 *db = st_open();
+  static const struct { const char *topic; int64_t part, n; } want[] = {
+      {"b\xef\xbf\xbd(", 1, 5}, {"\xef\xbf\xbd" "a", 0, 3}, {"\xf0\x9f\x98\x80", 0, 4}};
+  char *all = st_text(db, "SELECT group_concat(topic, '|') FROM"
+                          " (SELECT DISTINCT topic FROM kafka_log(?1))", "t", root);
+  char expect[64];
+  snprintf(expect, sizeof expect, "%s|%s|%s", want[0].topic, want[1].topic, want[2].topic);
+  assert_string_equal(all, expect);
+  free(all);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = ?2", "tt", root,
+                            want[i].topic), want[i].n);
+    assert_int_equal(st_int(db, "SELECT partition FROM kafka_partitions(?1) WHERE topic = ?2", "tt",
+                            root, want[i].topic), want[i].part);
+  }
+  /* Its path keeps its bytes, as a BLOB that kafka_log takes back. */
+  assert_int_equal(st_int(db, "SELECT sum(typeof(dir) = 'blob') FROM kafka_partitions(?1)", "t", root), 2);
+  assert_int_equal(st_int(db, "SELECT sum((SELECT count(*) FROM kafka_log(p.dir)))"
+                              " FROM kafka_partitions(?1) p", "t", root), 12);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* The data records a read_committed consumer of g-transactions sees,
 ** derived from Kafka's reading of the log (expected.json): a transactional
 ** batch is delivered when its producer's next marker is a COMMIT.  (The
@@ -990,6 +1158,11 @@ int main(void) {
       cmocka_unit_test(test_partition_pushdown),
       cmocka_unit_test(test_order_and_dirs),
       cmocka_unit_test(test_checkpoints),
+      cmocka_unit_test(test_partition_path_forms),
+      cmocka_unit_test(test_unreadable_checkpoint),
+      cmocka_unit_test(test_logdir_listed_twice),
+      cmocka_unit_test(test_malformed_checkpoint_ignore),
+      cmocka_unit_test(test_topic_not_utf8),
       cmocka_unit_test(test_read_committed_fixture),
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
