@@ -121,14 +121,18 @@ static void test_truncated_under_queries(void **state) {
     want[q] = b.p;
   }
 
+  /* At least secs of queries, and however long a loaded machine needs for
+  ** 100 queries of which some met changed files (no assertion on speed);
+  ** the vandal runs until it is stopped, within a cap. */
   double secs = getenv("KL_TRUNCATE_SECONDS") ? atof(getenv("KL_TRUNCATE_SECONDS")) : 4.0;
+  double cap = now() + secs + 300;
   pid_t child = fork();
   assert_true(child >= 0);
-  if (child == 0) vandal(f, nf, now() + secs, (uint64_t)getpid());
+  if (child == 0) vandal(f, nf, cap, (uint64_t)getpid());
 
   long ok = 0, ioerr = 0, corrupt = 0, runs = 0;
   double until = now() + secs;
-  while (now() < until) {
+  while (now() < cap && (now() < until || runs < 100 || ioerr + corrupt == 0)) {
     for (int q = 0; q < NQ; q++) {
       sqlite3_stmt *st = st_prep(db, queries[q], strstr(queries[q], "?1") ? "t" : NULL, dir);
       int rc;
@@ -143,12 +147,13 @@ static void test_truncated_under_queries(void **state) {
     }
   }
   int status;
+  kill(child, SIGTERM);
   assert_int_equal(waitpid(child, &status, 0), child);
-  assert_true(WIFEXITED(status));
-  assert_int_equal(WEXITSTATUS(status), 0);
+  if (WIFSIGNALED(status)) assert_int_equal(WTERMSIG(status), SIGTERM);
+  else assert_int_equal(WEXITSTATUS(status), 0);
   print_message("  %ld queries while files changed: %ld answered, %ld SQLITE_IOERR, %ld "
                 "SQLITE_CORRUPT; the process lived\n", runs, ok, ioerr, corrupt);
-  assert_true(runs > 50);
+  assert_true(runs >= 100);
   assert_true(ioerr + corrupt > 0); /* the files did change under queries */
 
   /* Whole again: a query may still find that the files changed since the
