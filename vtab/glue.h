@@ -19,8 +19,15 @@ typedef struct kl_conn {
   kl_stats stats;           /* work done since the last reset */
 } kl_conn;
 
-/* The SQLite result code for a core result code. */
+/* The SQLite result code for a core result code: the one mapping, so that
+** an error keeps its class however far it travels (a damaged file is
+** SQLITE_CORRUPT_VTAB, a full disk SQLITE_FULL, a path that is not there
+** SQLITE_CANTOPEN). */
 int kl_sqlite_rc(kl_rc rc);
+
+/* Report a core error as a table's: vt's message "<module>: <err's>"
+** (the code's name when err has none), and kl_sqlite_rc(rc). */
+int kl_vtab_error(sqlite3_vtab *vt, const char *module, kl_rc rc, const kl_err *err);
 
 /* kafka_log_stats() as JSON text (sqlite3_malloc'd, NULL when out of
 ** memory). */
@@ -169,8 +176,8 @@ typedef struct kl_listing {
 
 /* List path and choose its partitions by f.  A path that does not list is
 ** an error set on vt as "<module>: <reason>" (the reason names the path,
-** or the malformed checkpoint file and line): SQLITE_CANTOPEN, as
-** kafka_log says it, or SQLITE_CORRUPT.  l is zeroed first; end it with
+** or the malformed checkpoint file and line) with the code kl_sqlite_rc
+** gives (SQLITE_CANTOPEN, SQLITE_CORRUPT...).  l is zeroed first; end it with
 ** kl_listing_end (also after an error). */
 int kl_listing_start(kl_listing *l, sqlite3_vtab *vt, const char *module, const char *path,
                      const kl_part_filter *f);
