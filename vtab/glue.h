@@ -34,8 +34,14 @@ int kl_vtab_error(sqlite3_vtab *vt, const char *module, kl_rc rc, const kl_err *
 char *kl_stats_json(const kl_stats *s);
 
 /* Register the kafka_log module on db; conn is handed over (freed by the
-** module's destructor, also on failure).  log_vtab.c */
+** module's destructor, also on failure: SQLite calls it then).  The
+** extension registers it last (kafkalog.c), so that everything else that
+** counts into conn is registered while conn is still its own.
+** log_vtab.c */
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn);
+
+/* kafka_log_max_skew('<dir>'), its user data the kl_conn.  log_vtab.c */
+void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 /* Register the kafka_log_check table-valued function, counting its work
 ** into conn (owned by the kafka_log module).  check_vtab.c */

@@ -1301,7 +1301,7 @@ static void conn_free(void *p) { sqlite3_free(p); }
 ** log without records).  It reads every record once, so that a bound can
 ** be chosen from the data rather than guessed.
 */
-static void fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   kl_conn *conn = sqlite3_user_data(ctx);
   const char *dir = (const char *)sqlite3_value_text(argv[0]);
   if (!dir) return;
@@ -1332,12 +1332,5 @@ static void fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn) {
-  /* The function first: the module's destructor owns conn from here. */
-  int rc = sqlite3_create_function(db, "kafka_log_max_skew", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                   conn, fn_max_skew, NULL, NULL);
-  if (rc != SQLITE_OK) {
-    conn_free(conn);
-    return rc;
-  }
   return sqlite3_create_module_v2(db, "kafka_log", &kl_module, conn, conn_free);
 }
