@@ -309,7 +309,10 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
                       kl_err *err) {
   const kl_env *env = b->env;
   DIR *d = opendir(dir);
-  if (!d) return kl_err_set(err, KL_IO, "cannot open directory %s: %s", dir, strerror(errno));
+  if (!d) {
+    return kl_err_set(err, errno == ENOMEM ? KL_NOMEM : KL_CANTOPEN, "cannot open directory %s: %s",
+                      dir, strerror(errno));
+  }
   sub *subs = NULL;
   size_t nsub = 0, capsub = 0;
   int segments = 0, marker = 0;
@@ -384,7 +387,7 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
       }
     }
   } else if (rc == KL_OK) {
-    rc = kl_err_set(err, KL_IO, "%s is not a Kafka partition directory (it has no "
+    rc = kl_err_set(err, KL_CANTOPEN, "%s is not a Kafka partition directory (it has no "
                     "<20-digit offset>.log file) nor a log directory (it has no "
                     "<topic>-<partition> directory)", dir);
   }
@@ -473,7 +476,7 @@ kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, 
     entries += !seen;
     partitions += was && !seen;
   }
-  if (rc == KL_OK && entries == 0) rc = kl_err_set(err, KL_IO, "no directory given");
+  if (rc == KL_OK && entries == 0) rc = kl_err_set(err, KL_CANTOPEN, "no directory given");
   if (rc == KL_OK && entries > 1) drop_listed(b);
   if (rc) {
     kl_broker_close(b);

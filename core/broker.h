@@ -47,8 +47,8 @@ typedef struct kl_broker kl_broker;
 /* List the partitions under path (a partition directory, a log directory,
 ** or log directories separated by commas).  A directory listed twice, by
 ** whatever path (L,L or L,./L or L,L/, a partition and its log
-** directory), is read once, where it is first listed.  KL_IO names a path that does
-** not open or is not a directory; KL_CORRUPT a malformed checkpoint (file
+** directory), is read once, where it is first listed.  KL_CANTOPEN names a
+** path that does not open or is not a directory; KL_CORRUPT a malformed checkpoint (file
 ** and line).  *out is owned by the caller (kl_broker_close). */
 kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_err *err);
 void kl_broker_close(kl_broker *b);

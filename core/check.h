@@ -122,7 +122,7 @@ typedef kl_rc (*kl_check_fn)(void *ud, const kl_finding *f);
 
 /*
 ** Check the partition directory dir.  KL_OK when every file was looked at
-** (findings or not); KL_IO when dir itself cannot be read; KL_NOMEM.
+** (findings or not); KL_CANTOPEN when dir itself cannot be read; KL_NOMEM.
 */
 kl_rc kl_check_dir(const kl_env *env, const char *dir, kl_check_fn fn, void *ud,
                    kl_err *err);

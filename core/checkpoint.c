@@ -230,10 +230,10 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
     return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
   }
   int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) rc = kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  if (fd < 0) rc = kl_err_set(err, kl_write_rc(errno), "%s: cannot create: %s", tmp, strerror(errno));
   if (rc == KL_OK) rc = kl_write_at(fd, b.p, b.len, 0, tmp, err);
   if (rc == KL_OK && fsync(fd) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+    rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
   }
   if (fd >= 0) close(fd);
   kl_buf_free(env, &b);

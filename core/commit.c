@@ -109,13 +109,13 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
       char tmp[4300];
       snprintf(tmp, sizeof tmp, "%s.tmp", path);
       int t = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (t < 0) return kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
+      if (t < 0) return kl_err_set(err, kl_write_rc(errno), "%s: cannot create: %s", tmp, strerror(errno));
       uint8_t two[2 * KL_COMMIT_SLOT];
       memset(two, 0, sizeof two);
       memcpy(two + (c->gen % 2) * KL_COMMIT_SLOT, p, KL_COMMIT_SLOT);
       rc = kl_write_at(t, two, sizeof two, 0, tmp, err);
       if (rc == KL_OK && fdatasync(t) != 0) {
-        rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", tmp, strerror(errno));
+        rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
       }
       if (rc == KL_OK && rename(tmp, path) != 0) {
         rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
@@ -135,7 +135,7 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
   }
   rc = kl_write_at(*fd, p, sizeof p, (int64_t)(c->gen % 2) * KL_COMMIT_SLOT, path, err);
   if (rc == KL_OK && fdatasync(*fd) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", path, strerror(errno));
+    rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", path, strerror(errno));
   }
   return rc;
 }

@@ -35,7 +35,7 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
   }
   if (!S_ISREG(st.st_mode)) {
     close(fd);
-    return kl_err_set(err, KL_IO, "%s: not a regular file", path);
+    return kl_err_set(err, KL_CANTOPEN, "%s: not a regular file", path);
   }
   f->fd = fd;
   f->size = st.st_size;
@@ -74,14 +74,27 @@ kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *e
   return KL_OK;
 }
 
+kl_rc kl_write_rc(int e) {
+  switch (e) {
+    case ENOSPC:
+#ifdef EDQUOT
+    case EDQUOT:
+#endif
+      return KL_NOSPACE;
+    case EROFS: case EACCES: case EPERM: return KL_READONLY;
+    case ENOENT: case ENOTDIR: case ENAMETOOLONG: case ELOOP: return KL_CANTOPEN;
+  }
+  return KL_IO;
+}
+
 kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err) {
   size_t done = 0;
   while (done < n) {
     ssize_t k = pwrite(fd, (const uint8_t *)p + done, n - done, (off_t)(pos + (int64_t)done));
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) {
-      return kl_err_set(err, errno == ENOSPC ? KL_FULL : KL_IO, "%s: position %lld: write "
-                        "failed: %s", path, (long long)(pos + (int64_t)done), strerror(errno));
+      return kl_err_set(err, kl_write_rc(errno), "%s: position %lld: write failed: %s", path,
+                        (long long)(pos + (int64_t)done), strerror(errno));
     }
     done += (size_t)k;
   }

@@ -49,8 +49,15 @@ kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *e
 
 /* The one positioned write of the core (commit.h and writer.h write
 ** through it): all n bytes of p at pos of fd, retried after a short write.
-** KL_FULL when the disk is full, else KL_IO, naming path and the position. */
+** Failures as kl_write_rc says, naming path and the position. */
 kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err);
+
+/* The result code of making or writing a file (open with O_CREAT, mkdir,
+** write, fsync, ftruncate, rename) that failed with errno e: KL_NOSPACE
+** when the disk or the quota is full, KL_READONLY when the file system or
+** a directory's permissions refuse the write, KL_CANTOPEN when a component
+** of the path is missing or not a directory, else KL_IO. */
+kl_rc kl_write_rc(int e);
 
 /* Is the file still the one opened, with the size it had then (at least
 ** that size when capped)?  0 when it was resized or replaced (or cannot be

@@ -22,6 +22,8 @@ const char *kl_rc_name(kl_rc rc) {
     case KL_MISUSE: return "KL_MISUSE";
     case KL_UNSUPPORTED: return "KL_UNSUPPORTED";
     case KL_FULL: return "KL_FULL";
+    case KL_NOSPACE: return "KL_NOSPACE";
+    case KL_CANTOPEN: return "KL_CANTOPEN";
   }
   return "KL_?";
 }

@@ -42,14 +42,17 @@ typedef enum kl_rc {
   KL_DONE,        /* iteration finished normally */
   KL_NOTFOUND,    /* a lookup found nothing (not an error) */
   KL_NOMEM,       /* the allocator failed */
-  KL_IO,          /* a system call failed: open, stat, mmap, read */
+  KL_IO,          /* a system call failed: open, stat, mmap, read, write */
   KL_CORRUPT,     /* bytes on disk violate the format */
   KL_RANGE,       /* an argument lies outside what the structure holds */
   KL_READONLY,    /* a write was attempted on a read-only object */
   KL_BUSY,        /* the directory is locked by someone else */
   KL_MISUSE,      /* the caller broke an API contract */
   KL_UNSUPPORTED, /* valid data this build cannot handle (e.g. codec) */
-  KL_FULL         /* a batch has no room for this record: finish it first */
+  KL_FULL,        /* a batch has no room for this record: finish it first */
+  KL_NOSPACE,     /* a write found the disk (or the quota) full */
+  KL_CANTOPEN     /* the path given is not there, not a directory, or not a
+                  ** partition or log directory */
 } kl_rc;
 
 /* Name of a result code, e.g. "KL_CORRUPT".  Never NULL. */

@@ -136,7 +136,8 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
   if (!d) {
     int e = errno;
     kl_log_close(log);
-    return kl_err_set(err, KL_IO, "cannot open partition directory %s: %s", dir, strerror(e));
+    return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN, "cannot open partition directory %s: %s",
+                      dir, strerror(e));
   }
   kl_rc rc = KL_OK;
   struct dirent *de;
@@ -189,11 +190,11 @@ kl_rc kl_log_open_partition(const kl_env *env, const char *dir, kl_log **out, kl
   kl_rc rc = kl_log_open(env, dir, out, err);
   if (rc || kl_log_first(*out)) return rc;
   const char *hint = kl_log_hint(*out);
-  kl_err_set(err, KL_IO, "%s is not a Kafka partition directory: it has no <20-digit offset>.log "
-             "file%s%s", dir, hint ? "; " : "", hint ? hint : "");
+  kl_err_set(err, KL_CANTOPEN, "%s is not a Kafka partition directory: it has no <20-digit "
+             "offset>.log file%s%s", dir, hint ? "; " : "", hint ? hint : "");
   kl_log_close(*out);
   *out = NULL;
-  return KL_IO;
+  return KL_CANTOPEN;
 }
 
 const char *kl_log_dir(const kl_log *log) { return log->dir; }

@@ -22,8 +22,8 @@
 
 typedef struct kl_log kl_log;
 
-/* Open the partition directory dir.  KL_IO names the path and gives the
-** OS reason when it is missing, not a directory or unreadable.  A directory
+/* Open the partition directory dir.  KL_CANTOPEN names the path and gives
+** the OS reason when it is missing, not a directory or unreadable.  A directory
 ** without segments opens as an empty log (kl_log_segment_count is 0;
 ** kl_log_hint says what it holds instead).  *out is owned by the caller
 ** (kl_log_close). */
@@ -45,7 +45,7 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
                        kl_log **out, kl_err *err);
 
 /* kl_log_open for readers: a directory without segments is not a
-** partition (Kafka always keeps one segment), KL_IO saying so, with
+** partition (Kafka always keeps one segment), KL_CANTOPEN saying so, with
 ** kl_log_hint's words when it holds partition directories; *out is then
 ** NULL. */
 kl_rc kl_log_open_partition(const kl_env *env, const char *dir, kl_log **out, kl_err *err);

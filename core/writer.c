@@ -105,12 +105,12 @@ static kl_rc sync_fd(kl_writer *w, int fd, const char *what, kl_err *err) {
   if (fd < 0) return KL_OK;
   w->stats.fsyncs++;
   if (fdatasync(fd) == 0) return KL_OK;
-  return kl_err_set(err, KL_IO, "%s: fsync failed: %s", what, strerror(errno));
+  return kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", what, strerror(errno));
 }
 
 static kl_rc truncate_fd(int fd, int64_t size, const char *what, kl_err *err) {
   if (ftruncate(fd, (off_t)size) == 0) return KL_OK;
-  return kl_err_set(err, KL_IO, "%s: cannot truncate to %lld bytes: %s", what, (long long)size,
+  return kl_err_set(err, kl_write_rc(errno), "%s: cannot truncate to %lld bytes: %s", what, (long long)size,
                     strerror(errno));
 }
 
@@ -142,7 +142,7 @@ static kl_rc open_segment(kl_writer *w, int create, kl_err *err) {
         return kl_err_set(err, KL_CORRUPT, "%s/%s: position 24: the committed segment %s is "
                           "missing", w->dir, KL_COMMIT_FILE, p);
       }
-      return kl_err_set(err, KL_IO, "%s: cannot open: %s", p, strerror(e));
+      return kl_err_set(err, kl_write_rc(e), "%s: cannot open: %s", p, strerror(e));
     }
   }
   if (create) w->dir_dirty = 1;
@@ -240,7 +240,7 @@ static kl_rc append_batch(kl_writer *w, const uint8_t *h, const uint8_t *p, size
   while (k < 0 && errno == EINTR);
   kl_rc rc = KL_OK;
   if (k < 0) {
-    rc = kl_err_set(err, errno == ENOSPC ? KL_FULL : KL_IO, "%s: position %lld: write failed: %s",
+    rc = kl_err_set(err, kl_write_rc(errno), "%s: position %lld: write failed: %s",
                     fname(w, ".log"), (long long)pos, strerror(errno));
   } else if ((size_t)k < size) {
     size_t done = (size_t)k;
@@ -636,7 +636,7 @@ static kl_rc make_dirs(const char *dir, kl_err *err) {
   char p[4200];
   snprintf(p, sizeof p, "%s", dir);
   if (mkdirs(p) == 0) return KL_OK;
-  return kl_err_set(err, KL_IO, "cannot create %s: %s", dir, strerror(errno));
+  return kl_err_set(err, kl_write_rc(errno), "cannot create %s: %s", dir, strerror(errno));
 }
 
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
@@ -662,12 +662,11 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   char p[4200];
   if (rc != KL_OK || (rc = make_dirs(w->dir, err)) != KL_OK) {
   } else if ((w->dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-    rc = kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
+    rc = kl_err_set(err, KL_CANTOPEN, "cannot open %s: %s", w->dir, strerror(errno));
   } else {
     snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
     if ((w->lockfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-      rc = kl_err_set(err, errno == EACCES || errno == EROFS ? KL_READONLY : KL_IO,
-                      "%s: cannot open: %s", p, strerror(errno));
+      rc = kl_err_set(err, kl_write_rc(errno), "%s: cannot open: %s", p, strerror(errno));
     }
   }
   if (rc) {

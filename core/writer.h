@@ -65,7 +65,8 @@ typedef struct kl_writer_stats {
 } kl_writer_stats;
 
 /* A writer of dir, created (with its parents) when it does not exist.
-** Takes no lock and reads no segment yet.  KL_IO names the path. */
+** Takes no lock and reads no segment yet.  Failures name the path, coded
+** as kl_write_rc says (file.h). */
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
                      kl_writer **out, kl_err *err);
 

@@ -177,9 +177,7 @@ int kl_append_create(const char *dir, const kl_append_opts *o, char **errmsg) {
   kl_rc rc = kl_writer_open(NULL, dir, &o->w, &w, &err);
   if (rc == KL_OK && (rc = kl_writer_begin(w, &err)) == KL_OK) rc = kl_writer_rollback(w, &err);
   kl_writer_close(w, NULL);
-  if (rc == KL_OK) return SQLITE_OK;
-  *errmsg = sqlite3_mprintf("kafka_log: %s", err.msg);
-  return SQLITE_CANTOPEN;
+  return rc == KL_OK ? SQLITE_OK : fail_kl(errmsg, rc, &err);
 }
 
 /* ---- transactions ---- */
@@ -222,15 +220,13 @@ static int start(kl_append *a, char **errmsg) {
   return SQLITE_OK;
 }
 
-int kl_append_view(kl_append *a, kl_commit *view, int *has_view, char **errmsg) {
+kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err) {
   *has_view = 0;
-  if (!a->w) return SQLITE_OK;
-  kl_err err;
-  kl_err_clear(&err);
-  int v = kl_writer_view(a->w, view, &err);
-  if (v < 0) return fail_kl(errmsg, err.rc ? err.rc : KL_IO, &err);
+  if (!a->w) return KL_OK;
+  int v = kl_writer_view(a->w, view, err);
+  if (v < 0) return err->rc ? err->rc : KL_IO;
   *has_view = v;
-  return SQLITE_OK;
+  return KL_OK;
 }
 
 /* The log start offset readers use: the larger of the log's own (its

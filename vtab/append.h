@@ -47,7 +47,9 @@ char *kl_append_config_rows(const kl_append_opts *o);
 /* CREATE VIRTUAL TABLE of a writable table: dir is created when missing,
 ** and a directory holding no segment and no partition directory becomes
 ** an empty log (segment 0 and its commit record), which reads as a table
-** without rows.  SQLITE_CANTOPEN with *errmsg naming the path. */
+** without rows.  The writer's error (kl_sqlite_rc: SQLITE_CANTOPEN for a
+** path that cannot be made, SQLITE_FULL for a full disk...) with *errmsg
+** naming the path. */
 int kl_append_create(const char *dir, const kl_append_opts *o, char **errmsg);
 
 typedef struct kl_append kl_append;
@@ -63,9 +65,9 @@ int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64
 
 /* The end this table's own open transaction has reached (its batch in
 ** memory written first), for its readers: *has_view 1 with *view, 0 when
-** there is none (read up to the commit record).  An SQLite error code with
-** *errmsg when writing the batch failed. */
-int kl_append_view(kl_append *a, kl_commit *view, int *has_view, char **errmsg);
+** there is none (read up to the commit record).  The writer's error, in
+** err, when writing the batch failed. */
+kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err);
 
 /* xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo (xBegin has
 ** nothing to do: the lock is taken at the first change). */

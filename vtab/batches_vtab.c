@@ -233,10 +233,7 @@ static int kb_step(kb_cursor *c) {
         c->eof = 1;
         return SQLITE_OK;
       }
-      if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
-        int src = kb_error(c, rc, &err);
-        return rc == KL_IO && !c->log ? SQLITE_CANTOPEN : src;
-      }
+      if (rc) return kb_error(c, rc, &err);
       continue;
     }
     kl_rc rc = kl_scan_next(&c->sc, &c->b, &err);

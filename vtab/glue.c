@@ -15,15 +15,23 @@ int kl_sqlite_rc(kl_rc rc) {
     case KL_OK: case KL_DONE: case KL_NOTFOUND: return SQLITE_OK;
     case KL_NOMEM: return SQLITE_NOMEM;
     case KL_IO: return SQLITE_IOERR;
-    case KL_CORRUPT: return SQLITE_CORRUPT;
+    case KL_CORRUPT: return SQLITE_CORRUPT_VTAB;
     case KL_RANGE: return SQLITE_TOOBIG; /* a value from SQL past a limit of the format */
     case KL_READONLY: return SQLITE_READONLY;
     case KL_BUSY: return SQLITE_BUSY;
-    case KL_FULL: return SQLITE_FULL;
+    case KL_NOSPACE: return SQLITE_FULL;
+    case KL_CANTOPEN: return SQLITE_CANTOPEN;
     case KL_MISUSE: return SQLITE_MISUSE;
     case KL_UNSUPPORTED: return SQLITE_ERROR;
+    case KL_FULL: return SQLITE_INTERNAL; /* a full batch is the writer's to finish */
   }
   return SQLITE_ERROR;
+}
+
+int kl_vtab_error(sqlite3_vtab *vt, const char *module, kl_rc rc, const kl_err *err) {
+  sqlite3_free(vt->zErrMsg);
+  vt->zErrMsg = sqlite3_mprintf("%s: %s", module, err && err->msg[0] ? err->msg : kl_rc_name(rc));
+  return kl_sqlite_rc(rc);
 }
 
 char *kl_stats_json(const kl_stats *s) {
@@ -338,11 +346,7 @@ int kl_listing_start(kl_listing *l, sqlite3_vtab *vt, const char *module, const 
   kl_err err;
   kl_err_clear(&err);
   kl_rc rc = kl_broker_open(NULL, path, &l->b, &err);
-  if (rc) {
-    sqlite3_free(vt->zErrMsg);
-    vt->zErrMsg = sqlite3_mprintf("%s: %s", module, err.msg[0] ? err.msg : kl_rc_name(rc));
-    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
-  }
+  if (rc) return kl_vtab_error(vt, module, rc, &err);
   return kl_choose_parts(l->b, f, &l->sel, &l->nsel);
 }
 

@@ -19,16 +19,29 @@ typedef struct kl_conn {
   kl_stats stats;           /* work done since the last reset */
 } kl_conn;
 
-/* The SQLite result code for a core result code. */
+/* The SQLite result code for a core result code: the one mapping, so that
+** an error keeps its class however far it travels (a damaged file is
+** SQLITE_CORRUPT_VTAB, a full disk SQLITE_FULL, a path that is not there
+** SQLITE_CANTOPEN). */
 int kl_sqlite_rc(kl_rc rc);
+
+/* Report a core error as a table's: vt's message "<module>: <err's>"
+** (the code's name when err has none), and kl_sqlite_rc(rc). */
+int kl_vtab_error(sqlite3_vtab *vt, const char *module, kl_rc rc, const kl_err *err);
 
 /* kafka_log_stats() as JSON text (sqlite3_malloc'd, NULL when out of
 ** memory). */
 char *kl_stats_json(const kl_stats *s);
 
 /* Register the kafka_log module on db; conn is handed over (freed by the
-** module's destructor, also on failure).  log_vtab.c */
+** module's destructor, also on failure: SQLite calls it then).  The
+** extension registers it last (kafkalog.c), so that everything else that
+** counts into conn is registered while conn is still its own.
+** log_vtab.c */
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn);
+
+/* kafka_log_max_skew('<dir>'), its user data the kl_conn.  log_vtab.c */
+void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 /* Register the kafka_log_check table-valued function, counting its work
 ** into conn (owned by the kafka_log module).  check_vtab.c */
@@ -169,8 +182,8 @@ typedef struct kl_listing {
 
 /* List path and choose its partitions by f.  A path that does not list is
 ** an error set on vt as "<module>: <reason>" (the reason names the path,
-** or the malformed checkpoint file and line): SQLITE_CANTOPEN, as
-** kafka_log says it, or SQLITE_CORRUPT.  l is zeroed first; end it with
+** or the malformed checkpoint file and line) with the code kl_sqlite_rc
+** gives (SQLITE_CANTOPEN, SQLITE_CORRUPT...).  l is zeroed first; end it with
 ** kl_listing_end (also after an error). */
 int kl_listing_start(kl_listing *l, sqlite3_vtab *vt, const char *module, const char *path,
                      const kl_part_filter *f);

@@ -1,7 +1,8 @@
 /*
 ** kafkalog.c - the extension's entry point: sqlite3_kafkalog_init checks
-** that the host SQLite is recent enough, then registers the kafka_log and
-** kafka_log_check modules and the SQL functions
+** that the host SQLite is recent enough, then registers the kafka_log
+** module, the listing modules and the SQL functions (all of them, or on
+** failure none), among them
 **   kafka_log_version()      version and compiled-in codecs
 **   kafka_log_stats()        work counters of this connection's queries (JSON)
 **   kafka_log_stats_reset()  set them back to zero
@@ -76,6 +77,63 @@ static void fn_payload(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (p) sqlite3_result_blob(ctx, n > 5 ? p + 5 : (const void *)"", n - 5, SQLITE_TRANSIENT);
 }
 
+/*
+** What the extension registers, in order.  Registration succeeds whole or
+** takes back what it made: a function left behind would point at a module
+** SQLite unloads when its init fails, or at a kl_conn freed with it.
+*/
+typedef struct kl_fn_def {
+  const char *name;
+  int nargs;
+  int flags;
+  int with_conn;            /* its user data is the kl_conn */
+  void (*fn)(sqlite3_context *, int, sqlite3_value **);
+} kl_fn_def;
+
+#define KL_INNOCUOUS (SQLITE_UTF8 | SQLITE_INNOCUOUS)
+static const kl_fn_def kl_fns[] = {
+    {"kafka_log_max_skew", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, kl_fn_max_skew},
+    {"kafka_log_version", 0, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_version},
+    {"kafka_log_stats", 0, KL_INNOCUOUS, 1, fn_stats},
+    {"kafka_schema_id", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_schema_id},
+    {"kafka_payload", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_payload},
+    {"kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, fn_stats_reset},
+};
+#define KL_NFNS (sizeof kl_fns / sizeof *kl_fns)
+
+/* The listing modules, registered after kafka_log (whose destructor owns
+** the kl_conn) and before the functions. */
+static const struct {
+  const char *name;
+  int (*reg)(sqlite3 *, kl_conn *);
+} kl_mods[] = {
+    {"kafka_log_check", kl_check_vtab_register},
+    {"kafka_batches", kl_batches_vtab_register},
+    {"kafka_segments", kl_segments_vtab_register},
+    {"kafka_consumer_offsets", kl_offsets_vtab_register},
+    {"kafka_partitions", kl_partitions_vtab_register},
+};
+#define KL_NMODS (sizeof kl_mods / sizeof *kl_mods)
+
+/* Take back every function and listing module of the extension (also one
+** a previous load left, which may hold the kl_conn that replacing
+** kafka_log freed), then kafka_log, whose destructor frees the kl_conn.
+** SQLite refuses to drop an existing function while a statement runs
+** (SQLITE_BUSY, as under SELECT load_extension(...)): then kafka_log
+** stays, so that what is left never sees its kl_conn freed.  Dropping a
+** function that does not exist may fail for want of memory, harmlessly. */
+static void unregister(sqlite3 *db) {
+  int all = 1;
+  for (size_t i = KL_NFNS; i-- > 0;) {
+    if (sqlite3_create_function(db, kl_fns[i].name, kl_fns[i].nargs, SQLITE_UTF8, NULL, NULL, NULL,
+                                NULL) == SQLITE_BUSY) {
+      all = 0;
+    }
+  }
+  for (size_t i = KL_NMODS; i-- > 0;) sqlite3_create_module(db, kl_mods[i].name, NULL, NULL);
+  if (all) sqlite3_create_module(db, "kafka_log", NULL, NULL);
+}
+
 #ifdef _WIN32
 __declspec(dllexport)
 #else
@@ -94,32 +152,23 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
   kl_conn *conn = sqlite3_malloc(sizeof *conn);
   if (!conn) return SQLITE_NOMEM;
   memset(conn, 0, sizeof *conn);
-  int rc = kl_log_vtab_register(db, conn); /* owns conn from here on */
-  const int flags = SQLITE_UTF8 | SQLITE_INNOCUOUS;
-  if (rc == SQLITE_OK) rc = kl_check_vtab_register(db, conn);
-  if (rc == SQLITE_OK) rc = kl_batches_vtab_register(db, conn);
-  if (rc == SQLITE_OK) rc = kl_segments_vtab_register(db, conn);
-  if (rc == SQLITE_OK) rc = kl_offsets_vtab_register(db, conn);
-  if (rc == SQLITE_OK) rc = kl_partitions_vtab_register(db, conn);
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_create_function(db, "kafka_log_version", 0, flags | SQLITE_DETERMINISTIC, NULL,
-                                 fn_version, NULL, NULL);
+  int rc = kl_log_vtab_register(db, conn); /* owns conn from here on, also on failure */
+  if (rc != SQLITE_OK) {
+    if (errmsg) *errmsg = sqlite3_mprintf("kafkalog: %s", sqlite3_errstr(rc));
+    return rc;
   }
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_create_function(db, "kafka_log_stats", 0, flags, conn, fn_stats, NULL, NULL);
+  size_t nmods = 0, nfns = 0;
+  while (rc == SQLITE_OK && nmods < KL_NMODS) {
+    if ((rc = kl_mods[nmods].reg(db, conn)) == SQLITE_OK) nmods++;
   }
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_create_function(db, "kafka_schema_id", 1, flags | SQLITE_DETERMINISTIC, NULL,
-                                 fn_schema_id, NULL, NULL);
+  while (rc == SQLITE_OK && nfns < KL_NFNS) {
+    const kl_fn_def *f = &kl_fns[nfns];
+    rc = sqlite3_create_function(db, f->name, f->nargs, f->flags, f->with_conn ? conn : NULL, f->fn,
+                                 NULL, NULL);
+    if (rc == SQLITE_OK) nfns++;
   }
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_create_function(db, "kafka_payload", 1, flags | SQLITE_DETERMINISTIC, NULL,
-                                 fn_payload, NULL, NULL);
-  }
-  if (rc == SQLITE_OK) {
-    rc = sqlite3_create_function(db, "kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                 conn, fn_stats_reset, NULL, NULL);
-  }
-  if (rc != SQLITE_OK && errmsg) *errmsg = sqlite3_mprintf("kafkalog: %s", sqlite3_errstr(rc));
+  if (rc == SQLITE_OK) return SQLITE_OK;
+  unregister(db);
+  if (errmsg) *errmsg = sqlite3_mprintf("kafkalog: %s", sqlite3_errstr(rc));
   return rc;
 }

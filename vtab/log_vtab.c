@@ -140,33 +140,12 @@ static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg)
   return rc;
 }
 
-/* A counted reference to the log of dir (logcache.h), its error in the
-** table's message; with view, as the writing connection sees it inside its
-** transaction (not cached). */
-static int acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_commit *view,
-                       kl_logref **out) {
-  char *msg = NULL;
-  int rc = view ? kl_logcache_get_view(vt->logs, dir, view, out, &msg)
-                : kl_logcache_get(vt->logs, dir, alone, out, &msg);
-  if (rc != SQLITE_OK) {
-    sqlite3_free(vt->base.zErrMsg);
-    vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
-  }
-  sqlite3_free(msg);
-  return rc;
-}
-
-/* A counted reference to the listing of path (logcache.h), its error in
-** the table's message. */
-static int acquire_broker(kl_vtab *vt, const char *path, kl_listref **out) {
-  char *msg = NULL;
-  int rc = kl_listref_get(&vt->bk, path, vt->no_checkpoints, out, &msg);
-  if (rc != SQLITE_OK) {
-    sqlite3_free(vt->base.zErrMsg);
-    vt->base.zErrMsg = msg ? sqlite3_mprintf("kafka_log: %s", msg) : NULL;
-  }
-  sqlite3_free(msg);
-  return rc;
+/* A counted reference to the log of dir (logcache.h); with view, as the
+** writing connection sees it inside its transaction (not cached). */
+static kl_rc acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_commit *view,
+                         kl_logref **out, kl_err *err) {
+  return view ? kl_logcache_get_view(vt->logs, dir, view, out, err)
+              : kl_logcache_get(vt->logs, dir, alone, out, err);
 }
 
 /* ---- create / connect / disconnect ---- */
@@ -530,12 +509,12 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     ** segment: planning a point lookup must not cost one. */
     kl_listref *k;
     kl_logref *r;
-    char *saved = base->zErrMsg;
-    base->zErrMsg = NULL;
-    if (acquire_broker(vt, dir, &k) == SQLITE_OK) {
+    kl_err err; /* a bad path is reported by xFilter */
+    kl_err_clear(&err);
+    if (kl_listref_get(&vt->bk, dir, vt->no_checkpoints, &k, &err) == KL_OK) {
       pi.partitions = (double)kl_broker_count(k->b);
       pi.single = kl_broker_single(k->b);
-      if (pi.single && acquire_log(vt, kl_broker_part(k->b, 0)->dir, 1, NULL, &r) == SQLITE_OK) {
+      if (pi.single && acquire_log(vt, kl_broker_part(k->b, 0)->dir, 1, NULL, &r, &err) == KL_OK) {
         kl_segment *first = kl_log_first(r->log), *last = kl_log_last(r->log);
         double n = (double)kl_log_segment_count(r->log);
         if (last && last->tail.known) {
@@ -549,8 +528,6 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
       }
       kl_listref_release(k);
     }
-    sqlite3_free(base->zErrMsg); /* a bad path is reported by xFilter */
-    base->zErrMsg = saved;
   }
   return kl_plan_best(info, &pi);
 }
@@ -615,7 +592,7 @@ static int cmp_i64(const void *a, const void *b) {
 static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
   /* What was learnt about the files may be what went wrong (they changed
   ** under the query): the next query opens the directory afresh. */
-  if ((rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT) && c->ref) {
+  if ((rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT || rc == KL_CANTOPEN) && c->ref) {
     forget_log((kl_vtab *)c->base.pVtab, c->ref->dir);
     c->stale = 1;
   }
@@ -833,20 +810,14 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   /* The writing connection reads its own open transaction (append.h). */
   kl_commit view;
   int has_view = 0;
-  if (vt->app && kl_append_view(vt->app, &view, &has_view, &vt->base.zErrMsg) != SQLITE_OK) {
-    const char *m = vt->base.zErrMsg ? vt->base.zErrMsg : "cannot write";
-    return kl_err_set(err, KL_IO, "%s", strncmp(m, "kafka_log: ", 11) == 0 ? m + 11 : m);
-  }
+  kl_rc rc = vt->app ? kl_append_view(vt->app, &view, &has_view, err) : KL_OK;
+  if (rc) return rc;
   if (!c->cur || c->stale || has_view || strcmp(c->ref->dir, p->dir) != 0) {
     end_partition(c);
     c->stale = 0;
-    int rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), has_view ? &view : NULL,
-                         &c->ref);
-    if (rc != SQLITE_OK) {
-      const char *m = vt->base.zErrMsg ? vt->base.zErrMsg : "cannot open";
-      if (strncmp(m, "kafka_log: ", 11) == 0) m += 11;
-      return kl_err_set(err, rc == SQLITE_NOMEM ? KL_NOMEM : KL_IO, "%s", m);
-    }
+    rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), has_view ? &view : NULL, &c->ref,
+                     err);
+    if (rc) return rc;
     if (kl_cursor_new(c->ref->log, &vt->conn->stats, c->on_corrupt, &c->cur) != KL_OK) {
       return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);
     }
@@ -1008,7 +979,10 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   if (!c->bk || c->stale || c->on_corrupt != on_corrupt ||
       c->read_committed != read_committed || strcmp(c->bk->path, dir) != 0) {
     end_scan(c);
-    if ((rc = acquire_broker(vt, dir, &c->bk)) != SQLITE_OK) return rc;
+    kl_err err;
+    kl_err_clear(&err);
+    kl_rc krc = kl_listref_get(&vt->bk, dir, vt->no_checkpoints, &c->bk, &err);
+    if (krc) return kl_vtab_error(cur->pVtab, "kafka_log", krc, &err);
     c->on_corrupt = on_corrupt;
     c->read_committed = read_committed;
   }
@@ -1323,7 +1297,7 @@ static void conn_free(void *p) { sqlite3_free(p); }
 ** log without records).  It reads every record once, so that a bound can
 ** be chosen from the data rather than guessed.
 */
-static void fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   kl_conn *conn = sqlite3_user_data(ctx);
   const char *dir = (const char *)sqlite3_value_text(argv[0]);
   if (!dir) return;
@@ -1354,12 +1328,5 @@ static void fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 }
 
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn) {
-  /* The function first: the module's destructor owns conn from here. */
-  int rc = sqlite3_create_function(db, "kafka_log_max_skew", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY,
-                                   conn, fn_max_skew, NULL, NULL);
-  if (rc != SQLITE_OK) {
-    conn_free(conn);
-    return rc;
-  }
   return sqlite3_create_module_v2(db, "kafka_log", &kl_module, conn, conn_free);
 }

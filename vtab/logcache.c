@@ -137,40 +137,37 @@ static void to_front(kl_logcache *c, kl_logref *r) {
 /* A new reference to dir's log, not cached, watching nothing: opened with
 ** view when not NULL (kl_log_open_view); alone: a directory without
 ** segments is an error that says why. */
-static int new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int alone,
-                   kl_logref **out, char **errmsg) {
+static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int alone,
+                     kl_logref **out, kl_err *err) {
   *out = NULL;
   kl_logref *r = sqlite3_malloc(sizeof *r);
-  if (!r) return SQLITE_NOMEM;
+  if (!r) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   memset(r, 0, sizeof *r);
   r->dirfd = r->lastfd = r->commitfd = -1;
   r->refs = 1;
   r->dir = sqlite3_mprintf("%s", dir);
-  kl_err err = {0};
-  kl_rc rc = r->dir ? kl_log_open_view(NULL, dir, c->set, view, &r->log, &err) : KL_NOMEM;
+  kl_rc rc = r->dir ? kl_log_open_view(NULL, dir, c->set, view, &r->log, err)
+                    : kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   if (rc == KL_OK && alone && !kl_log_first(r->log)) {
     kl_log_close(r->log);
     r->log = NULL;
-    rc = kl_log_open_partition(NULL, dir, &r->log, &err); /* says why, with its hint */
+    rc = kl_log_open_partition(NULL, dir, &r->log, err); /* says why, with its hint */
   }
   if (rc) {
-    *errmsg = sqlite3_mprintf("%s", err.msg[0] ? err.msg : kl_rc_name(rc));
     kl_logref_release(r);
-    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
+    return rc;
   }
   *out = r;
-  return SQLITE_OK;
+  return KL_OK;
 }
 
-int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view, kl_logref **out,
-                         char **errmsg) {
-  *errmsg = NULL;
-  return new_ref(c, dir, view, 0, out, errmsg);
+kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view,
+                           kl_logref **out, kl_err *err) {
+  return new_ref(c, dir, view, 0, out, err);
 }
 
-int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, char **errmsg) {
+kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, kl_err *err) {
   *out = NULL;
-  *errmsg = NULL;
   unsigned h = hash_dir(dir);
   for (kl_logref *r = c->buckets[h & (KL_LOGCACHE_BUCKETS - 1)]; r; r = r->hnext) {
     if (r->hash != h || strcmp(r->dir, dir) != 0) continue;
@@ -181,7 +178,7 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
     to_front(c, r);
     r->refs++;
     *out = r;
-    return SQLITE_OK;
+    return KL_OK;
   }
   struct stat st;
   int watch = c->watched < KL_LOGCACHE_WATCHED;
@@ -189,8 +186,8 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
   if ((watch && dirfd < 0) || (watch ? fstat(dirfd, &st) : stat(dir, &st)) != 0) {
     int e = errno;
     if (dirfd >= 0) close(dirfd);
-    *errmsg = sqlite3_mprintf("cannot open partition directory %s: %s", dir, strerror(e));
-    return SQLITE_CANTOPEN;
+    return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN,
+                      "cannot open partition directory %s: %s", dir, strerror(e));
   }
   /* The commit record before the log reads it: a commit in between makes
   ** the log stale at once, never the other way round. */
@@ -206,8 +203,8 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
     commit_mtime = cst.st_mtim;
   }
   kl_logref *r;
-  int rc = new_ref(c, dir, NULL, alone, &r, errmsg);
-  if (rc != SQLITE_OK) {
+  kl_rc rc = new_ref(c, dir, NULL, alone, &r, err);
+  if (rc) {
     if (dirfd >= 0) close(dirfd);
     if (commitfd >= 0) close(commitfd);
     return rc;
@@ -243,7 +240,7 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
   r->cached = 1;
   r->refs++;
   *out = r;
-  return SQLITE_OK;
+  return KL_OK;
 }
 
 /* ---- the listing ---- */
@@ -293,35 +290,35 @@ static void listref_watch(kl_listref *k, const char *path, int flags) {
   k->nfd++;
 }
 
-int kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
-                   char **errmsg) {
+kl_rc kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
+                     kl_err *err) {
   *out = NULL;
-  *errmsg = NULL;
   if (*cache && strcmp((*cache)->path, path) == 0 && (*cache)->no_checkpoints == no_checkpoints &&
       listref_fresh(*cache)) {
     (*cache)->refs++;
     *out = *cache;
-    return SQLITE_OK;
+    return KL_OK;
   }
   kl_listref *k = sqlite3_malloc(sizeof *k);
-  if (!k) return SQLITE_NOMEM;
+  if (!k) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   memset(k, 0, sizeof *k);
   k->refs = 1;
   k->path = sqlite3_mprintf("%s", path);
-  kl_err err = {0};
   k->no_checkpoints = no_checkpoints;
   kl_rc rc = k->path ? kl_broker_open_flags(NULL, path, no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0,
-                                            &k->b, &err)
-                     : KL_NOMEM;
+                                            &k->b, err)
+                     : kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   if (rc) {
     kl_listref_release(k);
     /* The listing parses only checkpoints: Kafka's broker does not load
     ** their log directory, a forensic reader may. */
-    *errmsg = sqlite3_mprintf("%s%s", err.msg[0] ? err.msg : kl_rc_name(rc),
-                              rc == KL_CORRUPT ? " (Kafka does not load a log directory with a "
-                              "malformed checkpoint; a table created with checkpoints='ignore' "
-                              "reads its partitions without them)" : "");
-    return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
+    if (rc == KL_CORRUPT) {
+      size_t n = strlen(err->msg);
+      snprintf(err->msg + n, sizeof err->msg - n, " (Kafka does not load a log directory with a "
+               "malformed checkpoint; a table created with checkpoints='ignore' reads its "
+               "partitions without them)");
+    }
+    return rc;
   }
   size_t n = kl_broker_logdir_count(k->b);
   k->fd = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->fd + 1);
@@ -329,7 +326,7 @@ int kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_
   k->size = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->size + 1);
   if (!k->fd || !k->mtime || !k->size) {
     kl_listref_release(k);
-    return SQLITE_NOMEM;
+    return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   }
   for (size_t i = 0; i < n; i++) {
     char p[PATH_MAX + 64];
@@ -343,5 +340,5 @@ int kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_
   kl_listref_release(*cache);
   *cache = k;
   *out = k;
-  return SQLITE_OK;
+  return KL_OK;
 }

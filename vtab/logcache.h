@@ -75,12 +75,12 @@ typedef struct kl_listref {
 /* A counted reference to the listing of path (kl_listref_release), the
 ** one in *cache when it is for path and fresh, else made and put there
 ** (the cache holds one reference); no_checkpoints: the checkpoint files
-** are not read (core/broker.h KL_BROKER_NO_CHECKPOINTS).  Errors:
-** SQLITE_CANTOPEN naming the path, SQLITE_CORRUPT naming a malformed
-** checkpoint's file and line and the table option that reads past it,
-** with *errmsg (sqlite3_malloc'd). */
-int kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
-                   char **errmsg);
+** are not read (core/broker.h KL_BROKER_NO_CHECKPOINTS).  Errors as
+** kl_broker_open's (KL_CANTOPEN naming the path, KL_CORRUPT naming a
+** malformed checkpoint's file and line, and the table option that reads
+** past it), in err. */
+kl_rc kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
+                     kl_err *err);
 void kl_listref_release(kl_listref *k);
 
 typedef struct kl_logcache kl_logcache;
@@ -93,10 +93,10 @@ void kl_logcache_free(kl_logcache *c);
 /* A counted reference to the log of dir (kl_logref_release), from the
 ** cache when it is fresh, else opened and cached.  alone: dir is the whole
 ** path, and a directory without segments is then an error saying it is
-** not a partition; inside a log directory it is an empty log.  Errors:
-** SQLITE_CANTOPEN (the OS reason) or another code, with *errmsg
-** (sqlite3_malloc'd) saying why. */
-int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, char **errmsg);
+** not a partition; inside a log directory it is an empty log.  Errors in
+** err, as the core gives them (KL_CANTOPEN for a directory that does not
+** open or is not a partition, KL_CORRUPT for a damaged commit record...). */
+kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, kl_err *err);
 void kl_logref_release(kl_logref *r);
 
 /* A read of dir failed or found a file changed: drop it, so that the next
@@ -104,8 +104,8 @@ void kl_logref_release(kl_logref *r);
 /* The log of dir as a writing connection sees it inside its transaction
 ** (core/log.h kl_log_open_view): opened afresh and not cached (the view
 ** moves with every append); released like the others. */
-int kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view, kl_logref **out,
-                         char **errmsg);
+kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view,
+                           kl_logref **out, kl_err *err);
 void kl_logcache_forget(kl_logcache *c, const char *dir);
 
 #endif

@@ -166,10 +166,7 @@ static int ko_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kl_err_clear(&err);
   kl_broker *b = NULL;
   kl_rc rc = kl_broker_open(NULL, path, &b, &err);
-  if (rc) { /* a path that does not open: SQLITE_CANTOPEN, as the other tables say it */
-    int src = ko_error(c, rc, &err);
-    return rc == KL_IO ? SQLITE_CANTOPEN : src;
-  }
+  if (rc) return ko_error(c, rc, &err);
   rc = kl_offsets_new(NULL, &c->fold);
   for (size_t i = kl_broker_seek(b, KO_TOPIC, strlen(KO_TOPIC), 0);
        rc == KL_OK && i < kl_broker_count(b); i++) {

@@ -108,10 +108,7 @@ static int kp_close(sqlite3_vtab_cursor *cur) {
 }
 
 static int kp_error(kp_cursor *c, kl_rc rc, const kl_err *err) {
-  sqlite3_vtab *vt = c->base.pVtab;
-  sqlite3_free(vt->zErrMsg);
-  vt->zErrMsg = sqlite3_mprintf("kafka_partitions: %s", err->msg[0] ? err->msg : kl_rc_name(rc));
-  return rc == KL_IO ? SQLITE_CANTOPEN : kl_sqlite_rc(rc);
+  return kl_vtab_error(c->base.pVtab, "kafka_partitions", rc, err);
 }
 
 static int kp_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,

@@ -150,10 +150,7 @@ static int next_partition(ks_cursor *c) {
     kl_err err;
     kl_err_clear(&err);
     kl_rc rc = kl_listing_open_log(&c->ls, &c->log, &err);
-    if (rc) { /* not a partition directory: SQLITE_CANTOPEN, as kafka_log says it */
-      int src = ks_error(c, rc, &err);
-      return rc == KL_IO ? SQLITE_CANTOPEN : src;
-    }
+    if (rc) return ks_error(c, rc, &err);
     kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
     c->have_rd = 1;
     c->seg = kl_log_first(c->log);

@@ -193,11 +193,11 @@ static void test_logdir(void **state) {
   /* Neither a partition nor a log directory; a missing one. */
   char *e = t_mkdtemp("neither");
   memset(&err, 0, sizeof err);
-  assert_int_equal(kl_broker_open(NULL, e, &b, &err), KL_IO);
+  assert_int_equal(kl_broker_open(NULL, e, &b, &err), KL_CANTOPEN);
   assert_non_null(strstr(err.msg, "is not a Kafka partition directory"));
   snprintf(one, sizeof one, "%s/missing", e);
   memset(&err, 0, sizeof err);
-  assert_int_equal(kl_broker_open(NULL, one, &b, &err), KL_IO);
+  assert_int_equal(kl_broker_open(NULL, one, &b, &err), KL_CANTOPEN);
   assert_non_null(strstr(err.msg, "cannot open directory"));
   t_rmdir(e);
   free(e);
@@ -297,7 +297,7 @@ static void test_unreadable_checkpoint(void **state) {
   for (int i = 0; i < 2; i++) {
     kl_broker *b = NULL;
     kl_err err = {0};
-    assert_int_equal(kl_broker_open(NULL, paths[i], &b, &err), KL_IO);
+    assert_int_equal(kl_broker_open(NULL, paths[i], &b, &err), KL_CANTOPEN);
     assert_non_null(strstr(err.msg, f));
   }
   t_rmdir(d);

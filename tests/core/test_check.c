@@ -144,7 +144,7 @@ static void test_zero_entries_are_real(void **state) {
 static void test_missing_dir(void **state) {
   found fd = {0};
   kl_err err = {0};
-  assert_int_equal(kl_check_dir(NULL, "/nonexistent/kafkalog", collect, &fd, &err), KL_IO);
+  assert_int_equal(kl_check_dir(NULL, "/nonexistent/kafkalog", collect, &fd, &err), KL_CANTOPEN);
   assert_non_null(strstr(err.msg, "/nonexistent/kafkalog"));
 }
 

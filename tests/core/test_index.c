@@ -128,10 +128,10 @@ static void test_open_missing(void **state) {
     assert_int_equal(kl_index_floor_classic(&ix, 5, NULL), -1);
     kl_index_close(&ix, NULL);
   }
-  /* A directory where the file should be is an I/O problem, named. */
+  /* A directory where the file should be cannot be opened as one, named. */
   kl_rc rc = kl_index_open(&ix, NULL, KL_INDEX_OFFSET, d.dir, 0, 1000, &err);
   if (rc != KL_OK) {
-    assert_int_equal(rc, KL_IO);
+    assert_int_equal(rc, KL_CANTOPEN);
     assert_non_null(strstr(err.msg, d.dir));
   }
   kl_index_close(&ix, NULL);

@@ -289,14 +289,14 @@ static void write_log(const char *dir, const kw_options *o, int n_batches, int p
 
 /* ---------------------------------------------------------------------- */
 
-/* A missing partition directory is KL_IO and the message names it. */
+/* A missing partition directory is KL_CANTOPEN and the message names it. */
 static void test_open_missing_dir(void **state) {
   kl_log *log = (kl_log *)1;
   kl_err err = {0};
   const char *dir = "/nonexistent-kafkalog-dir/orders-0";
-  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_IO);
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_CANTOPEN);
   assert_null(log);
-  assert_int_equal(err.rc, KL_IO);
+  assert_int_equal(err.rc, KL_CANTOPEN);
   assert_non_null(strstr(err.msg, dir));
 }
 
