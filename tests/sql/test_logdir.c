@@ -7,7 +7,8 @@
 ** partitions, distinct rowids, the checkpoint files (log start offset,
 ** high watermark; malformed ones named), and read_committed: against
 ** g-transactions' markers (the expected set is derived in SQL from
-** expected.json, Kafka's own reading, not from .txnindex) and against
+** expected.json, Kafka's own reading, not from .txnindex), also with its
+** .txnindex files deleted, cut short or stale, and against
 ** written logs with an open transaction, an aborted one and a high
 ** watermark.  kafka_batches, kafka_segments and kafka_log_check over the
 ** same path forms: each partition's rows as for its directory alone, with
