@@ -143,6 +143,7 @@ kl_rc kl_header_next(const uint8_t **p, const uint8_t *end, kl_header *h);
 ** negative version.  Newer versions read as version 0.  err (may be NULL)
 ** says which rule the record breaks, without a file or position.  Every
 ** reader of control records goes through here. */
+enum { KL_CONTROL_ABORT = 0, KL_CONTROL_COMMIT = 1 };
 kl_rc kl_control_parse(const kl_record *r, int *type, int32_t *coordinator_epoch, kl_err *err);
 
 /* Zig-zag varints (format.md 3.5).  Return bytes consumed, 0 if invalid or

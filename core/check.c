@@ -30,31 +30,9 @@ typedef struct span {
   int64_t max_ts;           /* header max timestamp */
 } span;
 
-/* A producer's transaction state as the broker's ProducerStateManager
-** keeps it, learnt from the batches walked so far in offset order (across
-** segments: a transaction may begin segments before its marker). */
-typedef struct txn_producer {
-  int64_t pid;              /* -1: free slot */
-  int64_t open_first;       /* first offset of its open transaction, -1 */
-  int64_t closed_at;        /* its last offset outside a transaction (a
-                            ** marker or a non-transactional batch), -1 */
-} txn_producer;
-
-/* A .txnindex entry recover() would rebuild: an ABORT marker's.  The first
-** offset it holds is accepted in (lo, hi]: recovery rebuilds hi, the first
-** batch of the transaction, but no batch of the producer lies in between,
-** so every such value makes a read_committed reader skip the same batches,
-** and the log cleaner keeps the original entry after removing those first
-** batches. */
-typedef struct txn_expect {
-  int64_t pid;
-  int64_t last;             /* the marker's offset */
-  int64_t lo, hi;           /* bounds of the first offset (see above) */
-  int optional;             /* no open transaction was seen: it began before
-                            ** the first segment, its data was cleaned
-                            ** away, or there is none (Kafka then writes no
-                            ** entry): an entry may or may not exist */
-} txn_expect;
+/* A .txnindex entry recover() would rebuild: an ABORT marker's
+** (kl_txn_end says which first offsets it may hold). */
+typedef kl_txn_end txn_expect;
 
 /* Per-file counts of findings by kind, for the KL_CHECK_MAX_PER_KIND cap. */
 #define MAX_KINDS 16
@@ -76,8 +54,7 @@ typedef struct checker {
   int ncounts;
   span *spans;
   size_t nspans, cap;
-  txn_producer *producers;  /* open-addressing table by pid */
-  size_t nproducers, producers_cap; /* used slots, slots (a power of 2) */
+  kl_txn_state producers;   /* the producers' transactions so far */
   txn_expect *expect;       /* the current segment's ABORT markers */
   size_t nexpect, expect_cap;
   int txn_unknown;          /* the current segment's walk met damage: what
@@ -189,74 +166,21 @@ static int64_t span_holding(const checker *ck, int64_t off) {
   return -1;
 }
 
-/* The state of producer pid, created empty; NULL when out of memory. */
-static txn_producer *producer(checker *ck, int64_t pid) {
-  if (2 * (ck->nproducers + 1) > ck->producers_cap) {
-    size_t cap = ck->producers_cap ? ck->producers_cap * 2 : 64;
-    txn_producer *p = kl_malloc(ck->env, cap * sizeof *p);
-    if (!p) return NULL;
-    for (size_t i = 0; i < cap; i++) p[i].pid = -1;
-    for (size_t i = 0; i < ck->producers_cap; i++) {
-      if (ck->producers[i].pid < 0) continue;
-      size_t h = (size_t)((uint64_t)ck->producers[i].pid * 0x9E3779B97F4A7C15u) & (cap - 1);
-      while (p[h].pid >= 0) h = (h + 1) & (cap - 1);
-      p[h] = ck->producers[i];
-    }
-    kl_free(ck->env, ck->producers);
-    ck->producers = p;
-    ck->producers_cap = cap;
-  }
-  size_t mask = ck->producers_cap - 1;
-  size_t h = (size_t)((uint64_t)pid * 0x9E3779B97F4A7C15u) & mask;
-  while (ck->producers[h].pid >= 0 && ck->producers[h].pid != pid) h = (h + 1) & mask;
-  txn_producer *t = &ck->producers[h];
-  if (t->pid < 0) {
-    t->pid = pid;
-    t->open_first = -1;
-    t->closed_at = -1;
-    ck->nproducers++;
-  }
-  return t;
-}
-
-/* Forget every producer's state (after damage, what lies in it is not
-** known): they start again as if first seen. */
-static void forget_producers(checker *ck) {
-  for (size_t i = 0; i < ck->producers_cap; i++) ck->producers[i].pid = -1;
-  ck->nproducers = 0;
-}
-
-/* Batch b of a producer (v2, producer id >= 0), in offset order; for a
-** control batch, ctl_type is its first record's type (-1: none, or not one
-** Kafka accepts).  As ProducerAppendInfo.append: a transactional data batch
-** opens its producer's transaction, a COMMIT or ABORT marker closes it, and
-** an ABORT of an open transaction is a CompletedTxn that recover() indexes. */
+/* Batch b of a producer in offset order (kl_txn_step); an ABORT of an
+** open transaction is a CompletedTxn that recover() indexes. */
 static kl_rc track_producer(checker *ck, const kl_batch *b, int ctl_type) {
-  txn_producer *t = producer(ck, b->producer_id);
-  if (!t) return KL_NOMEM;
-  if (!b->is_control) {
-    if (b->is_transactional && t->open_first < 0) t->open_first = b->base_offset;
-    else if (!b->is_transactional && t->open_first < 0) t->closed_at = b->last_offset;
-    return KL_OK;
+  kl_txn_end x;
+  int aborted;
+  kl_rc rc = kl_txn_step(ck->env, &ck->producers, b, ctl_type, &x, &aborted);
+  if (rc || !aborted) return rc;
+  if (ck->nexpect == ck->expect_cap) {
+    size_t cap = ck->expect_cap ? ck->expect_cap * 2 : 16;
+    txn_expect *p = kl_realloc(ck->env, ck->expect, cap * sizeof *p);
+    if (!p) return KL_NOMEM;
+    ck->expect = p;
+    ck->expect_cap = cap;
   }
-  if (ctl_type != 0 && ctl_type != 1) return KL_OK;
-  if (ctl_type == 0) {
-    if (ck->nexpect == ck->expect_cap) {
-      size_t cap = ck->expect_cap ? ck->expect_cap * 2 : 16;
-      txn_expect *p = kl_realloc(ck->env, ck->expect, cap * sizeof *p);
-      if (!p) return KL_NOMEM;
-      ck->expect = p;
-      ck->expect_cap = cap;
-    }
-    txn_expect *x = &ck->expect[ck->nexpect++];
-    x->pid = b->producer_id;
-    x->last = b->base_offset;
-    x->lo = t->closed_at;
-    x->optional = t->open_first < 0;
-    x->hi = x->optional ? b->base_offset : t->open_first;
-  }
-  t->open_first = -1;
-  t->closed_at = b->base_offset;
+  ck->expect[ck->nexpect++] = x;
   return KL_OK;
 }
 
@@ -630,7 +554,7 @@ static kl_rc check_segment(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     w->end = 0;
     w->next_offset = s->base;
     w->max_ts = -1;
-    forget_producers(ck);
+    kl_txn_state_reset(&ck->producers);
     return KL_OK;
   }
   kl_segment_pin(s);
@@ -650,7 +574,7 @@ static kl_rc check_segment(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     check_txn_index(ck, s, path);
     begin_file(ck, NULL);
   }
-  if (ck->txn_unknown) forget_producers(ck);
+  if (ck->txn_unknown) kl_txn_state_reset(&ck->producers);
   kl_segment_unpin(s);
   /* Done with it: a check of thousands of segments keeps none open. */
   kl_segment_close(s);
@@ -725,7 +649,7 @@ kl_rc kl_check_dir_stats(const kl_env *env, const char *dir, kl_stats *stats, kl
   if (rc == KL_OK && !ck.rc) check_orphans(&ck, dir, log);
   kl_reader_free(&rd);
   kl_free(env, ck.spans);
-  kl_free(env, ck.producers);
+  kl_txn_state_free(env, &ck.producers);
   kl_free(env, ck.expect);
   kl_log_close(log);
   if (rc == KL_NOMEM) return kl_err_set(err, rc, "out of memory checking %s", dir);

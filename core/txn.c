@@ -14,8 +14,8 @@
 #define KL_SNAP_HEADER 10
 #define KL_SNAP_ENTRY 46
 
-/* Reading a whole file: producer snapshots and transaction indexes are
-** small (one entry per producer, per aborted transaction). */
+/* Reading a whole file: a producer snapshot is small (one entry per
+** producer). */
 static kl_rc read_all(const kl_env *env, const char *path, uint8_t **out, size_t *n, kl_err *err) {
   kl_file f;
   *out = NULL;
@@ -43,48 +43,109 @@ int kl_txn_entry(const uint8_t *p, int64_t base, kl_txn_abort *out) {
   return p[0] == 0 && out->last >= base;
 }
 
-kl_rc kl_txnindex_read(const kl_env *env, const char *path, int64_t base, kl_txn_abort **a,
-                       size_t *n, size_t *cap, kl_err *err) {
-  uint8_t *p;
-  size_t len;
-  kl_rc rc = read_all(env, path, &p, &len, err);
-  if (rc == KL_NOTFOUND) return KL_OK;
-  if (rc) return rc;
-  for (size_t i = 0; rc == KL_OK && i + KL_TXN_ENTRY_SIZE <= len; i += KL_TXN_ENTRY_SIZE) {
-    kl_txn_abort t;
-    if (!kl_txn_entry(p + i, base, &t)) {
-      rc = kl_err_set(err, KL_CORRUPT, "%s: position %zu: an aborted-transaction entry Kafka "
-                      "rejects (version %d, last offset %lld, segment base %lld)", path, i, p[i],
-                      (long long)t.last, (long long)base);
-    } else {
-      if (*n == *cap) {
-        size_t c = *cap ? *cap * 2 : 16;
-        kl_txn_abort *q = kl_realloc(env, *a, c * sizeof *q);
-        if (!q) {
-          rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-          break;
-        }
-        *a = q;
-        *cap = c;
-      }
-      (*a)[(*n)++] = t;
-    }
-  }
-  kl_free(env, p);
-  return rc;
+/* A producer's state in a kl_txn_state. */
+struct kl_txn_producer {
+  int64_t pid;              /* -1: free slot */
+  int64_t open_first;       /* first offset of its open transaction, -1 */
+  int64_t closed_at;        /* its last offset outside a transaction (a
+                            ** marker or a non-transactional batch), -1 */
+};
+
+static size_t slot_of(int64_t pid, size_t mask) {
+  return (size_t)((uint64_t)pid * 0x9E3779B97F4A7C15u) & mask;
 }
 
-/* Open transactions while walking: producer id -> first offset.  Few
-** producers are transactional at once, so a list does. */
+/* The state of producer pid, created empty; NULL when out of memory. */
+static struct kl_txn_producer *producer(const kl_env *env, kl_txn_state *st, int64_t pid) {
+  if (2 * (st->n + 1) > st->cap) {
+    size_t cap = st->cap ? st->cap * 2 : 64;
+    struct kl_txn_producer *p = kl_malloc(env, cap * sizeof *p);
+    if (!p) return NULL;
+    for (size_t i = 0; i < cap; i++) p[i].pid = -1;
+    for (size_t i = 0; i < st->cap; i++) {
+      if (st->p[i].pid < 0) continue;
+      size_t h = slot_of(st->p[i].pid, cap - 1);
+      while (p[h].pid >= 0) h = (h + 1) & (cap - 1);
+      p[h] = st->p[i];
+    }
+    kl_free(env, st->p);
+    st->p = p;
+    st->cap = cap;
+  }
+  size_t mask = st->cap - 1, h = slot_of(pid, mask);
+  while (st->p[h].pid >= 0 && st->p[h].pid != pid) h = (h + 1) & mask;
+  struct kl_txn_producer *t = &st->p[h];
+  if (t->pid < 0) {
+    t->pid = pid;
+    t->open_first = -1;
+    t->closed_at = -1;
+    st->n++;
+  }
+  return t;
+}
+
+kl_rc kl_txn_step(const kl_env *env, kl_txn_state *st, const kl_batch *b, int ctl_type,
+                  kl_txn_end *end, int *aborted) {
+  *aborted = 0;
+  struct kl_txn_producer *t = producer(env, st, b->producer_id);
+  if (!t) return KL_NOMEM;
+  if (!b->is_control) {
+    if (b->is_transactional && t->open_first < 0) t->open_first = b->base_offset;
+    else if (!b->is_transactional && t->open_first < 0) t->closed_at = b->last_offset;
+    return KL_OK;
+  }
+  if (ctl_type != KL_CONTROL_ABORT && ctl_type != KL_CONTROL_COMMIT) return KL_OK;
+  if (ctl_type == KL_CONTROL_ABORT) {
+    *aborted = 1;
+    end->pid = b->producer_id;
+    end->last = b->base_offset;
+    end->lo = t->closed_at;
+    end->optional = t->open_first < 0;
+    end->hi = end->optional ? b->base_offset : t->open_first;
+  }
+  t->open_first = -1;
+  t->closed_at = b->base_offset;
+  return KL_OK;
+}
+
+kl_rc kl_txn_open(const kl_env *env, kl_txn_state *st, int64_t pid, int64_t first) {
+  struct kl_txn_producer *t = producer(env, st, pid);
+  if (!t) return KL_NOMEM;
+  if (t->open_first < 0) t->open_first = first;
+  return KL_OK;
+}
+
+int64_t kl_txn_first_open(const kl_txn_state *st, int64_t *pid) {
+  int64_t first = INT64_MAX;
+  *pid = -1;
+  for (size_t i = 0; i < st->cap; i++) {
+    const struct kl_txn_producer *t = &st->p[i];
+    if (t->pid >= 0 && t->open_first >= 0 && t->open_first < first) {
+      first = t->open_first;
+      *pid = t->pid;
+    }
+  }
+  return first;
+}
+
+void kl_txn_state_reset(kl_txn_state *st) {
+  for (size_t i = 0; i < st->cap; i++) st->p[i].pid = -1;
+  st->n = 0;
+}
+
+void kl_txn_state_free(const kl_env *env, kl_txn_state *st) {
+  kl_free(env, st->p);
+  st->p = NULL;
+  st->n = st->cap = 0;
+}
+
+/* A producer snapshot's open transactions. */
 typedef struct open_set {
   struct { int64_t pid, first; } *e;
   size_t n, cap;
 } open_set;
 
 static kl_rc open_add(const kl_env *env, open_set *s, int64_t pid, int64_t first) {
-  for (size_t i = 0; i < s->n; i++) {
-    if (s->e[i].pid == pid) return KL_OK; /* already open: its first stays */
-  }
   if (s->n == s->cap) {
     size_t c = s->cap ? s->cap * 2 : 16;
     void *q = kl_realloc(env, s->e, c * sizeof *s->e);
@@ -96,15 +157,6 @@ static kl_rc open_add(const kl_env *env, open_set *s, int64_t pid, int64_t first
   s->e[s->n].first = first;
   s->n++;
   return KL_OK;
-}
-
-static void open_remove(open_set *s, int64_t pid) {
-  for (size_t i = 0; i < s->n; i++) {
-    if (s->e[i].pid == pid) {
-      s->e[i] = s->e[--s->n];
-      return;
-    }
-  }
 }
 
 /* The newest producer snapshot at or below leo that Kafka would load
@@ -161,53 +213,101 @@ void kl_txns_free(const kl_env *env, kl_txns *t) {
   t->n = 0;
 }
 
+/* The type of control batch b's first record (Kafka reads no other), -1
+** when it has none.  A record Kafka rejects is KL_CORRUPT naming the file
+** and position, or -1 with rd in skip mode. */
+static kl_rc control_type(kl_scan *sc, const kl_batch *b, int *type, kl_err *err) {
+  *type = -1;
+  if (b->record_count <= 0) return KL_OK; /* what the log cleaner leaves */
+  kl_records it;
+  kl_record r;
+  int32_t epoch;
+  kl_err e = {0};
+  kl_rc rc = kl_scan_records(sc, b, &it, &e);
+  if (rc == KL_OK) rc = kl_records_next(&it, &r, &e);
+  if (rc == KL_OK) {
+    rc = kl_control_parse(&r, type, &epoch, &e);
+    if (rc) rc = kl_scan_batch_error(sc->seg, b->position, rc, &e);
+  }
+  if (rc == KL_DONE) rc = KL_OK;
+  if (rc == KL_CORRUPT && sc->rd->skip) {
+    sc->rd->stats->batches_skipped++;
+    *type = -1;
+    return KL_OK;
+  }
+  if (rc && err) *err = e;
+  return rc;
+}
+
+/* Add the aborted transaction x to t (*cap allocated). */
+static kl_rc add_abort(const kl_env *env, kl_txns *t, size_t *cap, const kl_txn_end *x) {
+  if (t->n == *cap) {
+    size_t c = *cap ? *cap * 2 : 16;
+    kl_txn_abort *q = kl_realloc(env, t->a, c * sizeof *q);
+    if (!q) return KL_NOMEM;
+    t->a = q;
+    *cap = c;
+  }
+  kl_txn_abort *a = &t->a[t->n++];
+  a->pid = x->pid;
+  a->first = x->hi;
+  a->last = x->last;
+  return KL_OK;
+}
+
+/* The broker's state at the snapshot's offset is the snapshot's: it
+** replaces what the walk learnt (transactions begun before the log start
+** are known to it only). */
+static kl_rc apply_snapshot(const kl_env *env, kl_txn_state *st, const open_set *snap) {
+  kl_txn_state_reset(st);
+  for (size_t i = 0; i < snap->n; i++) {
+    if (kl_txn_open(env, st, snap->e[i].pid, snap->e[i].first) != KL_OK) return KL_NOMEM;
+  }
+  return KL_OK;
+}
+
 kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err) {
   const kl_env *env = kl_log_env(log);
   memset(out, 0, sizeof *out);
   out->open_pid = -1;
   size_t cap = 0;
-  kl_rc rc = KL_OK;
-  char path[4096];
-  for (kl_segment *s = kl_log_first(log); rc == KL_OK && s; s = kl_log_next(log, s)) {
-    size_t len = strlen(s->log_path);
-    snprintf(path, sizeof path, "%.*s.txnindex", (int)(len - 4), s->log_path);
-    rc = kl_txnindex_read(env, path, s->base, &out->a, &out->n, &cap, err);
-  }
   int64_t leo = 0, from = -1;
-  open_set open = {0};
-  if (rc == KL_OK) rc = kl_log_end_offset(log, rd, &leo, err);
-  if (rc == KL_OK) rc = load_snapshot(log, leo, &open, &from, err);
-  /* The walk: transactional data batches open their producer's
-  ** transaction, its control batch (COMMIT or ABORT) closes it. */
-  kl_segment *s = from < 0 ? kl_log_first(log) : kl_log_floor(log, from);
-  if (!s) s = kl_log_first(log);
-  for (; rc == KL_OK && s; s = kl_log_next(log, s)) {
-    kl_seek sk;
+  open_set snap = {0};
+  kl_txn_state st = {0};
+  kl_rc rc = kl_log_end_offset(log, rd, &leo, err);
+  if (rc == KL_OK) rc = load_snapshot(log, leo, &snap, &from, err);
+  int snapped = from < 0;
+  /* One walk from the log start: every ABORT marker of an open transaction
+  ** is an aborted transaction, what is open at the end holds the last
+  ** stable offset. */
+  for (kl_segment *s = kl_log_first(log); rc == KL_OK && s; s = kl_log_next(log, s)) {
     kl_scan sc;
-    rc = kl_scan_seek_offset(rd, s, from < 0 ? s->base : from, &sk, err);
-    if (rc == KL_OK) rc = kl_scan_start(&sc, rd, s, sk.start, INT64_MAX, sk.verify_from, err);
-    if (rc) break;
+    if ((rc = kl_scan_start(&sc, rd, s, 0, INT64_MAX, 0, err)) != KL_OK) break;
     kl_batch b;
     while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
-      if (b.last_offset < from || !b.is_transactional) continue;
-      /* An empty control batch is what the log cleaner leaves of a
-      ** removed transaction: Kafka's producer state passes over it. */
-      if (b.is_control && b.record_count > 0) open_remove(&open, b.producer_id);
-      else if (b.is_control) continue;
-      else if (open_add(env, &open, b.producer_id, b.base_offset) != KL_OK) rc = KL_NOMEM;
-      if (rc) break;
+      if (!snapped && b.last_offset >= from) {
+        snapped = 1;
+        if ((rc = apply_snapshot(env, &st, &snap)) != KL_OK) break;
+      }
+      if (b.magic != 2 || b.producer_id < 0) continue;
+      int type = -1, aborted;
+      kl_txn_end end;
+      if (b.is_control && (rc = control_type(&sc, &b, &type, err)) != KL_OK) break;
+      if ((rc = kl_txn_step(env, &st, &b, type, &end, &aborted)) != KL_OK) break;
+      if (aborted && !end.optional && (rc = add_abort(env, out, &cap, &end)) != KL_OK) break;
     }
     int stopped = sc.end == KL_END_STOP;
     kl_scan_end(&sc);
     if (rc == KL_DONE) rc = KL_OK;
-    if (rc == KL_NOMEM) kl_err_set(err, KL_NOMEM, "out of memory reading %s", kl_log_dir(log));
     if (stopped) break;
   }
+  if (rc == KL_OK && !snapped) rc = apply_snapshot(env, &st, &snap);
+  if (rc == KL_NOMEM) kl_err_set(err, KL_NOMEM, "out of memory reading %s", kl_log_dir(log));
+  int64_t pid, first = kl_txn_first_open(&st, &pid);
   out->lso = leo;
-  for (size_t i = 0; i < open.n; i++) {
-    if (open.e[i].first < out->lso) out->lso = open.e[i].first, out->open_pid = open.e[i].pid;
-  }
-  kl_free(env, open.e);
+  if (first < out->lso) out->lso = first, out->open_pid = pid;
+  kl_free(env, snap.e);
+  kl_txn_state_free(env, &st);
   if (rc) {
     kl_txns_free(env, out);
     return rc;

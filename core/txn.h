@@ -16,10 +16,11 @@
 **
 ** The last stable offset is the first offset of the earliest transaction
 ** still open: transactional batches of a producer after its last marker.
-** It is found from the newest producer snapshot (<offset>.snapshot, the
-** producers' open transactions at that offset, as Kafka's broker restores
-** them) and a walk of the batch headers after it; without a usable
-** snapshot the walk starts at the log start.  Nothing is decompressed.
+** Both come from one walk of every batch from the log start (the first
+** record of each control batch is read, data batches are not decoded); the
+** newest producer snapshot (<offset>.snapshot, the producers' open
+** transactions at that offset) is the state there, as Kafka's broker
+** restores it: it knows the transactions begun before the log start.
 */
 #ifndef KL_TXN_H
 #define KL_TXN_H
@@ -41,10 +42,12 @@ typedef struct kl_txns {
   int64_t open_pid;         /* the producer of that transaction, or -1 */
 } kl_txns;
 
-/* Read every .txnindex of log and find the last stable offset, reading
-** through rd.  KL_CORRUPT names a .txnindex entry Kafka would reject
-** (version, offsets outside the segment) or a damaged batch of the walk;
-** KL_IO a file that cannot be read.  Free with kl_txns_free. */
+/* The aborted transactions and the last stable offset of log, from its
+** markers, reading through rd.  KL_CORRUPT names a damaged batch or a
+** control record Kafka rejects (with rd in skip mode such a batch is passed
+** over: a marker it may have been closes nothing, so the transaction stays
+** open and holds the last stable offset); KL_IO a file that cannot be read.
+** Free with kl_txns_free. */
 kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err);
 void kl_txns_free(const kl_env *env, kl_txns *t);
 
@@ -54,6 +57,49 @@ void kl_txns_free(const kl_env *env, kl_txns *t);
 ** marker comes after the batch. */
 int kl_txns_aborted(const kl_txns *t, const kl_batch *b);
 
+/* The producers' transaction states as the broker's ProducerStateManager
+** keeps them, learnt from batches given in offset order. */
+typedef struct kl_txn_state {
+  struct kl_txn_producer *p; /* open-addressing table by producer id */
+  size_t n, cap;            /* used slots, slots (a power of 2) */
+} kl_txn_state;
+
+/* What a marker of an open transaction ended: the .txnindex entry
+** recover() writes for an ABORT.  Its first offset is any value in
+** (lo, hi]: recovery writes hi, the transaction's first batch, but no batch
+** of the producer lies in between, so each makes a read_committed reader
+** skip the same batches (and the log cleaner keeps the original entry
+** after removing those first batches). */
+typedef struct kl_txn_end {
+  int64_t pid;              /* producer id */
+  int64_t last;             /* the marker's offset */
+  int64_t lo, hi;           /* bounds of the first offset (see above) */
+  int optional;             /* no open transaction was seen: it began before
+                            ** the walk, its data was cleaned away, or there
+                            ** was none: it covers no batch of the walk, and
+                            ** an entry may or may not exist */
+} kl_txn_end;
+
+/*
+** Batch b of a producer (magic 2, producer id >= 0), the next in offset
+** order, into st (ProducerAppendInfo.append): a transactional data batch
+** opens its producer's transaction, a COMMIT or ABORT marker closes it.
+** ctl_type is a control batch's first record type (kl_control_parse; -1:
+** none or rejected, which changes nothing).  OUT: *aborted is 1 and *end
+** filled when b is an ABORT marker.  KL_NOMEM only.
+*/
+kl_rc kl_txn_step(const kl_env *env, kl_txn_state *st, const kl_batch *b, int ctl_type,
+                  kl_txn_end *end, int *aborted);
+/* Open the transaction of pid at first unless it is open from earlier
+** (a producer snapshot's state).  KL_NOMEM only. */
+kl_rc kl_txn_open(const kl_env *env, kl_txn_state *st, int64_t pid, int64_t first);
+/* The earliest open transaction: its first offset (INT64_MAX: none) and
+** producer (-1). */
+int64_t kl_txn_first_open(const kl_txn_state *st, int64_t *pid);
+/* Forget every producer (after damage, what lies in it is not known). */
+void kl_txn_state_reset(kl_txn_state *st);
+void kl_txn_state_free(const kl_env *env, kl_txn_state *st);
+
 #define KL_TXN_ENTRY_SIZE 34
 
 /* Decode the .txnindex entry at p (KL_TXN_ENTRY_SIZE bytes) of the segment
@@ -61,11 +107,5 @@ int kl_txns_aborted(const kl_txns *t, const kl_batch *b);
 ** other than 0 (read from the first byte, as Kafka reads it), or a last
 ** offset below the segment's base (TransactionIndex.sanityCheck). */
 int kl_txn_entry(const uint8_t *p, int64_t base, kl_txn_abort *out);
-
-/* The entries of one .txnindex file (path) of the segment with base
-** offset base, appended to *a (*n of them, *cap allocated).  An absent
-** file has none. */
-kl_rc kl_txnindex_read(const kl_env *env, const char *path, int64_t base, kl_txn_abort **a,
-                       size_t *n, size_t *cap, kl_err *err);
 
 #endif

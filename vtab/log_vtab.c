@@ -780,7 +780,7 @@ static kl_rc advance(kl_vcursor *c, kl_err *err) {
 }
 
 /* What a read_committed consumer of the partition may read: below the last
-** stable offset and the high watermark, from .txnindex and the markers. */
+** stable offset and the high watermark, from the markers (txn.h). */
 static kl_rc committed_bounds(kl_vcursor *c, kl_err *err) {
   kl_logref *r = c->ref;
   if (!r->txns_loaded) {

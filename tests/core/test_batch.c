@@ -322,73 +322,148 @@ static void test_commit_batch_decode(void **state) {
 }
 
 /*
-** ControlRecordTypeTest / EndTransactionMarkerTest (tests.md 73-75): unknown
-** type 337 parses (as a type the caller ignores); a newer key version parses
-** as ABORT; a negative key version or a key under 4 bytes is corrupt; a
-** marker value with a negative version, under 6 bytes or null is corrupt, a
-** newer one with extra bytes keeps its coordinator epoch.
+** Kafka's rules for control records (ControlRecordType.parseTypeId,
+** EndTransactionMarker.deserializeValue; tests.md 73-75), one test each.
+** ctl_record points r at a key (version, type, then `extra` bytes) and a
+** marker value (version, coordinator epoch 15, then `vextra` bytes).
 */
-static void test_control_parse_edges(void **state) {
-  uint8_t key[8], val[8];
+typedef struct ctl_bytes {
+  uint8_t key[16], val[16];
+} ctl_bytes;
+
+static kl_record ctl_record(ctl_bytes *cb, int version, int type, int extra, int vversion,
+                            int vextra) {
   kl_record r;
   memset(&r, 0, sizeof r);
-  r.key = key;
-  r.value = val;
+  memset(cb, 0xab, sizeof *cb);
+  kl_put_u16(cb->key, (uint16_t)version);
+  kl_put_u16(cb->key + 2, (uint16_t)type);
+  kl_put_u16(cb->val, (uint16_t)vversion);
+  kl_put_u32(cb->val + 2, 15);
+  r.key = cb->key;
+  r.key_len = 4 + extra;
+  r.value = cb->val;
+  r.value_len = 6 + vextra;
+  return r;
+}
+
+static int ctl_parse(const kl_record *r, int *type, int32_t *epoch, char *msg, size_t n) {
+  kl_err err = {0};
+  *type = -9;
+  *epoch = -9;
+  kl_rc rc = kl_control_parse(r, type, epoch, &err);
+  if (msg) snprintf(msg, n, "%s", err.msg);
+  return rc;
+}
+
+/* A key version below 0: Kafka's InvalidRecordException. */
+static void test_control_key_negative_version(void **state) {
+  (void)state;
+  ctl_bytes cb;
   int type;
   int32_t epoch;
+  char msg[600];
+  kl_record r = ctl_record(&cb, 0x8000, KL_CONTROL_COMMIT, 0, 0, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, msg, sizeof msg), KL_CORRUPT);
+  assert_string_equal(msg, "control record key version -32768");
+  r = ctl_record(&cb, 0xffff, KL_CONTROL_ABORT, 0, 0, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_CORRUPT);
+}
 
-  kl_put_u16(key, 0);
-  kl_put_u16(key + 2, 337);
-  r.key_len = 4;
-  r.value_len = -1;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
-  assert_int_equal(type, 337);
-  assert_int_equal(epoch, -1);
-
-  kl_put_u16(key, 5);
-  kl_put_u16(key + 2, 0);
-  kl_put_u32(key + 4, 0xdeadbeef);
-  r.key_len = 8;
-  kl_put_u16(val, 5);
-  kl_put_u32(val + 2, 15);
-  kl_put_u16(val + 6, 0x1234);
-  r.value_len = 8;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
-  assert_int_equal(type, 0);
+/* A newer key version reads as version 0: the type from bytes 2-3. */
+static void test_control_key_newer_version(void **state) {
+  (void)state;
+  ctl_bytes cb;
+  int type;
+  int32_t epoch;
+  kl_record r = ctl_record(&cb, 5, KL_CONTROL_COMMIT, 0, 0, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+  assert_int_equal(type, KL_CONTROL_COMMIT);
   assert_int_equal(epoch, 15);
+  r = ctl_record(&cb, 0x7fff, KL_CONTROL_ABORT, 0, 0, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+  assert_int_equal(type, KL_CONTROL_ABORT);
+}
 
-  kl_put_u16(val, 0xffff); /* version -1: Kafka's InvalidRecordException */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
-  kl_err err = {0}; /* and says why, for kafka_log_check and kafka_batches */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, &err), KL_CORRUPT);
-  assert_string_equal(err.msg, "ABORT marker value version -1");
-  kl_put_u16(val, 0);
-  r.value_len = 5; /* under 6 bytes: the same */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
-  r.value_len = -1; /* a null marker value */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
-  r.value_len = 6;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
+/* Bytes after the type are ignored: a COMMIT whose key is version 5
+** followed by 4 more bytes is a COMMIT. */
+static void test_control_key_trailing_bytes(void **state) {
+  (void)state;
+  ctl_bytes cb;
+  int type;
+  int32_t epoch;
+  kl_record r = ctl_record(&cb, 5, KL_CONTROL_COMMIT, 4, 0, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+  assert_int_equal(type, KL_CONTROL_COMMIT);
   assert_int_equal(epoch, 15);
-  /* A type readers ignore needs no marker value. */
-  kl_put_u16(key + 2, 2);
-  r.value_len = 3;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_OK);
-  assert_int_equal(type, 2);
-  assert_int_equal(epoch, -1);
-  kl_put_u16(key + 2, 0);
-  r.value_len = 8;
+  r = ctl_record(&cb, 0, KL_CONTROL_ABORT, 12, 0, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+  assert_int_equal(type, KL_CONTROL_ABORT);
+}
 
-  kl_put_u16(key, 0x8000); /* negative key version */
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
-  kl_put_u16(key, 0);
-  r.key_len = 3;
-  kl_err_clear(&err);
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, &err), KL_CORRUPT);
-  assert_string_equal(err.msg, "control record key of 3 bytes (at least 4 needed)");
+/* A key under 4 bytes (or null) has no type: corrupt. */
+static void test_control_key_short(void **state) {
+  (void)state;
+  ctl_bytes cb;
+  int type;
+  int32_t epoch;
+  char msg[600];
+  for (int extra = -4; extra < 0; extra++) {
+    kl_record r = ctl_record(&cb, 0, KL_CONTROL_COMMIT, extra, 0, 0);
+    assert_int_equal(ctl_parse(&r, &type, &epoch, msg, sizeof msg), KL_CORRUPT);
+  }
+  assert_string_equal(msg, "control record key of 3 bytes (at least 4 needed)");
+  kl_record r = ctl_record(&cb, 0, KL_CONTROL_COMMIT, 0, 0, 0);
   r.key = NULL;
   r.key_len = -1;
-  assert_int_equal(kl_control_parse(&r, &type, &epoch, NULL), KL_CORRUPT);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, msg, sizeof msg), KL_CORRUPT);
+  assert_string_equal(msg, "control record with a null key");
+}
+
+/* An ABORT or COMMIT value: at least 6 bytes (version, coordinator
+** epoch), a version >= 0; a newer version with more bytes reads as 0. */
+static void test_control_value_version(void **state) {
+  (void)state;
+  ctl_bytes cb;
+  int type;
+  int32_t epoch;
+  char msg[600];
+  kl_record r = ctl_record(&cb, 0, KL_CONTROL_ABORT, 0, 0xffff, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, msg, sizeof msg), KL_CORRUPT);
+  assert_string_equal(msg, "ABORT marker value version -1");
+  r = ctl_record(&cb, 0, KL_CONTROL_COMMIT, 0, 0, -1);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, msg, sizeof msg), KL_CORRUPT);
+  assert_string_equal(msg, "COMMIT marker value of 5 bytes (at least 6 needed)");
+  r.value = NULL;
+  r.value_len = -1;
+  assert_int_equal(ctl_parse(&r, &type, &epoch, msg, sizeof msg), KL_CORRUPT);
+  assert_string_equal(msg, "COMMIT marker with a null value");
+  r = ctl_record(&cb, 0, KL_CONTROL_COMMIT, 0, 0, 0);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+  assert_int_equal(epoch, 15);
+  r = ctl_record(&cb, 3, KL_CONTROL_COMMIT, 2, 5, 4);
+  assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+  assert_int_equal(type, KL_CONTROL_COMMIT);
+  assert_int_equal(epoch, 15);
+}
+
+/* Any other type (KRaft's, or unknown) parses, needing no marker value:
+** readers ignore it. */
+static void test_control_unknown_type(void **state) {
+  (void)state;
+  ctl_bytes cb;
+  int type;
+  int32_t epoch;
+  static const int types[] = {2, 6, 337, 0x7fff, 0xffff};
+  for (size_t i = 0; i < sizeof types / sizeof *types; i++) {
+    kl_record r = ctl_record(&cb, 0, types[i], 0, 0, -3);
+    assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+    assert_int_equal(type, (int16_t)types[i]);
+    assert_int_equal(epoch, -1);
+    r.value = NULL;
+    r.value_len = -1;
+    assert_int_equal(ctl_parse(&r, &type, &epoch, NULL, 0), KL_OK);
+  }
 }
 
 /*
@@ -1476,7 +1551,12 @@ int main(void) {
       cmocka_unit_test(test_varint_vectors),
       cmocka_unit_test(test_example_batch_decode),
       cmocka_unit_test(test_commit_batch_decode),
-      cmocka_unit_test(test_control_parse_edges),
+      cmocka_unit_test(test_control_key_negative_version),
+      cmocka_unit_test(test_control_key_newer_version),
+      cmocka_unit_test(test_control_key_trailing_bytes),
+      cmocka_unit_test(test_control_key_short),
+      cmocka_unit_test(test_control_value_version),
+      cmocka_unit_test(test_control_unknown_type),
       cmocka_unit_test(test_encode_examples),
       cmocka_unit_test(test_legacy_vectors),
       cmocka_unit_test(test_round_trip),

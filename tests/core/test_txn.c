@@ -129,9 +129,70 @@ static void test_last_stable_offset(void **state) {
   put_snapshot(dir, 6, 9, 1, 1);
   assert_int_equal(lso_of(dir), 4);
   /* A snapshot with no open transaction, at 6: producer 9's batches came
-  ** before it, so nothing is open after all (the walk starts at 6). */
+  ** before it, so nothing is open after all (the broker's state at 6 is
+  ** the snapshot's). */
   put_snapshot(dir, 6, 9, -1, 0);
   assert_int_equal(lso_of(dir), 9);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* Two producers' transactions, one of them aborted across a segment roll,
+** written without any .txnindex: the aborted transactions come from the
+** markers, exactly those recovery would index, whatever the allocator
+** refuses on the way (no leak, KL_NOMEM or the whole answer). */
+static void test_aborted_from_markers(void **state) {
+  (void)state;
+  char *dir = t_mkdtemp("txn-markers");
+  kw_options o = {600, 4096, 0, KL_CODEC_NONE};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  assert_int_equal(kw_append_txn(w, 7, 3), 0);    /* 0-2 */
+  assert_int_equal(kw_append_txn(w, 9, 2), 0);    /* 3-4 */
+  assert_int_equal(kw_append_marker(w, 7, 0), 0); /* 5, ABORT of 0-2 */
+  assert_int_equal(kw_append_txn(w, 7, 2), 0);    /* 6-7 */
+  assert_int_equal(kw_append_marker(w, 7, 1), 0); /* 8, COMMIT */
+  assert_int_equal(kw_append_txn(w, 9, 2), 0);    /* 9-10 */
+  assert_int_equal(kw_append_marker(w, 9, 0), 0); /* 11, ABORT of 3-10 */
+  assert_int_equal(kw_append_marker(w, 7, 0), 0); /* 12, ABORT of nothing open */
+  assert_int_equal(kw_append_txn(w, 7, 1), 0);    /* 13, left open */
+  assert_int_equal(kw_close(w), 0);
+  char cmd[4300];
+  snprintf(cmd, sizeof cmd, "rm -f %s/*.txnindex", dir);
+  assert_int_equal(system(cmd), 0);
+  int done = 0;
+  for (long k = 1; k < 500 && !done; k++) {
+    t_failalloc fa;
+    const kl_env *env = t_failenv(&fa, k);
+    kl_log *log;
+    kl_err err = {0};
+    kl_rc rc = kl_log_open(env, dir, &log, &err);
+    kl_txns t;
+    if (rc == KL_OK) {
+      assert_true(kl_log_segment_count(log) > 1);
+      kl_reader rd;
+      kl_reader_init(&rd, env, NULL, KL_ON_CORRUPT_ERROR);
+      rc = kl_txns_load(log, &rd, &t, &err);
+      kl_reader_free(&rd);
+      if (rc == KL_OK) {
+        assert_int_equal(t.n, 2);
+        assert_int_equal(t.a[0].pid, 7);
+        assert_int_equal(t.a[0].first, 0);
+        assert_int_equal(t.a[0].last, 5);
+        assert_int_equal(t.a[1].pid, 9);
+        assert_int_equal(t.a[1].first, 3);
+        assert_int_equal(t.a[1].last, 11);
+        assert_int_equal(t.lso, 13);
+        assert_int_equal(t.open_pid, 7);
+        kl_txns_free(env, &t);
+        done = 1;
+      }
+      kl_log_close(log);
+    }
+    assert_true(rc == KL_OK || rc == KL_NOMEM);
+    assert_int_equal(fa.live, 0);
+  }
+  assert_true(done);
   t_rmdir(dir);
   free(dir);
 }
@@ -141,6 +202,7 @@ int main(void) {
       cmocka_unit_test(test_entry),
       cmocka_unit_test(test_aborted),
       cmocka_unit_test(test_last_stable_offset),
+      cmocka_unit_test(test_aborted_from_markers),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

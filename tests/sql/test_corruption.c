@@ -634,6 +634,37 @@ static void test_bad_marker_readers(void **state) {
   st_close(db);
 }
 
+/* Markers in a newer format, as Kafka reads them: a COMMIT whose key is
+** version 5 followed by 4 more bytes, an ABORT whose value is version 2
+** with 2 more bytes.  kafka_batches names them, kafka_log_check finds
+** nothing, and read_committed keeps the committed transaction only. */
+static void test_newer_marker_versions(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  char *dir = t_mkdtemp("newmarker");
+  kw_options o = {1 << 20, 4096, 0, 0};
+  kw_writer *w = kw_open(dir, &o);
+  uint8_t commit[8] = {0, 5, 0, 1, 9, 9, 9, 9}, abort_key[4] = {0, 0, 0, 0};
+  uint8_t val[6] = {0, 0, 0, 0, 0, 7}, newer_val[8] = {0, 2, 0, 0, 0, 7, 1, 1};
+  assert_int_equal(kw_append_txn(w, 1000, 2), 0);                          /* 0-1 */
+  assert_int_equal(kw_append_control(w, 1000, commit, 8, val, 6), 0);      /* 2 */
+  assert_int_equal(kw_append_txn(w, 1000, 3), 0);                          /* 3-5 */
+  assert_int_equal(kw_append_control(w, 1000, abort_key, 4, newer_val, 8), 0); /* 6 */
+  assert_int_equal(kw_close(w), 0);
+  char *k = st_text(db, "SELECT group_concat(base_offset || ':' || control_type) FROM"
+                    " kafka_batches(?1) WHERE is_control", "t", dir);
+  assert_string_equal(k, "2:COMMIT,6:ABORT");
+  free(k);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log_check(?1)", "t", dir), 0);
+  k = st_text(db, "SELECT group_concat(offset) FROM kafka_log(?1) WHERE isolation = 'read_committed'",
+              "t", dir);
+  assert_string_equal(k, "0,1");
+  free(k);
+  t_rmdir(dir);
+  free(dir);
+  st_close(db);
+}
+
 /* A .log that is not a log, and a directory of unrelated files. */
 static void test_foreign_files(void **state) {
   sqlite3 *db = st_open();
@@ -789,6 +820,7 @@ int main(void) {
       cmocka_unit_test(test_fixtures_check_clean),
       cmocka_unit_test(test_txnindex_findings),
       cmocka_unit_test(test_bad_marker_readers),
+      cmocka_unit_test(test_newer_marker_versions),
       cmocka_unit_test(test_batch_damage),
       cmocka_unit_test(test_tail_and_index_damage),
       cmocka_unit_test(test_foreign_files),

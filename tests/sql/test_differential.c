@@ -462,6 +462,111 @@ static void test_log_directory(void **state) {
   if (t.mismatches) fail_msg("broker: %ld of %ld queries differ", t.mismatches, t.queries);
 }
 
+/* ---- read_committed, with and without .txnindex files ---- */
+
+/* The rows a read_committed consumer of ?1 gets, from the markers alone
+** (kafka_batches' control types, nothing of .txnindex): a record of a
+** non-transactional batch, or of a transactional one whose producer's next
+** marker is a COMMIT, below the first offset of any transaction left
+** open. */
+static const char k_committed_native[] =
+    "WITH b AS (SELECT segment, position, base_offset, last_offset, producer_id,"
+    "   is_transactional, is_control, control_type FROM kafka_batches(?1)),"
+    " m AS (SELECT b.*, (SELECT c.control_type FROM b c WHERE c.is_control AND"
+    "   c.producer_id = b.producer_id AND c.base_offset > b.last_offset"
+    "   ORDER BY c.base_offset LIMIT 1) AS fate FROM b WHERE NOT b.is_control),"
+    " lso AS (SELECT coalesce(min(base_offset), 9223372036854775807) AS o FROM m"
+    "   WHERE is_transactional AND fate IS NULL)"
+    " SELECT l.offset, l.timestamp, l.key, l.value, l.headers"
+    " FROM kafka_log(?1) l JOIN m ON m.segment = l.segment AND m.position = l.position"
+    " WHERE (NOT m.is_transactional OR m.fate = 'COMMIT') AND l.offset < (SELECT o FROM lso)";
+
+/* Random queries under read_committed over a copy of set, once with its
+** .txnindex files and once without, against the native table of the rows
+** the markers commit. */
+static void run_committed(const char *set) {
+  const char *env_seed = getenv("KL_SEED");
+  const char *env_n = getenv("KL_QUERIES");
+  uint64_t seed = env_seed ? strtoull(env_seed, NULL, 0) : UINT64_C(20241025);
+  long nq = env_n ? atol(env_n) / 2 : 200;
+  g_rng = seed * UINT64_C(0x9E3779B97F4A7C15) + 17u;
+  char *dir = t_mkdtemp("diff-committed");
+  assert_int_equal(t_copy_dir(t_fixture(set), dir), 0);
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE TABLE n(offset INTEGER PRIMARY KEY, timestamp INTEGER, key BLOB,"
+              " value BLOB, headers TEXT)");
+  char *ins = sqlite3_mprintf("INSERT INTO n %s", k_committed_native);
+  st_run(db, ins, "t", dir);
+  sqlite3_free(ins);
+  int64_t rows = st_int(db, "SELECT count(*) FROM n", NULL);
+  int64_t all = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir);
+  print_message("  %s read_committed: %lld of %lld rows committed, seed %" PRIu64 "\n", set,
+                (long long)rows, (long long)all, seed);
+  assert_true(rows > 0 && rows < all);
+  domain d;
+  d.off_lo = st_int(db, "SELECT min(offset) FROM n", NULL);
+  d.off_hi = st_int(db, "SELECT max(offset) FROM n", NULL);
+  d.ts_lo = st_int(db, "SELECT min(timestamp) FROM n", NULL);
+  d.ts_hi = st_int(db, "SELECT max(timestamp) FROM n", NULL);
+  char *sql = sqlite3_mprintf(
+      "SELECT min(offset) FROM kafka_log(%Q) GROUP BY segment, position"
+      " UNION SELECT max(offset) FROM kafka_log(%Q) GROUP BY segment, position", dir, dir);
+  d.bounds = collect(db, sql, &d.nbounds);
+  sqlite3_free(sql);
+  d.stamps = collect(db, "SELECT timestamp FROM n", &d.nstamps);
+  static const char from[] = "kafka_log(?1, 'error', NULL, 'read_committed')";
+  tally t = {0};
+  for (int without = 0; without < 2; without++) {
+    if (without) {
+      /* The same log without its .txnindex files, on a fresh connection
+      ** (nothing cached from the first round). */
+      sqlite3_stmt *st = st_prep(db, "SELECT segment FROM kafka_segments(?1) WHERE txnindex_bytes"
+                                     " IS NOT NULL", "t", dir);
+      int removed = 0;
+      while (sqlite3_step(st) == SQLITE_ROW) {
+        char path[4200];
+        snprintf(path, sizeof path, "%s/%020lld.txnindex", dir, (long long)sqlite3_column_int64(st, 0));
+        assert_int_equal(remove(path), 0);
+        removed++;
+      }
+      sqlite3_finalize(st);
+      assert_true(removed > 0);
+      sqlite3 *fresh = st_open();
+      st_exec(fresh, "CREATE TABLE n(offset INTEGER PRIMARY KEY, timestamp INTEGER, key BLOB,"
+                     " value BLOB, headers TEXT)");
+      sqlite3_stmt *rd = st_prep(db, "SELECT offset, timestamp, key, value, headers FROM n", NULL);
+      sqlite3_stmt *wr = st_prep(fresh, "INSERT INTO n VALUES (?1, ?2, ?3, ?4, ?5)", NULL);
+      while (sqlite3_step(rd) == SQLITE_ROW) {
+        for (int c = 0; c < 5; c++) sqlite3_bind_value(wr, c + 1, sqlite3_column_value(rd, c));
+        assert_int_equal(sqlite3_step(wr), SQLITE_DONE);
+        sqlite3_reset(wr);
+      }
+      sqlite3_finalize(rd);
+      sqlite3_finalize(wr);
+      st_close(db);
+      db = fresh;
+    }
+    for (long i = 0; i < nq; i++) {
+      char *tmpl = gen_query(&d);
+      compare_from(db, tmpl, from, dir, &t, seed, i);
+      free(tmpl);
+    }
+  }
+  print_message("  %s read_committed: %ld queries, %ld with rows, %ld mismatches\n", set, t.queries,
+                t.rows, t.mismatches);
+  free(d.bounds);
+  free(d.stamps);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+  if (t.mismatches) fail_msg("%s read_committed: %ld of %ld queries differ", set, t.mismatches, t.queries);
+}
+
+static void test_read_committed_with_and_without_txnindex(void **state) {
+  (void)state;
+  run_committed("g-transactions");
+}
+
 #define SET_TEST(fn, name) \
   static void fn(void **state) { run_set(name); }
 SET_TEST(test_b_multi_segment, "b-multi-segment")
@@ -478,6 +583,7 @@ int main(void) {
       cmocka_unit_test(test_j_mixed_codecs),
       cmocka_unit_test(test_f_legacy_v1_gzip),
       cmocka_unit_test(test_log_directory),
+      cmocka_unit_test(test_read_committed_with_and_without_txnindex),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

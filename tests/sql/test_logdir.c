@@ -7,7 +7,8 @@
 ** partitions, distinct rowids, the checkpoint files (log start offset,
 ** high watermark; malformed ones named), and read_committed: against
 ** g-transactions' markers (the expected set is derived in SQL from
-** expected.json, Kafka's own reading, not from .txnindex) and against
+** expected.json, Kafka's own reading, not from .txnindex), also with its
+** .txnindex files deleted, cut short or stale, and against
 ** written logs with an open transaction, an aborted one and a high
 ** watermark.  kafka_batches, kafka_segments and kafka_log_check over the
 ** same path forms: each partition's rows as for its directory alone, with
@@ -528,8 +529,8 @@ static void test_topic_not_utf8(void **state) {
 
 /* The data records a read_committed consumer of g-transactions sees,
 ** derived from Kafka's reading of the log (expected.json): a transactional
-** batch is delivered when its producer's next marker is a COMMIT.  (The
-** module uses .txnindex; this uses only the markers.)  ?1 = expected.json */
+** batch is delivered when its producer's next marker is a COMMIT.  ?1 =
+** expected.json */
 static const char k_committed_sql[] =
     "WITH b AS (SELECT json_extract(b.value,'$.base_offset') AS base,"
     "   json_extract(b.value,'$.last_offset') AS last,"
@@ -582,7 +583,7 @@ static void test_read_committed_fixture(void **state) {
     sqlite3_finalize(s);
     sqlite3_free(q);
   }
-  /* The table option, and a query overriding it. */
+/* The table option, and a query overriding it. */
   char *c = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, isolation='read_committed')", dir);
   st_exec(db, c);
   sqlite3_free(c);
@@ -594,6 +595,120 @@ static void test_read_committed_fixture(void **state) {
   sqlite3_finalize(st);
   st_close(db);
   free(json);
+}
+
+/* What is done to each .txnindex of a copy of g-transactions. */
+enum { TXNINDEX_DELETE, TXNINDEX_CUT, TXNINDEX_STALE };
+
+static void spoil_txnindex(const char *dir, int how) {
+  static const char *const bases[] = {"00000000000000000000", "00000000000000000182",
+                                      "00000000000000000364", "00000000000000000545",
+                                      "00000000000000000728", "00000000000000000907",
+                                      "00000000000000001089"};
+  for (size_t i = 0; i < sizeof bases / sizeof *bases; i++) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/%s.txnindex", dir, bases[i]);
+    size_t n;
+    uint8_t *p = t_read_file(path, &n);
+    assert_non_null(p);
+    assert_true(n >= 34);
+    if (how == TXNINDEX_DELETE) {
+      assert_int_equal(unlink(path), 0);
+    } else if (how == TXNINDEX_CUT) {
+      /* One entry and half of the next: the rest never written. */
+      assert_int_equal(t_write_file(path, p, n >= 68 ? 51 : 17), 0);
+    } else {
+      /* Entries of another log: the other producer's transactions (hiding
+      ** committed records, missing the aborted ones), and one whose ABORT
+      ** marker is no marker at all. */
+      for (size_t k = 0; k + 34 <= n; k += 34) {
+        uint64_t pid = (uint64_t)kl_get_i64(p + k + 2);
+        kl_put_u64(p + k + 2, pid == 1000 ? 1001 : 1000);
+      }
+      uint8_t *q = malloc(n + 34);
+      assert_non_null(q);
+      memcpy(q, p, n);
+      memcpy(q + n, p, 34);
+      kl_put_u64(q + n + 10, (uint64_t)kl_get_i64(p + 18) + 1);
+      kl_put_u64(q + n + 18, (uint64_t)kl_get_i64(p + 18) + 2);
+      assert_int_equal(t_write_file(path, q, n + 34), 0);
+      free(q);
+    }
+    free(p);
+  }
+}
+
+/* read_committed over a copy of g-transactions whose .txnindex files were
+** spoiled (how): exactly the records the markers commit, in every form. */
+static void read_committed_spoiled(int how) {
+  sqlite3 *db = st_open();
+  char *dir = t_mkdtemp("rc-txnindex");
+  assert_int_equal(t_copy_dir(t_fixture("g-transactions"), dir), 0);
+  spoil_txnindex(dir, how);
+  /* The first read_committed query reads each of the 75 markers; the next
+  ** one finds them known. */
+  static const char point[] =
+      "SELECT count(*) FROM kafka_log(?1) WHERE isolation = 'read_committed' AND offset = 700";
+  st_exec(db, "SELECT kafka_log_stats_reset()");
+  assert_int_equal(st_int(db, point, "t", dir), 1);
+  st_stats first = st_get_stats(db);
+  st_exec(db, "SELECT kafka_log_stats_reset()");
+  assert_int_equal(st_int(db, point, "t", dir), 1);
+  st_stats again = st_get_stats(db);
+  assert_true(first.batches_decoded >= 75);
+  assert_true(again.batches_decoded <= 2 && again.batch_headers < 20);
+  size_t n;
+  uint8_t *json = t_read_file(t_fixture_expected("g-transactions"), &n);
+  assert_non_null(json);
+  st_exec(db, "CREATE TEMP TABLE e(off INTEGER PRIMARY KEY)");
+  char *ins = sqlite3_mprintf("INSERT INTO e %s", k_committed_sql);
+  st_run(db, ins, "t", (const char *)json);
+  sqlite3_free(ins);
+  int64_t want = st_int(db, "SELECT count(*) FROM e", NULL);
+  assert_true(want > 0 && want < st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir));
+  static const char *const forms[] = {
+      "SELECT offset FROM kafka_log(?1) WHERE isolation = 'read_committed'",
+      "SELECT offset FROM kafka_log(?1) WHERE isolation = 'read_committed' ORDER BY offset DESC",
+      "SELECT offset FROM kafka_log(?1) WHERE isolation = 'read_committed' AND offset BETWEEN 300 AND 900",
+  };
+  for (int round = 0; round < 2; round++) { /* the first query, and one from the cache */
+    for (size_t i = 0; i < sizeof forms / sizeof *forms; i++) {
+      char *q = sqlite3_mprintf("SELECT (SELECT count(*) FROM (SELECT * FROM (%s) EXCEPT SELECT off FROM e)),"
+                                " (SELECT count(*) FROM (SELECT off FROM e WHERE %d OR off BETWEEN 300 AND 900"
+                                "  EXCEPT SELECT * FROM (%s)))",
+                                forms[i], i != 2, forms[i]);
+      sqlite3_stmt *s = st_prep(db, q, "t", dir);
+      assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+      if (sqlite3_column_int64(s, 0) || sqlite3_column_int64(s, 1)) {
+        fail_msg("%s: %lld extra, %lld missing", forms[i], (long long)sqlite3_column_int64(s, 0),
+                 (long long)sqlite3_column_int64(s, 1));
+      }
+      sqlite3_finalize(s);
+      sqlite3_free(q);
+    }
+  }
+  free(json);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* A copy made without the .txnindex files (or a broker that crashed before
+** writing them): the markers still say what was aborted. */
+static void test_read_committed_without_txnindex(void **state) {
+  (void)state;
+  read_committed_spoiled(TXNINDEX_DELETE);
+}
+
+static void test_read_committed_txnindex_cut_short(void **state) {
+  (void)state;
+  read_committed_spoiled(TXNINDEX_CUT);
+}
+
+/* Entries that name the wrong producer, and one for no marker. */
+static void test_read_committed_stale_txnindex(void **state) {
+  (void)state;
+  read_committed_spoiled(TXNINDEX_STALE);
 }
 
 static void test_read_committed_written(void **state) {
@@ -1164,6 +1279,9 @@ int main(void) {
       cmocka_unit_test(test_malformed_checkpoint_ignore),
       cmocka_unit_test(test_topic_not_utf8),
       cmocka_unit_test(test_read_committed_fixture),
+      cmocka_unit_test(test_read_committed_without_txnindex),
+      cmocka_unit_test(test_read_committed_txnindex_cut_short),
+      cmocka_unit_test(test_read_committed_stale_txnindex),
       cmocka_unit_test(test_read_committed_written),
       cmocka_unit_test(test_partitions_table),
       cmocka_unit_test(test_text_columns),
