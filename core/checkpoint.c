@@ -88,37 +88,20 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {
 kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
   out->e = NULL;
   out->n = 0;
-  FILE *f = fopen(path, "rb");
-  if (!f) {
-    if (errno == ENOENT) return KL_OK;
-    return kl_err_set(err, KL_IO, "cannot open %s: %s", path, strerror(errno));
+  kl_file f;
+  kl_rc rc = kl_file_open(&f, env, path, err);
+  if (rc == KL_NOTFOUND) return KL_OK;
+  if (rc) return rc;
+  if (f.size > (int64_t)KL_CKPT_MAX_BYTES) {
+    kl_file_close(&f);
+    return kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
+                      KL_CKPT_MAX_BYTES);
   }
-  char *buf = NULL;
-  size_t len = 0, cap = 0;
-  kl_rc rc = KL_OK;
-  for (;;) {
-    if (len == cap) {
-      if (cap >= KL_CKPT_MAX_BYTES) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
-                        KL_CKPT_MAX_BYTES);
-        break;
-      }
-      cap = cap ? cap * 2 : 4096;
-      char *p = kl_realloc(env, buf, cap);
-      if (!p) {
-        rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-        break;
-      }
-      buf = p;
-    }
-    size_t k = fread(buf + len, 1, cap - len, f);
-    len += k;
-    if (k == 0) {
-      if (ferror(f)) rc = kl_err_set(err, KL_IO, "cannot read %s: %s", path, strerror(errno));
-      break;
-    }
-  }
-  fclose(f);
+  size_t len = (size_t)f.size;
+  char *buf = len ? kl_malloc(env, len) : NULL;
+  if (len && !buf) rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+  else if (len) rc = kl_file_read(&f, 0, buf, len, err);
+  kl_file_close(&f);
   if (rc || len == 0) {
     kl_free(env, buf);
     return rc;
@@ -243,8 +226,8 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
     kl_buf_free(env, &b);
     return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
   }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) rc = kl_err_set(err, KL_IO, "%s: cannot create: %s", tmp, strerror(errno));
+  int fd;
+  rc = kl_fd_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, err);
   if (rc == KL_OK) rc = kl_write_at(fd, b.p, b.len, 0, tmp, err);
   if (rc == KL_OK && fsync(fd) != 0) {
     rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", tmp, strerror(errno));
@@ -258,8 +241,8 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
     unlink(tmp);
     return rc;
   }
-  int d = open(logdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (d >= 0) {
+  int d;
+  if (kl_fd_open(logdir, O_RDONLY | O_DIRECTORY, 0, &d, NULL) == KL_OK) {
     fsync(d);
     close(d);
   }

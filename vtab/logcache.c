@@ -13,6 +13,7 @@
 
 #include "checkpoint.h"
 #include "commit.h"
+#include "file.h"
 #include "glue.h"
 
 SQLITE_EXTENSION_INIT3
@@ -185,8 +186,9 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
   }
   struct stat st;
   int watch = c->watched < KL_LOGCACHE_WATCHED;
-  int dirfd = watch ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if ((watch && dirfd < 0) || (watch ? fstat(dirfd, &st) : stat(dir, &st)) != 0) {
+  int dirfd = -1;
+  if ((watch && kl_fd_open(dir, O_RDONLY | O_DIRECTORY, 0, &dirfd, NULL) != KL_OK) ||
+      (watch ? fstat(dirfd, &st) : stat(dir, &st)) != 0) {
     int e = errno;
     if (dirfd >= 0) close(dirfd);
     *errmsg = sqlite3_mprintf("cannot open partition directory %s: %s", dir, strerror(e));
@@ -200,7 +202,7 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
   if (dirfd >= 0) {
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
-    commitfd = open(p, O_RDONLY | O_CLOEXEC);
+    if (kl_fd_open(p, O_RDONLY, 0, &commitfd, NULL) != KL_OK) commitfd = -1;
   }
   if (commitfd >= 0 ? fstat(commitfd, &cst) == 0 : commit_stat(dir, &cst) == 0) {
     commit_mtime = cst.st_mtim;
@@ -218,7 +220,9 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
   r->dir_mtime = st.st_mtim;
   kl_segment *last = kl_log_last(r->log);
   if (last) {
-    if (dirfd >= 0) r->lastfd = open(last->log_path, O_RDONLY | O_CLOEXEC);
+    if (dirfd >= 0 && kl_fd_open(last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
+      r->lastfd = -1;
+    }
     if (r->lastfd >= 0 ? fstat(r->lastfd, &st) == 0 : stat(last->log_path, &st) == 0) {
       r->last_size = st.st_size;
     } else {
@@ -281,8 +285,8 @@ static int listref_fresh(const kl_listref *k) {
 ** partition has nothing to notice). */
 static void listref_watch(kl_listref *k, const char *path, int flags) {
   struct stat st;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
-  if (fd < 0) return;
+  int fd;
+  if (kl_fd_open(path, O_RDONLY | flags, 0, &fd, NULL) != KL_OK) return;
   if (fstat(fd, &st) != 0) {
     close(fd);
     return;

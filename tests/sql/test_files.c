@@ -1,0 +1,204 @@
+/*
+** test_files.c - files that are not what their names say: a FIFO, a
+** socket or a directory named like a file the module opens.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "commit.h"
+#include "sqltest.h"
+
+/* A case that blocks in open() or read() is killed by SIGALRM after this
+** many seconds, and fails, instead of hanging the suite. */
+#define HANG_S 30
+
+static char *path_join(const char *a, const char *b) {
+  char *p = malloc(strlen(a) + strlen(b) + 2);
+  sprintf(p, "%s/%s", a, b);
+  return p;
+}
+
+/* What a file is replaced by. */
+enum { AS_FIFO, AS_DIR, AS_SOCKET };
+static const char *const as_word[] = {"a FIFO", "a directory", "a socket"};
+
+static void replace_file(const char *path, int as) {
+  if (unlink(path) != 0 && errno != ENOENT) fail_msg("unlink %s: %s", path, strerror(errno));
+  if (as == AS_FIFO) {
+    assert_int_equal(mkfifo(path, 0644), 0);
+  } else if (as == AS_DIR) {
+    assert_int_equal(mkdir(path, 0755), 0);
+  } else {
+    struct sockaddr_un a;
+    memset(&a, 0, sizeof a);
+    a.sun_family = AF_UNIX;
+    assert_true(strlen(path) < sizeof a.sun_path);
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM, 0);
+    assert_true(s >= 0);
+    assert_int_equal(bind(s, (struct sockaddr *)&a, sizeof a), 0);
+    close(s); /* the socket file stays */
+  }
+}
+
+/* Run sql (one text parameter) to its end in a new connection, expecting
+** an error whose message names file and says what it is. */
+static void expect_refused(const char *sql, const char *param, const char *file, int as) {
+  sqlite3 *db = st_open();
+  sqlite3_stmt *st = st_prep(db, sql, "t", param);
+  alarm(HANG_S);
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {}
+  alarm(0);
+  const char *m = sqlite3_errmsg(db);
+  print_message("  %s as %s: rc %d: %s\n", file, as_word[as], rc, m);
+  if (rc == SQLITE_DONE) fail_msg("%s as %s: no error from %s", file, as_word[as], sql);
+  if (!strstr(m, file) || !strstr(m, as_word[as])) {
+    fail_msg("%s as %s: the message does not say so: %s", file, as_word[as], m);
+  }
+  sqlite3_finalize(st);
+  st_close(db);
+}
+
+/* A log directory holding orders-0 (g-transactions: transaction indexes
+** and producer snapshots) and the broker fixture's checkpoints. */
+static char *make_logdir(const char *tag) {
+  char *root = t_mkdtemp(tag);
+  char *part = path_join(root, "orders-0");
+  assert_int_equal(mkdir(part, 0755), 0);
+  assert_int_equal(t_copy_dir(t_fixture("g-transactions"), part), 0);
+  const char *ck[] = {"log-start-offset-checkpoint", "replication-offset-checkpoint",
+                      "recovery-point-offset-checkpoint"};
+  for (int i = 0; i < 3; i++) {
+    char *src = path_join(KL_FIXTURES "/broker", ck[i]);
+    char *dst = path_join(root, ck[i]);
+    size_t n;
+    uint8_t *p = t_read_file(src, &n);
+    assert_non_null(p);
+    assert_int_equal(t_write_file(dst, p, n), 0);
+    free(p);
+    free(src);
+    free(dst);
+  }
+  free(part);
+  return root;
+}
+
+/* Every kind of file a reader opens, replaced by a FIFO (and some by a
+** directory or a socket): the query fails at once with an error naming
+** the file; nothing waits for a writer to come to the FIFO. */
+static void test_not_a_regular_file(void **state) {
+  (void)state;
+  /* A timestamp in segment 545, from the intact copy. */
+  char *root = make_logdir("nrf");
+  char *part = path_join(root, "orders-0");
+  sqlite3 *db = st_open();
+  int64_t ts = st_int(db, "SELECT timestamp FROM kafka_log(?1) WHERE offset = 600", "t", part);
+  int64_t all = st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", root);
+  st_close(db);
+  free(part);
+  t_rmdir(root);
+  free(root);
+  assert_true(all > 0);
+  char window[200];
+  snprintf(window, sizeof window, "SELECT min(offset) FROM kafka_log(?1) WHERE timestamp >= %lld",
+           (long long)ts);
+  static const char *const count = "SELECT count(*) FROM kafka_log(?1)";
+  static const char *const committed =
+      "SELECT count(*) FROM kafka_log(?1) WHERE isolation = 'read_committed'";
+  struct {
+    const char *file;   /* in orders-0, or the log directory's with ../ */
+    const char *sql;
+    int logdir;         /* the query names the log directory */
+    int as;
+  } cases[] = {
+      {"00000000000000000182.log", count, 0, AS_FIFO},
+      {"00000000000000000182.log", count, 0, AS_DIR},
+      {"00000000000000000364.index", "SELECT count(*) FROM kafka_log(?1) WHERE offset = 400", 0,
+       AS_FIFO},
+      {"00000000000000000364.index", "SELECT count(*) FROM kafka_log(?1) WHERE offset = 400", 0,
+       AS_SOCKET},
+      {"00000000000000000545.timeindex", window, 0, AS_FIFO},
+      {"00000000000000000000.txnindex", committed, 0, AS_FIFO},
+      {"00000000000000001275.snapshot", committed, 0, AS_FIFO},
+      {"../log-start-offset-checkpoint", count, 1, AS_FIFO},
+      {"../log-start-offset-checkpoint", count, 1, AS_DIR},
+      {"../replication-offset-checkpoint", committed, 1, AS_FIFO},
+      {"../recovery-point-offset-checkpoint", count, 1, AS_FIFO},
+      {"../recovery-point-offset-checkpoint", count, 1, AS_SOCKET},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    root = make_logdir("nrf");
+    part = path_join(root, "orders-0");
+    char *file = path_join(part, cases[i].file);
+    replace_file(file, cases[i].as);
+    const char *name = strrchr(cases[i].file, '/') ? strrchr(cases[i].file, '/') + 1
+                                                   : cases[i].file;
+    expect_refused(cases[i].sql, cases[i].logdir ? root : part, name, cases[i].as);
+    free(file);
+    free(part);
+    t_rmdir(root);
+    free(root);
+  }
+}
+
+static void create(sqlite3 *db, const char *dir, const char *opts) {
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q%s%s)", dir,
+                              opts ? ", " : "", opts ? opts : "");
+  st_exec(db, sql);
+  sqlite3_free(sql);
+}
+
+/* The files only a log kafkalog writes has: its commit record (every
+** reader opens it) and, for the writer, the leader-epoch-checkpoint. */
+static void test_not_a_regular_file_written(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("nrfw");
+  char *dir = path_join(root, "events-0");
+  sqlite3 *db = st_open();
+  create(db, dir, NULL);
+  st_exec(db, "INSERT INTO t(value) VALUES ('a'), ('b')");
+  st_close(db);
+  char *commit = path_join(dir, KL_COMMIT_FILE);
+  replace_file(commit, AS_FIFO);
+  expect_refused("SELECT count(*) FROM kafka_log(?1)", dir, KL_COMMIT_FILE, AS_FIFO);
+  free(commit);
+  free(dir);
+  t_rmdir(root);
+  free(root);
+
+  root = t_mkdtemp("nrfw");
+  dir = path_join(root, "events-0");
+  db = st_open();
+  create(db, dir, NULL);
+  char *epochs = path_join(dir, "leader-epoch-checkpoint");
+  replace_file(epochs, AS_FIFO);
+  char *err = NULL;
+  alarm(HANG_S);
+  int rc = sqlite3_exec(db, "INSERT INTO t(value) VALUES ('a')", NULL, NULL, &err);
+  alarm(0);
+  print_message("  leader-epoch-checkpoint as a FIFO: rc %d: %s\n", rc, err ? err : "");
+  assert_int_not_equal(rc, SQLITE_OK);
+  assert_non_null(strstr(err, "leader-epoch-checkpoint"));
+  assert_non_null(strstr(err, "a FIFO"));
+  sqlite3_free(err);
+  st_close(db);
+  free(epochs);
+  free(dir);
+  t_rmdir(root);
+  free(root);
+}
+
+int main(int argc, char **argv) {
+  if (argc > 1) cmocka_set_test_filter(argv[1]); /* one test by name */
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_not_a_regular_file),
+      cmocka_unit_test(test_not_a_regular_file_written),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
