@@ -1,6 +1,8 @@
 /*
-** test_files.c - files that are not what their names say: a FIFO, a
-** socket or a directory named like a file the module opens.
+** test_files.c - files that are not what their names say, and files that
+** change under a reader: a FIFO, a socket or a directory named like a file
+** the module opens; a writer in another process rolling and trimming
+** segments while queries run.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +10,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commit.h"
@@ -194,11 +198,129 @@ static void test_not_a_regular_file_written(void **state) {
   free(root);
 }
 
+/* ---- a writer rolling and trimming segments under readers ---- */
+
+#define ROLL_TXNS 1500   /* transactions the writer commits */
+#define ROLL_TXN_RECORDS 5
+
+/* Offsets are contiguous from the log start (retention removes whole
+** segments from the front, the writer appends whole transactions at the
+** end): n rows from lo to hi with n == hi - lo + 1. */
+static int contiguous(sqlite3_stmt *st, int whole, char *why, size_t cap) {
+  int64_t n = sqlite3_column_int64(st, 0), lo = sqlite3_column_int64(st, 1),
+          hi = sqlite3_column_int64(st, 2);
+  if (n == 0) return 1;
+  if (n != hi - lo + 1 || (whole && (hi + 1) % ROLL_TXN_RECORDS != 0)) {
+    snprintf(why, cap, "%lld rows from %lld to %lld", (long long)n, (long long)lo, (long long)hi);
+    return 0;
+  }
+  return 1;
+}
+
+/* A writer process commits small transactions into tiny segments with
+** retention on (every few commits roll a segment, and old ones are
+** renamed .deleted), while this process queries the partition and its log
+** directory, by count, offset, timestamp window: every query sees one
+** committed state, without error. */
+static void test_read_while_a_writer_rolls(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("rolls");
+  char *dir = path_join(root, "events-0");
+  char *commit = path_join(dir, KL_COMMIT_FILE);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    sqlite3 *w = NULL;
+    sqlite3_open(":memory:", &w);
+    sqlite3_kafkalog_init(w, NULL, NULL);
+    char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, segment_bytes=700,"
+                                " retention_bytes=3000)", dir);
+    int bad = sqlite3_exec(w, sql, NULL, NULL, NULL) != SQLITE_OK;
+    sqlite3_free(sql);
+    sqlite3_stmt *st = NULL;
+    bad = bad || sqlite3_prepare_v2(w, "INSERT INTO t(value, timestamp) SELECT 'v-' || (?1 + i),"
+                                       " 1700000000000 + ?1 + i FROM (SELECT 0 AS i UNION ALL"
+                                       " SELECT 1 UNION ALL SELECT 2 UNION ALL SELECT 3 UNION ALL"
+                                       " SELECT 4)", -1, &st, NULL) != SQLITE_OK;
+    for (int t = 0; t < ROLL_TXNS && !bad; t++) {
+      sqlite3_bind_int64(st, 1, (int64_t)t * ROLL_TXN_RECORDS);
+      if (sqlite3_step(st) != SQLITE_DONE) bad = 1;
+      sqlite3_reset(st);
+    }
+    if (bad) fprintf(stderr, "writer: %s\n", sqlite3_errmsg(w));
+    sqlite3_finalize(st);
+    sqlite3_close(w);
+    _exit(bad);
+  }
+  /* The log exists once its first commit is there. */
+  struct stat sb;
+  for (int i = 0; i < 2000 && stat(commit, &sb) != 0; i++) usleep(5000);
+  assert_int_equal(stat(commit, &sb), 0);
+
+  sqlite3 *db = st_open();
+  static const char *const q[] = {
+      "SELECT count(*), min(offset), max(offset) FROM kafka_log(?1)",
+      "SELECT count(*), min(offset), max(offset) FROM kafka_log(?1) WHERE timestamp >= ?2 AND"
+      " timestamp < ?2 + 40",
+      "SELECT count(*), min(offset), max(offset) FROM kafka_log(?1) WHERE offset BETWEEN ?3 AND"
+      " ?3 + 20",
+      "SELECT count(*), min(offset), max(offset) FROM kafka_log(?1) WHERE offset >= ?3 AND"
+      " timestamp - 1700000000000 = offset",
+  };
+  sqlite3_stmt *st[5];
+  for (int i = 0; i < 4; i++) assert_int_equal(sqlite3_prepare_v2(db, q[i], -1, &st[i], NULL), 0);
+  assert_int_equal(sqlite3_prepare_v2(db, "SELECT count(*), min(offset), max(offset) FROM "
+                                          "kafka_log(?1)", -1, &st[4], NULL), 0);
+  long queries = 0, errors = 0, wrong = 0;
+  int64_t hi = 0;
+  char first[600] = "";
+  int status = -1;
+  for (long it = 0; it < 100000; it++) {
+    if (it % 16 == 0 && waitpid(pid, &status, WNOHANG) == pid) break;
+    int k = (int)(it % 5);
+    sqlite3_stmt *s = st[k];
+    sqlite3_bind_text(s, 1, k == 4 ? root : dir, -1, SQLITE_STATIC);
+    if (k == 1) sqlite3_bind_int64(s, 2, 1700000000000 + (hi > 30 ? hi - 30 : 0));
+    if (k == 2 || k == 3) sqlite3_bind_int64(s, 3, hi > 10 ? hi - 10 : 0);
+    int rc = sqlite3_step(s);
+    queries++;
+    if (rc != SQLITE_ROW) {
+      if (!errors++) snprintf(first, sizeof first, "%s: %s", q[k % 4], sqlite3_errmsg(db));
+    } else {
+      char why[200];
+      if (!contiguous(s, k == 0 || k == 4, why, sizeof why)) {
+        if (!wrong++ && !errors) snprintf(first, sizeof first, "%s: %s", q[k % 4], why);
+      }
+      if (k == 0 && sqlite3_column_int64(s, 0)) hi = sqlite3_column_int64(s, 2);
+      if (k == 3 && sqlite3_column_int64(s, 0) == 0 && hi > 10) wrong++;
+    }
+    sqlite3_reset(s);
+  }
+  if (status == -1) waitpid(pid, &status, 0);
+  for (int i = 0; i < 5; i++) sqlite3_finalize(st[i]);
+  int64_t end = st_int(db, "SELECT max(offset) FROM kafka_log(?1)", "t", dir);
+  int64_t segs = st_int(db, "SELECT count(*) FROM kafka_segments(?1)", "t", dir);
+  st_close(db);
+  print_message("  %ld queries while the writer rolled: %ld errors, %ld wrong; end %lld, %lld "
+                "segments left%s%s\n", queries, errors, wrong, (long long)end, (long long)segs,
+                first[0] ? "; first: " : "", first);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  assert_int_equal(end, (int64_t)ROLL_TXNS * ROLL_TXN_RECORDS - 1);
+  assert_true(queries > 100);
+  assert_int_equal(errors, 0);
+  assert_int_equal(wrong, 0);
+  free(commit);
+  free(dir);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) cmocka_set_test_filter(argv[1]); /* one test by name */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_not_a_regular_file),
       cmocka_unit_test(test_not_a_regular_file_written),
+      cmocka_unit_test(test_read_while_a_writer_rolls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
