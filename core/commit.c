@@ -50,7 +50,7 @@ static int decode(const uint8_t *p, kl_commit *out, const char **why) {
   return 1;
 }
 
-static kl_rc read_fd(int fd, const char *dir, kl_commit *out, kl_err *err) {
+kl_rc kl_commit_read_fd(int fd, const char *dir, kl_commit *out, kl_err *err) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
   uint8_t p[2 * KL_COMMIT_SLOT + 1];
@@ -75,13 +75,17 @@ static kl_rc read_fd(int fd, const char *dir, kl_commit *out, kl_err *err) {
   return KL_OK;
 }
 
-kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
+kl_rc kl_commit_open(const char *dir, int *fd, kl_err *err) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
+  return kl_fd_open(path, O_RDONLY, 0, fd, err);
+}
+
+kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
   int fd;
-  kl_rc rc = kl_fd_open(path, O_RDONLY, 0, &fd, err);
+  kl_rc rc = kl_commit_open(dir, &fd, err);
   if (rc) return rc;
-  rc = read_fd(fd, dir, out, err);
+  rc = kl_commit_read_fd(fd, dir, out, err);
   close(fd);
   return rc;
 }

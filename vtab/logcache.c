@@ -97,12 +97,6 @@ void kl_logcache_forget(kl_logcache *c, const char *dir) {
   }
 }
 
-static int commit_stat(const char *dir, struct stat *st) {
-  char p[4200];
-  snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
-  return stat(p, st);
-}
-
 /* Is the cached log still what is on disk? */
 static int fresh(const kl_logref *r) {
   struct stat st;
@@ -110,10 +104,14 @@ static int fresh(const kl_logref *r) {
       r->dir_mtime.tv_sec != st.st_mtim.tv_sec || r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
     return 0;
   }
-  if (r->commit_mtime.tv_sec || r->commit_mtime.tv_nsec) {
-    if (r->commitfd >= 0 ? fstat(r->commitfd, &st) != 0 : commit_stat(r->dir, &st) != 0) return 0;
-    if (st.st_mtim.tv_sec != r->commit_mtime.tv_sec ||
-        st.st_mtim.tv_nsec != r->commit_mtime.tv_nsec) {
+  /* Every commit moves the generation; two commits within one tick of the
+  ** clock leave the file's mtime as it was. */
+  const kl_commit *was = kl_log_commit(r->log);
+  if (was || r->commitfd >= 0) {
+    kl_commit now;
+    if (!was || (r->commitfd >= 0 ? kl_commit_read_fd(r->commitfd, r->dir, &now, NULL)
+                                  : kl_commit_read(r->dir, &now, NULL)) != KL_OK ||
+        now.gen != was->gen) {
       return 0;
     }
   }
@@ -194,29 +192,16 @@ int kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out,
     *errmsg = sqlite3_mprintf("cannot open partition directory %s: %s", dir, strerror(e));
     return SQLITE_CANTOPEN;
   }
-  /* The commit record before the log reads it: a commit in between makes
-  ** the log stale at once, never the other way round. */
-  struct stat cst;
-  int commitfd = -1;
-  struct timespec commit_mtime = {0, 0};
-  if (dirfd >= 0) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
-    if (kl_fd_open(p, O_RDONLY, 0, &commitfd, NULL) != KL_OK) commitfd = -1;
-  }
-  if (commitfd >= 0 ? fstat(commitfd, &cst) == 0 : commit_stat(dir, &cst) == 0) {
-    commit_mtime = cst.st_mtim;
-  }
   kl_logref *r;
   int rc = new_ref(c, dir, NULL, alone, &r, errmsg);
   if (rc != SQLITE_OK) {
     if (dirfd >= 0) close(dirfd);
-    if (commitfd >= 0) close(commitfd);
     return rc;
   }
   r->dirfd = dirfd;
-  r->commitfd = commitfd;
-  r->commit_mtime = commit_mtime;
+  /* After the log read its commit record: a commit in between makes the
+  ** log stale at once, never the other way round. */
+  if (dirfd >= 0 && kl_commit_open(dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
   r->dir_mtime = st.st_mtim;
   kl_segment *last = kl_log_last(r->log);
   if (last) {

@@ -2,7 +2,8 @@
 ** test_files.c - files that are not what their names say, and files that
 ** change under a reader: a FIFO, a socket or a directory named like a file
 ** the module opens; a writer in another process rolling and trimming
-** segments while queries run.
+** segments while queries run; commits that leave the commit record's mtime
+** as it was.
 */
 #include <errno.h>
 #include <fcntl.h>
@@ -315,12 +316,69 @@ static void test_read_while_a_writer_rolls(void **state) {
   free(root);
 }
 
+/* ---- commits the commit record's mtime does not show ---- */
+
+/* A reader that keeps the log between queries sees another connection's
+** commits even when they leave every file's mtime and size as they were
+** (commits within one tick of the file system's clock): here a retention
+** commit, with the mtimes put back as they were. */
+static void test_commits_within_one_mtime_tick(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("tick");
+  char *dir = path_join(root, "events-0");
+  char *commit = path_join(dir, KL_COMMIT_FILE);
+  sqlite3 *w = st_open(), *r = st_open();
+  create(w, dir, "segment_bytes=1024, batch_bytes=300");
+  for (int i = 0; i < 10; i++) {
+    st_exec(w, "WITH RECURSIVE c(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM c WHERE i < 9)"
+               " INSERT INTO t(value) SELECT printf('value-%05d-%.60c', i, 'x') FROM c");
+  }
+  int64_t segs = st_int(r, "SELECT count(*) FROM kafka_segments(?1)", "t", dir);
+  assert_true(segs > 3);
+  int64_t second = st_int(r, "SELECT segment FROM kafka_segments(?1) ORDER BY segment LIMIT 1 "
+                             "OFFSET 1", "t", dir);
+  int64_t third = st_int(r, "SELECT segment FROM kafka_segments(?1) ORDER BY segment LIMIT 1 "
+                            "OFFSET 2", "t", dir);
+  const char *sql = "SELECT count(*) FROM kafka_log(?1)";
+  assert_int_equal(st_int(r, sql, "t", dir), 100);
+  for (int step = 0; step < 2; step++) {
+    /* One commit, then every mtime put back (the partition, its log
+    ** directory, the commit record): as if within the tick of the last
+    ** query. */
+    const char *paths[] = {dir, root, commit};
+    struct timespec was[3][2];
+    for (int i = 0; i < 3; i++) {
+      struct stat sb;
+      assert_int_equal(stat(paths[i], &sb), 0);
+      was[i][0] = sb.st_atim;
+      was[i][1] = sb.st_mtim;
+    }
+    char del[100];
+    int64_t cut = step == 0 ? second : third;
+    snprintf(del, sizeof del, "DELETE FROM t WHERE offset < %lld", (long long)cut);
+    st_exec(w, del);
+    for (int i = 0; i < 3; i++) {
+      assert_int_equal(utimensat(AT_FDCWD, paths[i], was[i], 0), 0);
+    }
+    int64_t got = st_int(r, sql, "t", dir);
+    print_message("  after DELETE ... offset < %lld: %lld rows\n", (long long)cut, (long long)got);
+    assert_int_equal(got, 100 - cut);
+  }
+  st_close(w);
+  st_close(r);
+  free(commit);
+  free(dir);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) cmocka_set_test_filter(argv[1]); /* one test by name */
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_not_a_regular_file),
       cmocka_unit_test(test_not_a_regular_file_written),
       cmocka_unit_test(test_read_while_a_writer_rolls),
+      cmocka_unit_test(test_commits_within_one_mtime_tick),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
