@@ -156,11 +156,14 @@ static int apply_commit(kl_log *log, const kl_commit *c) {
 static kl_rc load(kl_log *log, const kl_commit *view, kl_err *err) {
   for (int tries = 1;; tries++) {
     kl_commit c;
-    kl_rc rc = view ? KL_OK : kl_commit_read(log->dir, &c, err);
-    if (rc == KL_OK && view) c = *view;
-    if (rc != KL_OK && rc != KL_NOTFOUND) return rc;
-    int committed = rc == KL_OK;
-    if ((rc = list_segments(log, err)) != KL_OK) return rc;
+    kl_err ce = {0};
+    kl_rc crc = view ? KL_OK : kl_commit_read(log->dir, &c, &ce);
+    if (crc == KL_OK && view) c = *view;
+    /* A path that is no directory says so first. */
+    kl_rc rc = list_segments(log, err);
+    if (rc) return rc;
+    if (crc != KL_OK && crc != KL_NOTFOUND) return kl_err_set(err, crc, "%s", ce.msg);
+    int committed = crc == KL_OK;
     if (!committed || apply_commit(log, &c)) break;
     kl_commit now;
     kl_err e = {0};
