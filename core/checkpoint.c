@@ -88,22 +88,19 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {
 kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
   out->e = NULL;
   out->n = 0;
-  /* Through kl_file, as every file the core reads: the env's read hook,
-  ** and what is not a regular file refused by name. */
   kl_file f;
   kl_rc rc = kl_file_open(&f, env, path, err);
   if (rc == KL_NOTFOUND) return KL_OK;
   if (rc) return rc;
-  size_t len = (size_t)f.size;
-  char *buf = NULL;
-  if ((uint64_t)f.size > KL_CKPT_MAX_BYTES) {
-    rc = kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
-                    KL_CKPT_MAX_BYTES);
-  } else if (len > 0 && !(buf = kl_malloc(env, len))) {
-    rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-  } else if (len > 0) {
-    rc = kl_file_read(&f, 0, buf, len, err);
+  if (f.size > (int64_t)KL_CKPT_MAX_BYTES) {
+    kl_file_close(&f);
+    return kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
+                      KL_CKPT_MAX_BYTES);
   }
+  size_t len = (size_t)f.size;
+  char *buf = len ? kl_malloc(env, len) : NULL;
+  if (len && !buf) rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+  else if (len) rc = kl_file_read(&f, 0, buf, len, err);
   kl_file_close(&f);
   if (rc || len == 0) {
     kl_free(env, buf);
@@ -229,8 +226,8 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
     kl_buf_free(env, &b);
     return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
   }
-  int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) rc = kl_err_set(err, kl_write_rc(errno), "%s: cannot create: %s", tmp, strerror(errno));
+  int fd;
+  rc = kl_fd_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, err);
   if (rc == KL_OK) rc = kl_write_at(fd, b.p, b.len, 0, tmp, err);
   if (rc == KL_OK && fsync(fd) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
@@ -244,8 +241,8 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
     unlink(tmp);
     return rc;
   }
-  int d = open(logdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (d >= 0) {
+  int d;
+  if (kl_fd_open(logdir, O_RDONLY | O_DIRECTORY, 0, &d, NULL) == KL_OK) {
     fsync(d);
     close(d);
   }

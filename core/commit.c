@@ -50,21 +50,16 @@ static int decode(const uint8_t *p, kl_commit *out, const char **why) {
   return 1;
 }
 
-kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
+kl_rc kl_commit_read_fd(int fd, const char *dir, kl_commit *out, kl_err *err) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return KL_NOTFOUND;
-    return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
-  }
   uint8_t p[2 * KL_COMMIT_SLOT + 1];
   ssize_t n;
   do n = pread(fd, p, sizeof p, 0);
   while (n < 0 && errno == EINTR);
-  int e = errno;
-  close(fd);
-  if (n < 0) return kl_err_set(err, KL_IO, "%s: position 0: read failed: %s", path, strerror(e));
+  if (n < 0) {
+    return kl_err_set(err, KL_IO, "%s: position 0: read failed: %s", path, strerror(errno));
+  }
   if (n != 2 * KL_COMMIT_SLOT) {
     return kl_err_set(err, KL_CORRUPT, "%s: position 0: %zd bytes, a commit record file has %d",
                       path, n, 2 * KL_COMMIT_SLOT);
@@ -78,6 +73,21 @@ kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
   }
   *out = ok0 && (!ok1 || c[0].gen > c[1].gen) ? c[0] : c[1];
   return KL_OK;
+}
+
+kl_rc kl_commit_open(const char *dir, int *fd, kl_err *err) {
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
+  return kl_fd_open(path, O_RDONLY, 0, fd, err);
+}
+
+kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
+  int fd;
+  kl_rc rc = kl_commit_open(dir, &fd, err);
+  if (rc) return rc;
+  rc = kl_commit_read_fd(fd, dir, out, err);
+  close(fd);
+  return rc;
 }
 
 kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, kl_err *err) {
@@ -102,14 +112,15 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
   kl_put_u32(p + 104, kl_crc32c(0, p, 104));
   kl_rc rc = KL_OK;
   if (*fd < 0) {
-    *fd = open(path, O_RDWR | O_CLOEXEC);
-    if (*fd < 0 && errno == ENOENT) {
+    rc = kl_fd_open(path, O_RDWR, 0, fd, err);
+    if (rc == KL_NOTFOUND) {
       /* A new file: both slots at once (the other empty), then made
       ** durable with the directory entry. */
       char tmp[4300];
       snprintf(tmp, sizeof tmp, "%s.tmp", path);
-      int t = open(tmp, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      if (t < 0) return kl_err_set(err, kl_write_rc(errno), "%s: cannot create: %s", tmp, strerror(errno));
+      int t;
+      rc = kl_fd_open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0644, &t, err);
+      if (rc) return rc;
       uint8_t two[2 * KL_COMMIT_SLOT];
       memset(two, 0, sizeof two);
       memcpy(two + (c->gen % 2) * KL_COMMIT_SLOT, p, KL_COMMIT_SLOT);
@@ -131,7 +142,7 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
       *fd = t;
       return KL_OK;
     }
-    if (*fd < 0) return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
+    if (rc) return rc;
   }
   rc = kl_write_at(*fd, p, sizeof p, (int64_t)(c->gen % 2) * KL_COMMIT_SLOT, path, err);
   if (rc == KL_OK && fdatasync(*fd) != 0) {

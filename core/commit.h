@@ -72,6 +72,13 @@ typedef struct kl_commit {
 ** valid slot); KL_IO gives the OS reason. */
 kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err);
 
+/* The same through a descriptor of dir's commit record kept open
+** (kl_commit_open, KL_NOTFOUND when there is none): a commit rewrites the
+** file in place, so the descriptor sees every later commit, and one pread
+** tells whether the generation moved.  dir names the file in messages. */
+kl_rc kl_commit_open(const char *dir, int *fd, kl_err *err);
+kl_rc kl_commit_read_fd(int fd, const char *dir, kl_commit *out, kl_err *err);
+
 /* Publish c durably in slot c->gen % 2 of dir's commit record, through *fd
 ** (kept open by the caller; -1 at first: the file is then opened, and made
 ** with its directory fsynced (dirfd) when it does not exist).  KL_IO names

@@ -17,26 +17,85 @@
 #define KL_WINDOW_FIRST ((size_t)4 << 10)
 #define KL_WINDOW_MAX ((size_t)1 << 20)
 
+/* What a file that is not of the kind asked is, for the message. */
+static const char *kind_of(mode_t m) {
+  if (S_ISDIR(m)) return "a directory";
+  if (S_ISFIFO(m)) return "a FIFO";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m)) return "a character device";
+  if (S_ISBLK(m)) return "a block device";
+  if (S_ISREG(m)) return "a regular file";
+  return "not a file";
+}
+
+/* kl_fd_open, with what fstat said of the file opened in *st.  A file that
+** is not of the kind asked cannot be opened as one (KL_CANTOPEN); a failed
+** open is classed as kl_write_rc classes it when it creates or writes, else
+** KL_CANTOPEN but for a failing device (EIO: KL_IO). */
+static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct stat *out,
+                       kl_err *err) {
+  int want_dir = (flags & O_DIRECTORY) != 0;
+  int writes = (flags & (O_CREAT | O_WRONLY | O_RDWR)) != 0;
+  const char *want = want_dir ? "a directory" : "a regular file";
+  struct stat st;
+  *fd = open(path, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+  if (*fd < 0) {
+    int e = errno;
+    if (e == ENOENT && !(flags & O_CREAT)) return KL_NOTFOUND;
+    kl_rc rc = writes ? kl_write_rc(e) : e == EIO ? KL_IO : KL_CANTOPEN;
+    /* A socket (ENXIO), or a FIFO opened for writing with no reader. */
+    if ((e == ENXIO || e == ENODEV || e == EOPNOTSUPP) && stat(path, &st) == 0 &&
+        !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
+      rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not %s", path,
+                      kind_of(st.st_mode), want);
+    } else if (e == ENOTDIR && want_dir && stat(path, &st) == 0) {
+      rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not a directory", path,
+                      kind_of(st.st_mode));
+    } else {
+      kl_err_set(err, rc, "%s: cannot open: %s", path, strerror(e));
+    }
+    errno = e;
+    return rc;
+  }
+  int e = 0;
+  kl_rc rc = KL_IO;
+  if (fstat(*fd, &st) != 0) {
+    e = errno;
+    kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
+  } else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
+    e = want_dir ? ENOTDIR : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
+    rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not %s", path,
+                    kind_of(st.st_mode), want);
+  } else if (!want_dir && fcntl(*fd, F_SETFL, flags & O_APPEND) != 0) {
+    /* O_NONBLOCK off again: only the open needed it (F_SETFL keeps the
+    ** access mode; of the flags given only O_APPEND is a status flag). */
+    e = errno;
+    kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(e));
+  }
+  if (e) {
+    close(*fd);
+    *fd = -1;
+    errno = e;
+    return rc;
+  }
+  *out = st;
+  return KL_OK;
+}
+
+kl_rc kl_fd_open(const char *path, int flags, int mode, int *fd, kl_err *err) {
+  struct stat st;
+  return open_stat(path, flags, mode, fd, &st, err);
+}
+
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err) {
   memset(f, 0, sizeof *f);
   f->fd = -1;
   f->env = env;
   f->path = path;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    if (errno == ENOENT) return KL_NOTFOUND;
-    return kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(errno));
-  }
+  int fd;
   struct stat st;
-  if (fstat(fd, &st) != 0) {
-    int e = errno;
-    close(fd);
-    return kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    close(fd);
-    return kl_err_set(err, KL_CANTOPEN, "%s: not a regular file", path);
-  }
+  kl_rc rc = open_stat(path, O_RDONLY, 0, &fd, &st, err);
+  if (rc) return rc;
   f->fd = fd;
   f->size = st.st_size;
   f->dev = (uint64_t)st.st_dev;

@@ -37,8 +37,22 @@ typedef struct kl_file {
   const kl_env *env;
 } kl_file;
 
-/* Open path read-only.  KL_NOTFOUND when it does not exist (no message);
-** KL_IO with the OS reason otherwise.  f->path borrows path. */
+/* The one open(2) of the module, for every file and directory it reads or
+** writes.  flags as open(2)'s (O_CLOEXEC is added); O_DIRECTORY asks for a
+** directory, anything else for a regular file.  A FIFO, a device or a
+** socket named like a segment, an index, a checkpoint or a commit record
+** would block the caller in open() or read() forever (a FIFO until a
+** writer comes): the path is opened without blocking and refused unless
+** fstat says it is of the kind asked, so nothing is read from it.
+** KL_NOTFOUND (no message) when it does not exist (and O_CREAT is not
+** asked); KL_IO naming path and
+** what it is ("a FIFO, not a regular file") or the OS reason (errno kept).
+** *fd is -1 on failure. */
+kl_rc kl_fd_open(const char *path, int flags, int mode, int *fd, kl_err *err);
+
+/* Open path read-only (kl_fd_open).  KL_NOTFOUND when it does not exist (no
+** message); KL_IO with the OS reason, or saying what it is when it is not a
+** regular file, otherwise.  f->path borrows path. */
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err);
 void kl_file_close(kl_file *f);
 

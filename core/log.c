@@ -21,6 +21,8 @@ struct kl_log {
   kl_segset *set;           /* a set shared with other logs is used */
   char hint[256];           /* see kl_log_hint; "" when none */
   int64_t log_start;        /* the commit record's log start, or -1 */
+  int has_commit;           /* read to a commit record (or a writer's view) */
+  kl_commit commit;         /* that record */
   /* Seeks by time: the segments in order and the running maximum of their
   ** largest timestamps (error-mode tails), known for a prefix that grows
   ** only as far as a seek needs.  It never decreases, so the first
@@ -74,37 +76,114 @@ static void note_partition_dir(kl_log *log, const char *dir, const struct dirent
   (*seen)++;
 }
 
+/* The segments of a directory, from one listing, into log->segs. */
+static kl_rc list_segments(kl_log *log, kl_err *err) {
+  const kl_env *env = log->env;
+  const char *dir = log->dir;
+  DIR *d = opendir(dir);
+  if (!d) {
+    int e = errno;
+    return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN,
+                      "cannot open partition directory %s: %s", dir, strerror(e));
+  }
+  kl_rc rc = KL_OK;
+  struct dirent *de;
+  char path[4096];
+  int partitions = 0;
+  log->hint[0] = 0;
+  while (rc == KL_OK && (de = readdir(d)) != NULL) {
+    int64_t base;
+    if (!kl_segment_name(de->d_name, &base)) {
+      note_partition_dir(log, dir, de, &partitions);
+      continue;
+    }
+    if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) {
+      rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
+      break;
+    }
+    kl_segment *s = kl_malloc(env, sizeof *s);
+    if (!s) {
+      rc = KL_NOMEM;
+    } else if ((rc = kl_segment_init(s, env, log->set, base, path)) != KL_OK) {
+      kl_segment_free(s);
+      kl_free(env, s);
+    } else if ((rc = kl_skiplist_insert(log->segs, base, s)) != KL_OK) {
+      kl_segment_free(s);
+      kl_free(env, s);
+    }
+    if (rc == KL_NOMEM) kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
+  }
+  closedir(d);
+  if (rc) return rc;
+  if (kl_skiplist_first(log->segs)) log->hint[0] = 0;
+  return KL_OK;
+}
+
+static void drop_segment(kl_log *log, kl_sknode *n) {
+  kl_segment *s = kl_sknode_value(n);
+  kl_skiplist_remove(log->segs, kl_sknode_key(n));
+  kl_segment_free(s);
+  kl_free(log->env, s);
+}
+
 /* A directory that kafkalog writes holds bytes of transactions not yet
 ** committed (or rolled back, or cut by a crash) beyond its commit record
 ** (commit.h): segments after the committed one are not there yet, and the
-** committed one ends at the committed size. */
-static kl_rc apply_commit(kl_log *log, const kl_commit *view, kl_err *err) {
-  kl_commit c;
-  log->log_start = -1;
-  if (view) {
-    c = *view;
-  } else {
-    kl_rc rc = kl_commit_read(log->dir, &c, err);
-    if (rc == KL_NOTFOUND) return KL_OK;
-    if (rc) return rc;
-  }
+** committed one ends at the committed size.  0 when the committed segment
+** is not among those listed. */
+static int apply_commit(kl_log *log, const kl_commit *c) {
   kl_sknode *n;
-  while ((n = kl_skiplist_last(log->segs)) != NULL && kl_sknode_key(n) > c.seg_base) {
-    kl_segment *s = kl_sknode_value(n);
-    kl_skiplist_remove(log->segs, kl_sknode_key(n));
-    kl_segment_free(s);
-    kl_free(log->env, s);
+  while ((n = kl_skiplist_last(log->segs)) != NULL && kl_sknode_key(n) > c->seg_base) {
+    drop_segment(log, n);
   }
   n = kl_skiplist_last(log->segs);
-  if (!n || kl_sknode_key(n) != c.seg_base) {
-    return kl_err_set(err, KL_CORRUPT, "%s/%s: position 24: the committed segment %020lld.log "
-                      "is missing", log->dir, KL_COMMIT_FILE, (long long)c.seg_base);
-  }
+  if (!n || kl_sknode_key(n) != c->seg_base) return 0;
   kl_segment *s = kl_sknode_value(n);
-  s->limit = c.seg_size;
-  s->is_last = 1;
-  s->next_base = INT64_MAX;
-  log->log_start = c.log_start;
+  s->limit = c->seg_size;
+  log->log_start = c->log_start;
+  log->has_commit = 1;
+  log->commit = *c;
+  return 1;
+}
+
+/* Listings of a directory a writer keeps rolling and trimming, before one
+** agrees with the commit record read before it. */
+#define KL_LIST_TRIES 16
+
+/* The segments and the commit record as one committed state.  The record
+** is read first: every segment it names was made before it was written,
+** so a listing that follows holds it, unless a later commit rolled past
+** it and retention removed it meanwhile (renamed to .deleted).  Then the
+** record has moved on: read both again. */
+static kl_rc load(kl_log *log, const kl_commit *view, kl_err *err) {
+  for (int tries = 1;; tries++) {
+    kl_commit c;
+    kl_err ce = {0};
+    kl_rc crc = view ? KL_OK : kl_commit_read(log->dir, &c, &ce);
+    if (crc == KL_OK && view) c = *view;
+    /* A path that is no directory says so first. */
+    kl_rc rc = list_segments(log, err);
+    if (rc) return rc;
+    if (crc != KL_OK && crc != KL_NOTFOUND) return kl_err_set(err, crc, "%s", ce.msg);
+    int committed = crc == KL_OK;
+    if (!committed || apply_commit(log, &c)) break;
+    kl_commit now;
+    kl_err e = {0};
+    int moved = !view && kl_commit_read(log->dir, &now, &e) == KL_OK && now.gen != c.gen;
+    if (!moved || tries == KL_LIST_TRIES) {
+      return kl_err_set(err, KL_CORRUPT, "%s/%s: position 24: the committed segment %020lld.log "
+                        "is missing", log->dir, KL_COMMIT_FILE, (long long)c.seg_base);
+    }
+    kl_sknode *n;
+    while ((n = kl_skiplist_last(log->segs)) != NULL) drop_segment(log, n);
+  }
+  for (kl_sknode *n = kl_skiplist_first(log->segs); n; n = kl_sknode_next(n)) {
+    kl_segment *s = kl_sknode_value(n);
+    kl_sknode *next = kl_sknode_next(n);
+    s->node = n;
+    s->is_last = next == NULL;
+    s->next_base = next ? kl_sknode_key(next) : INT64_MAX;
+  }
   return KL_OK;
 }
 
@@ -132,53 +211,9 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
     kl_log_close(log);
     return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   }
-  DIR *d = opendir(dir);
-  if (!d) {
-    int e = errno;
-    kl_log_close(log);
-    return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN, "cannot open partition directory %s: %s",
-                      dir, strerror(e));
-  }
-  kl_rc rc = KL_OK;
-  struct dirent *de;
-  char path[4096];
-  int partitions = 0;
-  while (rc == KL_OK && (de = readdir(d)) != NULL) {
-    int64_t base;
-    if (!kl_segment_name(de->d_name, &base)) {
-      note_partition_dir(log, dir, de, &partitions);
-      continue;
-    }
-    if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) {
-      rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
-      break;
-    }
-    kl_segment *s = kl_malloc(env, sizeof *s);
-    if (!s) {
-      rc = KL_NOMEM;
-    } else if ((rc = kl_segment_init(s, env, log->set, base, path)) != KL_OK) {
-      kl_segment_free(s);
-      kl_free(env, s);
-    } else if ((rc = kl_skiplist_insert(log->segs, base, s)) != KL_OK) {
-      kl_segment_free(s);
-      kl_free(env, s);
-    }
-    if (rc == KL_NOMEM) kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
-  }
-  closedir(d);
+  log->log_start = -1;
+  kl_rc rc = load(log, view, err);
   if (rc) {
-    kl_log_close(log);
-    return rc;
-  }
-  for (kl_sknode *n = kl_skiplist_first(log->segs); n; n = kl_sknode_next(n)) {
-    kl_segment *s = kl_sknode_value(n);
-    kl_sknode *next = kl_sknode_next(n);
-    s->node = n;
-    s->is_last = next == NULL;
-    s->next_base = next ? kl_sknode_key(next) : INT64_MAX;
-  }
-  if (kl_skiplist_first(log->segs)) log->hint[0] = 0;
-  if ((rc = apply_commit(log, view, err)) != KL_OK) {
     kl_log_close(log);
     return rc;
   }
@@ -200,6 +235,7 @@ kl_rc kl_log_open_partition(const kl_env *env, const char *dir, kl_log **out, kl
 const char *kl_log_dir(const kl_log *log) { return log->dir; }
 const kl_env *kl_log_env(const kl_log *log) { return log->env; }
 const char *kl_log_hint(const kl_log *log) { return log->hint[0] ? log->hint : NULL; }
+const kl_commit *kl_log_commit(const kl_log *log) { return log->has_commit ? &log->commit : NULL; }
 size_t kl_log_segment_count(const kl_log *log) { return kl_skiplist_count(log->segs); }
 
 static kl_segment *seg_of(kl_sknode *n) { return n ? kl_sknode_value(n) : NULL; }

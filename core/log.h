@@ -5,7 +5,9 @@
 ** Opening lists the directory (only "<20 digits>.log" files count; .deleted,
 ** .cleaned, .swap, snapshots, checkpoints and foreign files are ignored) and
 ** touches no segment: each segment is opened on first use, so opening a log
-** of any size costs one readdir.  At most KL_SEGSET_MAX_OPEN segments are
+** of any size costs one readdir.  A directory kafkalog writes has its
+** commit record read before the listing, so that a writer rolling and
+** trimming segments meanwhile is seen at one committed state (log.c).  At most KL_SEGSET_MAX_OPEN segments are
 ** open at once (segment.h).
 **
 ** Lookups read through a kl_reader (scan.h): its mode (on_corrupt) decides
@@ -56,6 +58,11 @@ const kl_env *kl_log_env(const kl_log *log);
 ** "it holds partition directories such as orders-0, orders-1, orders-2";
 ** else NULL. */
 const char *kl_log_hint(const kl_log *log);
+
+/* The commit record (or the writer's view) the log was opened at, whose
+** generation says whether a later commit has been made (logcache.h); NULL
+** for a directory kafkalog has not written. */
+const kl_commit *kl_log_commit(const kl_log *log);
 
 /* Segments in base-offset order; NULL past either end. */
 size_t kl_log_segment_count(const kl_log *log);

@@ -133,16 +133,16 @@ static kl_rc open_segment(kl_writer *w, int create, kl_err *err) {
   int *fds[3] = {&w->logfd, &w->oidxfd, &w->tidxfd};
   for (int i = 0; i < 3; i++) {
     seg_path(w, w->st.seg_base, sfx[i], p, sizeof p);
-    int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : i ? O_CREAT : 0);
-    *fds[i] = open(p, flags, 0644);
-    if (*fds[i] < 0) {
-      int e = errno;
+    int flags = O_RDWR | (create ? O_CREAT | O_TRUNC : i ? O_CREAT : 0);
+    kl_err e = {0};
+    kl_rc rc = kl_fd_open(p, flags, 0644, fds[i], &e);
+    if (rc) {
       close_segment(w);
-      if (e == ENOENT && i == 0) {
+      if (rc == KL_NOTFOUND) {
         return kl_err_set(err, KL_CORRUPT, "%s/%s: position 24: the committed segment %s is "
                           "missing", w->dir, KL_COMMIT_FILE, p);
       }
-      return kl_err_set(err, kl_write_rc(e), "%s: cannot open: %s", p, strerror(e));
+      return kl_err_set(err, rc, "%s", e.msg);
     }
   }
   if (create) w->dir_dirty = 1;
@@ -569,8 +569,8 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
   ** holding it too keeps a broker from starting on files being written. */
   char p[4200];
   snprintf(p, sizeof p, "%s/.lock", w->parent);
-  int fd = open(p, O_RDWR | O_CLOEXEC);
-  if (fd >= 0) {
+  int fd;
+  if (kl_fd_open(p, O_RDWR, 0, &fd, NULL) == KL_OK) {
     if (ofd_lock(fd, F_WRLCK) != 0) {
       int e = errno;
       close(fd);
@@ -587,8 +587,8 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
     ** is safe (behaviour.md 12.5). */
     snprintf(p, sizeof p, "%s/.kafka_cleanshutdown", w->parent);
     if (unlink(p) == 0) {
-      int pd = open(w->parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (pd >= 0) {
+      int pd;
+      if (kl_fd_open(w->parent, O_RDONLY | O_DIRECTORY, 0, &pd, NULL) == KL_OK) {
         fsync(pd);
         close(pd);
       }
@@ -613,23 +613,43 @@ static int mkdirs(char *path) {
 }
 
 /* The latest leader epoch of dir's leader-epoch-checkpoint ("0", a count,
-** then "<epoch> <start offset>" lines), or -1: batches appended to a
-** partition a broker led carry its epoch (behaviour.md 12.2), a log of its
-** own none. */
-static int32_t last_leader_epoch(const char *dir) {
+** then "<epoch> <start offset>" lines) in *epoch, or -1: batches appended
+** to a partition a broker led carry its epoch (behaviour.md 12.2), a log
+** of its own none.  A file that cannot be read is an error naming it. */
+static kl_rc last_leader_epoch(const kl_env *env, const char *dir, int32_t *epoch,
+                               kl_err *err) {
   char p[4200];
   snprintf(p, sizeof p, "%s/leader-epoch-checkpoint", dir);
-  FILE *f = fopen(p, "r");
-  if (!f) return -1;
-  long version, count, epoch = -1, e;
+  *epoch = -1;
+  kl_file f;
+  kl_rc rc = kl_file_open(&f, env, p, err);
+  if (rc == KL_NOTFOUND) return KL_OK;
+  if (rc) return rc;
+  /* One line per epoch the partition had: a few KiB; what lies past this
+  ** is not read. */
+  size_t n = f.size < (int64_t)1 << 20 ? (size_t)f.size : (size_t)1 << 20;
+  char *buf = kl_malloc(env, n + 1);
+  if (!buf) rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", p);
+  else rc = kl_file_read(&f, 0, buf, n, err);
+  kl_file_close(&f);
+  if (rc) {
+    kl_free(env, buf);
+    return rc;
+  }
+  buf[n] = 0;
+  long version, count, e;
   long long start;
-  if (fscanf(f, "%ld %ld", &version, &count) == 2 && version == 0) {
-    for (long i = 0; i < count && fscanf(f, "%ld %lld", &e, &start) == 2; i++) {
-      if (e >= 0 && e <= INT32_MAX && e > epoch) epoch = e;
+  int used;
+  const char *s = buf;
+  if (sscanf(s, "%ld %ld%n", &version, &count, &used) == 2 && version == 0) {
+    s += used;
+    for (long i = 0; i < count && sscanf(s, "%ld %lld%n", &e, &start, &used) == 2; i++) {
+      s += used;
+      if (e >= 0 && e <= INT32_MAX && e > *epoch) *epoch = (int32_t)e;
     }
   }
-  fclose(f);
-  return (int32_t)epoch;
+  kl_free(env, buf);
+  return KL_OK;
 }
 
 static kl_rc make_dirs(const char *dir, kl_err *err) {
@@ -661,13 +681,11 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
       kl_partition_logdir(w->dir, w->parent, sizeof w->parent, w->pname, sizeof w->pname, err);
   char p[4200];
   if (rc != KL_OK || (rc = make_dirs(w->dir, err)) != KL_OK) {
-  } else if ((w->dirfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0) {
-    rc = kl_err_set(err, KL_CANTOPEN, "cannot open %s: %s", w->dir, strerror(errno));
+  } else if ((rc = kl_fd_open(w->dir, O_RDONLY | O_DIRECTORY, 0, &w->dirfd, err)) != KL_OK) {
+    if (rc == KL_NOTFOUND) rc = kl_err_set(err, KL_CANTOPEN, "cannot open %s: %s", w->dir, strerror(ENOENT));
   } else {
     snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
-    if ((w->lockfd = open(p, O_RDWR | O_CREAT | O_CLOEXEC, 0644)) < 0) {
-      rc = kl_err_set(err, kl_write_rc(errno), "%s: cannot open: %s", p, strerror(errno));
-    }
+    rc = kl_fd_open(p, O_RDWR | O_CREAT, 0644, &w->lockfd, err);
   }
   if (rc) {
     kl_writer_close(w, NULL);
@@ -675,7 +693,10 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   }
   kl_batch_spec spec;
   memset(&spec, 0, sizeof spec);
-  spec.leader_epoch = last_leader_epoch(w->dir);
+  if ((rc = last_leader_epoch(env, w->dir, &spec.leader_epoch, err)) != KL_OK) {
+    kl_writer_close(w, NULL);
+    return rc;
+  }
   spec.codec = opt->codec;
   spec.log_append_time = opt->log_append_time;
   spec.producer_id = -1;
@@ -838,7 +859,8 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
     ** timestamp; without one Kafka dates it by the file's mtime. */
     v[i].max_ts = mtime;
     seg_path(w, v[i].base, ".timeindex", p, sizeof p);
-    int fd = open(p, O_RDONLY | O_CLOEXEC);
+    int fd;
+    if (kl_fd_open(p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1;
     if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= 12) {
       uint8_t e[12];
       if (pread(fd, e, 12, (off_t)(sb.st_size / 12 * 12 - 12)) == 12) v[i].max_ts = kl_get_i64(e);

@@ -13,6 +13,7 @@
 
 #include "checkpoint.h"
 #include "commit.h"
+#include "file.h"
 #include "glue.h"
 
 SQLITE_EXTENSION_INIT3
@@ -96,12 +97,6 @@ void kl_logcache_forget(kl_logcache *c, const char *dir) {
   }
 }
 
-static int commit_stat(const char *dir, struct stat *st) {
-  char p[4200];
-  snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
-  return stat(p, st);
-}
-
 /* Is the cached log still what is on disk? */
 static int fresh(const kl_logref *r) {
   struct stat st;
@@ -109,10 +104,14 @@ static int fresh(const kl_logref *r) {
       r->dir_mtime.tv_sec != st.st_mtim.tv_sec || r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
     return 0;
   }
-  if (r->commit_mtime.tv_sec || r->commit_mtime.tv_nsec) {
-    if (r->commitfd >= 0 ? fstat(r->commitfd, &st) != 0 : commit_stat(r->dir, &st) != 0) return 0;
-    if (st.st_mtim.tv_sec != r->commit_mtime.tv_sec ||
-        st.st_mtim.tv_nsec != r->commit_mtime.tv_nsec) {
+  /* Every commit moves the generation; two commits within one tick of the
+  ** clock leave the file's mtime as it was. */
+  const kl_commit *was = kl_log_commit(r->log);
+  if (was || r->commitfd >= 0) {
+    kl_commit now;
+    if (!was || (r->commitfd >= 0 ? kl_commit_read_fd(r->commitfd, r->dir, &now, NULL)
+                                  : kl_commit_read(r->dir, &now, NULL)) != KL_OK ||
+        now.gen != was->gen) {
       return 0;
     }
   }
@@ -182,40 +181,30 @@ kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **ou
   }
   struct stat st;
   int watch = c->watched < KL_LOGCACHE_WATCHED;
-  int dirfd = watch ? open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if ((watch && dirfd < 0) || (watch ? fstat(dirfd, &st) : stat(dir, &st)) != 0) {
+  int dirfd = -1;
+  if ((watch && kl_fd_open(dir, O_RDONLY | O_DIRECTORY, 0, &dirfd, NULL) != KL_OK) ||
+      (watch ? fstat(dirfd, &st) : stat(dir, &st)) != 0) {
     int e = errno;
     if (dirfd >= 0) close(dirfd);
     return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN,
                       "cannot open partition directory %s: %s", dir, strerror(e));
   }
-  /* The commit record before the log reads it: a commit in between makes
-  ** the log stale at once, never the other way round. */
-  struct stat cst;
-  int commitfd = -1;
-  struct timespec commit_mtime = {0, 0};
-  if (dirfd >= 0) {
-    char p[4200];
-    snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
-    commitfd = open(p, O_RDONLY | O_CLOEXEC);
-  }
-  if (commitfd >= 0 ? fstat(commitfd, &cst) == 0 : commit_stat(dir, &cst) == 0) {
-    commit_mtime = cst.st_mtim;
-  }
   kl_logref *r;
   kl_rc rc = new_ref(c, dir, NULL, alone, &r, err);
   if (rc) {
     if (dirfd >= 0) close(dirfd);
-    if (commitfd >= 0) close(commitfd);
     return rc;
   }
   r->dirfd = dirfd;
-  r->commitfd = commitfd;
-  r->commit_mtime = commit_mtime;
+  /* After the log read its commit record: a commit in between makes the
+  ** log stale at once, never the other way round. */
+  if (dirfd >= 0 && kl_commit_open(dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
   r->dir_mtime = st.st_mtim;
   kl_segment *last = kl_log_last(r->log);
   if (last) {
-    if (dirfd >= 0) r->lastfd = open(last->log_path, O_RDONLY | O_CLOEXEC);
+    if (dirfd >= 0 && kl_fd_open(last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
+      r->lastfd = -1;
+    }
     if (r->lastfd >= 0 ? fstat(r->lastfd, &st) == 0 : stat(last->log_path, &st) == 0) {
       r->last_size = st.st_size;
     } else {
@@ -278,8 +267,8 @@ static int listref_fresh(const kl_listref *k) {
 ** partition has nothing to notice). */
 static void listref_watch(kl_listref *k, const char *path, int flags) {
   struct stat st;
-  int fd = open(path, O_RDONLY | O_CLOEXEC | flags);
-  if (fd < 0) return;
+  int fd;
+  if (kl_fd_open(path, O_RDONLY | flags, 0, &fd, NULL) != KL_OK) return;
   if (fstat(fd, &st) != 0) {
     close(fd);
     return;

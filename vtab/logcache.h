@@ -18,11 +18,15 @@
 **
 ** A cached log is reused only while its files are unchanged: the
 ** directory's mtime (segments added or removed), the last segment's
-** size (appends) and, for a log kafkalog writes, its commit record's mtime
-** (commits, which rewrite it in place).  The first KL_LOGCACHE_WATCHED logs opened keep their
-** directory and last .log open and check them with fstat, so that a
-** prepared statement run in a loop on one partition pays no path lookup;
-** the others are checked with stat.  Their segments share the table's
+** size (appends) and, for a log kafkalog writes, its commit record's
+** generation (commits rewrite the record in place, and two of them can
+** fall within one tick of the file system's clock, which leaves the mtime
+** as it was: the generation always moves; reading the 256-byte record
+** costs a pread where an fstat would do).  The first KL_LOGCACHE_WATCHED
+** logs opened keep their directory, last .log and commit record open and
+** check them with fstat and pread, so that a prepared statement run in a
+** loop on one partition pays no path lookup; the others are checked with
+** stat and by reading the commit record by its path.  Their segments share the table's
 ** bound on open files (kl_segset), so the number of descriptors held stays
 ** bounded however many logs are cached.
 */
@@ -53,7 +57,6 @@ typedef struct kl_logref {
   int dirfd, lastfd;        /* watched: descriptors for fstat, else -1 */
   int commitfd;             /* watched: the commit record (core/commit.h) */
   int64_t last_size;        /* the last segment's .log size when seen */
-  struct timespec commit_mtime; /* the commit record's mtime (0: none) */
   unsigned hash;
   struct kl_logref *hnext;  /* hash chain */
   struct kl_logref *newer, *older; /* LRU list */
