@@ -62,6 +62,8 @@ static const char kl_schema[] =
 ** optimisation merges rowid sets); one partition's rowid is its offset. */
 #define KL_ROWID_SHIFT 44
 
+#define KL_NO_LANE ((size_t)-1) /* kl_vcursor.lane: no lane is read */
+
 typedef struct kl_vtab {
   sqlite3_vtab base;
   sqlite3 *db;
@@ -111,11 +113,27 @@ typedef struct kl_vcursor {
   int have_first;           /* the first row came from the largest-timestamp
                             ** lookup: first_off is not produced again */
   int64_t first_off;
-  int merge;                /* an order across several partitions: every
-                            ** row comes from the pairs, by_offset or by
-                            ** timestamp (the path was not known when the
-                            ** plan consumed the order) */
+  int merge;                /* an order across several partitions (the
+                            ** path was not known when the plan consumed
+                            ** it): each partition is read by its own lane,
+                            ** and rows come from the lanes' merge
+                            ** (by_offset) or from the pairs */
   int by_offset;
+  struct lane {
+    kl_logref *ref;         /* its log and core cursor (NULL when closed) */
+    kl_cursor *cur;
+    kl_bounds pbnd;         /* its readable range, as open_partition set it */
+    int i_in;               /* its next IN value */
+    int64_t head;           /* the offset of its current row */
+    uint64_t used;          /* when last read, for closing the oldest */
+  } *lanes;                 /* one per chosen partition, NULL without merge */
+  size_t lane;              /* the one in part, ref, cur, pbnd, or KL_NO_LANE */
+  size_t nlive;             /* lanes open */
+  uint64_t tick;
+  size_t *heap;             /* by_offset: lanes with a current row, the
+                            ** next row's on top */
+  size_t nheap;
+  int heap_built;
   struct ts_pair {
     int64_t key, ts, off;   /* key: ts, or off when by_offset */
     size_t k;               /* which partition: an index into sel */
@@ -539,13 +557,34 @@ static int kl_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   if (!c) return SQLITE_NOMEM;
   memset(c, 0, sizeof *c);
   c->eof = 1;
+  c->lane = KL_NO_LANE;
   *out = &c->base;
   return SQLITE_OK;
+}
+
+/* Close every lane (their logs and core cursors, which part, ref and cur
+** may be borrowing). */
+static void free_lanes(kl_vcursor *c) {
+  if (!c->lanes) return;
+  if (c->lane != KL_NO_LANE) c->cur = NULL, c->ref = NULL;
+  for (size_t k = 0; k < c->nsel; k++) {
+    kl_cursor_free(c->lanes[k].cur);
+    kl_logref_release(c->lanes[k].ref);
+  }
+  sqlite3_free(c->lanes);
+  c->lanes = NULL;
+  c->lane = KL_NO_LANE;
+  c->nlive = 0;
+  sqlite3_free(c->heap);
+  c->heap = NULL;
+  c->nheap = 0;
+  c->heap_built = 0;
 }
 
 /* Forget the plan's state; the log and the core cursor stay for the next
 ** xFilter of the same statement (a join probes once per outer row). */
 static void reset_scan(kl_vcursor *c) {
+  free_lanes(c);
   sqlite3_free(c->in);
   c->in = NULL;
   c->n_in = c->i_in = 0;
@@ -556,8 +595,15 @@ static void reset_scan(kl_vcursor *c) {
   c->merge = c->by_offset = 0;
 }
 
-/* Leave the partition being read (its log and core cursor). */
+/* Leave the partition being read (its log and core cursor, unless a lane
+** owns them). */
 static void end_partition(kl_vcursor *c) {
+  if (c->lane != KL_NO_LANE) {
+    c->cur = NULL;
+    c->ref = NULL;
+    c->lane = KL_NO_LANE;
+    return;
+  }
   kl_cursor_free(c->cur);
   c->cur = NULL;
   kl_logref_release(c->ref);
@@ -693,6 +739,8 @@ static int cmp_pair_asc(const void *a, const void *b) {
 }
 
 static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err);
+static kl_rc use_lane(kl_vcursor *c, size_t k, kl_err *err);
+static kl_rc merge_next(kl_vcursor *c, kl_err *err);
 
 /* Every matching record's (timestamp, offset) of the partition being read,
 ** or with merge of every chosen partition, in the consumed order. */
@@ -702,7 +750,7 @@ static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
   size_t k0 = c->merge ? 0 : c->isel - 1, k1 = c->merge ? c->nsel : c->isel;
   kl_rc rc = KL_DONE;
   for (size_t k = k0; k < k1 && rc == KL_DONE; k++) {
-    rc = c->merge ? open_partition(c, k, err) : KL_OK;
+    rc = c->merge ? use_lane(c, k, err) : KL_OK;
     if (rc == KL_OK && c->pbnd.off_lo > c->pbnd.off_hi) {
       rc = KL_DONE;
       continue;
@@ -754,10 +802,7 @@ static kl_rc tsd_next(kl_vcursor *c, kl_err *err) {
   while (c->i_pairs < c->n_pairs) {
     const struct ts_pair *p = &c->pairs[c->i_pairs++];
     if (c->have_first && p->off == c->first_off) continue;
-    if (c->merge && c->part != kl_broker_part(c->bk->b, c->sel[p->k]) &&
-        (rc = open_partition(c, p->k, err)) != KL_OK) {
-      return rc;
-    }
+    if (c->merge && (rc = use_lane(c, p->k, err)) != KL_OK) return rc;
     if (c->tsd_pairs) {
       c->on_pair = 1;
       return KL_OK;
@@ -769,6 +814,7 @@ static kl_rc tsd_next(kl_vcursor *c, kl_err *err) {
 
 /* The next row of the plan, before LIMIT and OFFSET. */
 static kl_rc advance(kl_vcursor *c, kl_err *err) {
+  if (c->heap) return merge_next(c, err);
   if (c->tsd) return tsd_next(c, err);
   kl_rc rc;
   while ((rc = kl_cursor_next(c->cur, err)) == KL_OK && c->read_committed &&
@@ -832,6 +878,137 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   return c->read_committed ? committed_bounds(c, err) : KL_OK;
 }
 
+/* ---- an order across partitions ---- */
+
+/* Make lane k (chosen partition sel[k]) the one read: part, ref, cur and
+** pbnd are its own, opened on first use.  Lanes keep their core cursors,
+** and with them the batch each decoded last, while the rows move from
+** partition to partition.  At most the table's bound on open segments are
+** open at once (each pins one): beyond it the least recently read is
+** closed, and a row read from it again is looked up by offset. */
+static kl_rc use_lane(kl_vcursor *c, size_t k, kl_err *err) {
+  if (c->lane == k) return KL_OK;
+  if (c->lane != KL_NO_LANE) {
+    struct lane *o = &c->lanes[c->lane];
+    o->pbnd = c->pbnd;
+    o->i_in = c->i_in;
+  }
+  c->cur = NULL;
+  c->ref = NULL;
+  c->lane = KL_NO_LANE;
+  struct lane *l = &c->lanes[k];
+  l->used = ++c->tick;
+  if (l->cur) {
+    size_t i = c->sel[k];
+    c->part = kl_broker_part(c->bk->b, i);
+    c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
+    c->ref = l->ref;
+    c->cur = l->cur;
+    c->pbnd = l->pbnd;
+    c->i_in = l->i_in;
+    c->lane = k;
+    return KL_OK;
+  }
+  size_t max = (size_t)((kl_vtab *)c->base.pVtab)->set.max_open;
+  while (c->nlive >= (max < 2 ? 2 : max)) {
+    struct lane *old = NULL;
+    for (size_t j = 0; j < c->nsel; j++) {
+      if (c->lanes[j].cur && (!old || c->lanes[j].used < old->used)) old = &c->lanes[j];
+    }
+    kl_cursor_free(old->cur);
+    kl_logref_release(old->ref);
+    old->cur = NULL;
+    old->ref = NULL;
+    c->nlive--;
+  }
+  kl_rc rc = open_partition(c, k, err);
+  /* What it opened is the lane's, even on failure (free_lanes frees it). */
+  l->ref = c->ref;
+  l->cur = c->cur;
+  l->pbnd = c->pbnd;
+  l->i_in = c->i_in = 0;
+  if (l->ref || l->cur) c->nlive++;
+  c->lane = k;
+  if (rc == KL_OK && !l->cur) rc = kl_err_set(err, KL_NOMEM, "out of memory opening a partition");
+  return rc;
+}
+
+/* Move the current lane to its next row (what advance does for one
+** partition), its offset in head: KL_DONE when it has none left. */
+static kl_rc lane_step(kl_vcursor *c, kl_err *err) {
+  kl_rc rc;
+  for (;;) {
+    rc = kl_cursor_next(c->cur, err);
+    if (rc == KL_OK && c->read_committed &&
+        kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) {
+      continue;
+    }
+    if (rc == KL_DONE && c->in && c->i_in < c->n_in) {
+      if ((rc = start_range(c, err)) != KL_OK) return rc;
+      continue;
+    }
+    break;
+  }
+  if (rc != KL_OK) return rc;
+  int64_t off, ts;
+  if (!kl_cursor_peek(c->cur, &off, &ts)) {
+    if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) return rc;
+    off = kl_cursor_record(c->cur)->offset;
+  }
+  c->lanes[c->lane].head = off;
+  return KL_OK;
+}
+
+/* Does lane a's row come before lane b's?  Ties: the partition listed
+** first. */
+static int lane_before(const kl_vcursor *c, size_t a, size_t b) {
+  int64_t x = c->lanes[a].head, y = c->lanes[b].head;
+  if (x != y) return c->bnd.desc ? x > y : x < y;
+  return a < b;
+}
+
+static void heap_down(kl_vcursor *c, size_t i) {
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < c->nheap && lane_before(c, c->heap[l], c->heap[m])) m = l;
+    if (l + 1 < c->nheap && lane_before(c, c->heap[l + 1], c->heap[m])) m = l + 1;
+    if (m == i) return;
+    size_t t = c->heap[i];
+    c->heap[i] = c->heap[m];
+    c->heap[m] = t;
+    i = m;
+  }
+}
+
+/* ORDER BY offset over several partitions: each is read in its order by
+** its lane, and the next row is the first of the lanes' current rows (a
+** k-way merge), so nothing is sorted and no record is read twice. */
+static kl_rc merge_next(kl_vcursor *c, kl_err *err) {
+  kl_rc rc;
+  if (!c->heap_built) {
+    c->heap_built = 1;
+    for (size_t k = 0; k < c->nsel; k++) {
+      if ((rc = use_lane(c, k, err)) != KL_OK) return rc;
+      if (c->pbnd.off_lo > c->pbnd.off_hi) continue;
+      c->i_in = 0;
+      rc = start_range(c, err);
+      if (rc == KL_OK) rc = lane_step(c, err);
+      if (rc == KL_OK) c->heap[c->nheap++] = k;
+      else if (rc != KL_DONE) return rc;
+    }
+    for (size_t i = c->nheap / 2; i-- > 0;) heap_down(c, i);
+  } else if (c->nheap > 0) {
+    /* The row last produced is the top lane's: move that lane on. */
+    if ((rc = use_lane(c, c->heap[0], err)) != KL_OK) return rc;
+    rc = lane_step(c, err);
+    if (rc == KL_DONE) c->heap[0] = c->heap[--c->nheap];
+    else if (rc != KL_OK) return rc;
+    heap_down(c, 0);
+  }
+  if (c->nheap == 0) return KL_DONE;
+  return use_lane(c, c->heap[0], err);
+}
+
 /* Open the next chosen partition and start reading it: KL_DONE when none
 ** is left. */
 static kl_rc next_partition(kl_vcursor *c, kl_err *err) {
@@ -865,7 +1042,7 @@ static int step(kl_vcursor *c) {
       c->eof = 1;
       return report(c, rc, &err);
     }
-    if (c->in && c->i_in < c->n_in) {
+    if (!c->merge && c->in && c->i_in < c->n_in) {
       rc = start_range(c, &err);
     } else {
       rc = next_partition(c, &err);
@@ -1023,10 +1200,27 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   if ((idx & (KL_P_ORDERED | KL_P_TS_ORDER)) && c->nsel > 1) {
     /* The plan consumed an order for what it took for one partition (the
     ** path was a parameter): the rows of all of them are sorted here. */
-    c->merge = c->tsd = 1;
+    end_partition(c);
+    c->merge = 1;
     c->by_offset = (idx & KL_P_ORDERED) != 0;
-    c->tsd_desc = (idx & KL_P_DESC) != 0;
-    c->bnd.desc = 0;
+    c->lanes = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->lanes);
+    if (!c->lanes) return SQLITE_NOMEM;
+    memset(c->lanes, 0, c->nsel * sizeof *c->lanes);
+    c->isel = c->nsel; /* the lanes read them all */
+    if (c->by_offset && c->nsel <= (size_t)vt->set.max_open) {
+      /* Every lane stays open: the rows are the merge of the lanes. */
+      c->heap = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->heap);
+      if (!c->heap) return SQLITE_NOMEM;
+    } else {
+      /* Timestamp order, or more partitions than may be open at once:
+      ** every row comes from the sorted pairs, read by offset in its
+      ** lane. */
+      c->tsd = 1;
+      c->tsd_desc = (idx & KL_P_DESC) != 0;
+      c->bnd.desc = 0;
+    }
+    c->eof = 0;
+    return step(c);
   }
   kl_err err = {0};
   kl_rc krc = next_partition(c, &err);

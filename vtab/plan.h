@@ -36,7 +36,8 @@
 **   0x1000000  no    the consumed order is descending (ORDER BY offset DESC, or
 **                    ORDER BY timestamp DESC with KL_P_TS_ORDER)
 **   0x2000000  no    the offset = value is an IN list, read all at once
-**   0x4000000  no    ORDER BY offset is consumed (one partition only)
+**   0x4000000  no    ORDER BY offset is consumed (one partition, or a path
+**                    not known when planning: see below)
 **   0x8000000  no    ORDER BY timestamp is consumed (one partition only).
 **                    Descending: the first row is the first record carrying
 **                    the log's largest timestamp (found from the segments'
@@ -60,8 +61,11 @@
 ** come partition after partition, each in offset order.  An order is
 ** consumed when one partition can match (the path is a partition
 ** directory, or both topic = and partition = are given) or when the path
-** is not known at planning time (a parameter); if it then holds several,
-** their matching rows are sorted in memory (32 bytes a row).
+** is not known at planning time (a parameter).  If it then holds several,
+** xFilter reads each with its own core cursor: ORDER BY offset merges
+** their ordered streams while the table may keep them all open (its bound
+** on open segments); beyond that, and for ORDER BY timestamp, their
+** matching rows are sorted in memory (32 bytes a row) and read by offset.
 **
 ** Offset bounds go through the segment skip list and the offset index;
 ** timestamp lower bounds (=, >, >=) through each segment's largest

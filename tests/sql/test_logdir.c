@@ -16,6 +16,7 @@
 */
 #include "sqltest.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -264,8 +265,8 @@ static void test_order_and_dirs(void **state) {
                           "t", both), 4);
 
   /* A path given as a parameter is taken for one partition when planning:
-  ** the order is consumed, and the rows of several are sorted here.  It
-  ** equals SQLite's own sort. */
+  ** the order is consumed, and the rows of several are merged (offset) or
+  ** sorted (timestamp) here.  It equals SQLite's own sort. */
   static const char *const orders[][2] = {
       {"SELECT group_concat(offset) FROM (SELECT offset FROM kafka_log(?1) ORDER BY offset DESC LIMIT 40)",
        "SELECT group_concat(offset) FROM (SELECT offset FROM kafka_log(?1) ORDER BY offset + 0 DESC LIMIT 40)"},
@@ -302,6 +303,143 @@ static void test_order_and_dirs(void **state) {
   sqlite3_free(both);
   t_rmdir(root2);
   free(root2);
+  t_rmdir(root);
+  free(root);
+}
+
+/* The work of sql on a fresh connection, its rows rendered into out. */
+static st_stats work_of(const char *sql, const char *path, st_buf *out) {
+  sqlite3 *db = st_open();
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  st_render(db, path ? st_prep(db, sql, "t", path) : st_prep(db, sql, NULL), out);
+  st_stats s = st_get_stats(db);
+  st_close(db);
+  return s;
+}
+
+/* The README's form binds the path: ORDER BY offset is then planned for one
+** partition, and over a log directory the module merges the partitions'
+** streams.  It reads what SQLite's sort of the literal form reads (each
+** batch decoded once, not once per row), and gives the same rows in the
+** same order, whatever the plan. */
+static void test_parameter_path_order_by_offset(void **state) {
+  (void)state;
+  char broker[4096];
+  snprintf(broker, sizeof broker, "%s/broker", KL_FIXTURES);
+  /* Compressed partitions: several codecs, gzip, transactions. */
+  char *mixed = t_mkdtemp("codecs");
+  copy_fixture("j-mixed-codecs", mixed, "mixed-0");
+  copy_fixture("c-gzip", mixed, "gzip-0");
+  copy_fixture("b-multi-segment", mixed, "plain-0");
+  copy_fixture("g-transactions", mixed, "payments-0");
+  const char *paths[] = {broker, mixed};
+  /* {parameter form, literal form with the ties' order spelt out} */
+  static const char *const q[][2] = {
+      {"SELECT offset, topic, partition, value FROM kafka_log(?1) ORDER BY offset",
+       "SELECT offset, topic, partition, value FROM kafka_log(%Q) ORDER BY offset, topic, partition"},
+      {"SELECT offset, topic, partition, value FROM kafka_log(?1) ORDER BY offset DESC",
+       "SELECT offset, topic, partition, value FROM kafka_log(%Q) ORDER BY offset DESC, topic, partition"},
+      {"SELECT offset, topic, partition FROM kafka_log(?1) ORDER BY offset LIMIT 50 OFFSET 7",
+       "SELECT offset, topic, partition FROM kafka_log(%Q) ORDER BY offset, topic, partition LIMIT 50 OFFSET 7"},
+      {"SELECT offset, topic, partition, key FROM kafka_log(?1) WHERE offset IN (3, 5, 400, 1499, 12000)"
+       " ORDER BY offset DESC",
+       "SELECT offset, topic, partition, key FROM kafka_log(%Q) WHERE offset IN (3, 5, 400, 1499, 12000)"
+       " ORDER BY offset DESC, topic, partition"},
+      {"SELECT offset, topic, partition, value FROM kafka_log(?1) WHERE offset BETWEEN 100 AND 300"
+       " AND timestamp > 0 ORDER BY offset",
+       "SELECT offset, topic, partition, value FROM kafka_log(%Q) WHERE offset BETWEEN 100 AND 300"
+       " AND timestamp > 0 ORDER BY offset, topic, partition"},
+      {"SELECT offset, topic, partition, value FROM kafka_log(?1, 'error', NULL, 'read_committed')"
+       " ORDER BY offset",
+       "SELECT offset, topic, partition, value FROM kafka_log(%Q, 'error', NULL, 'read_committed')"
+       " ORDER BY offset, topic, partition"},
+      {"SELECT offset, topic, partition, value FROM kafka_log(?1) ORDER BY offset + 0, topic, partition",
+       "SELECT offset, topic, partition, value FROM kafka_log(%Q) ORDER BY offset, topic, partition"},
+  };
+  for (size_t i = 0; i < sizeof paths / sizeof *paths; i++) {
+    for (size_t j = 0; j < sizeof q / sizeof *q; j++) {
+      char *lit = sqlite3_mprintf(q[j][1], paths[i]);
+      st_buf a = {0}, e = {0};
+      work_of(q[j][0], paths[i], &a);
+      work_of(lit, NULL, &e);
+      assert_true(e.n > 0);
+      if (!a.p || strcmp(a.p, e.p)) {
+        fail_msg("%s over %s\n  gave %.300s\n  expected %.300s", q[j][0], paths[i],
+                 a.p ? a.p : "", e.p);
+      }
+      st_buf_free(&a);
+      st_buf_free(&e);
+      sqlite3_free(lit);
+    }
+    char *lit = sqlite3_mprintf("SELECT offset, value FROM kafka_log(%Q) ORDER BY offset", paths[i]);
+    st_buf a = {0}, e = {0};
+    st_stats sp = work_of("SELECT offset, value FROM kafka_log(?1) ORDER BY offset", paths[i], &a);
+    st_stats sl = work_of(lit, NULL, &e);
+    print_message("  %s\n", paths[i]);
+    st_print_stats("parameter", &sp);
+    st_print_stats("literal", &sl);
+    assert_true(sl.batches_decoded > 0);
+    assert_true(sp.batches_decoded <= sl.batches_decoded);
+    assert_true(sp.bytes_decompressed <= sl.bytes_decompressed);
+    assert_true(sp.bytes_read <= sl.bytes_read);
+    if (i == 1) assert_true(sl.bytes_decompressed > 0);
+    st_buf_free(&a);
+    st_buf_free(&e);
+    sqlite3_free(lit);
+  }
+  /* The plan: the order is the module's (no sorter), with a parameter. */
+  sqlite3 *db = st_open();
+  st_buf b = {0};
+  st_render(db, st_prep(db, "EXPLAIN QUERY PLAN SELECT * FROM kafka_log(?1) ORDER BY offset", "t",
+                        mixed), &b);
+  assert_null(strstr(b.p, "B-TREE FOR ORDER BY"));
+  assert_non_null(strstr(b.p, "ORDER BY offset"));
+  st_buf_free(&b);
+  st_close(db);
+  t_rmdir(mixed);
+  free(mixed);
+}
+
+/* More partitions than a table may keep open (a low descriptor limit):
+** ORDER BY offset over a parameter path then reads each row by offset,
+** closing the partitions read least recently, with the same rows. */
+static void test_parameter_path_order_many_partitions(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("many");
+  for (int i = 0; i < 24; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "t-%d", i);
+    write_part(root, name, 20 + 3 * i, 1000000 + 7 * i);
+  }
+  struct rlimit was, low;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+  low = was;
+  low.rlim_cur = 160; /* a table's share: 13 open segments */
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &low), 0);
+  static const char *const q[][2] = {
+      {"SELECT offset, topic, partition, value FROM kafka_log(?1) ORDER BY offset",
+       "SELECT offset, topic, partition, value FROM kafka_log(%Q) ORDER BY offset, topic, partition"},
+      {"SELECT offset, topic, partition FROM kafka_log(?1) WHERE offset >= 10 ORDER BY offset DESC",
+       "SELECT offset, topic, partition FROM kafka_log(%Q) WHERE offset >= 10 ORDER BY offset DESC, topic,"
+       " partition"},
+      {"SELECT timestamp, topic, partition, value FROM kafka_log(?1) ORDER BY timestamp LIMIT 300",
+       "SELECT timestamp, topic, partition, value FROM kafka_log(%Q) ORDER BY timestamp, topic, partition"
+       " LIMIT 300"},
+  };
+  for (size_t j = 0; j < sizeof q / sizeof *q; j++) {
+    char *lit = sqlite3_mprintf(q[j][1], root);
+    st_buf a = {0}, e = {0};
+    work_of(q[j][0], root, &a);
+    work_of(lit, NULL, &e);
+    assert_true(e.n > 0);
+    if (!a.p || strcmp(a.p, e.p)) {
+      fail_msg("%s\n  gave %.300s\n  expected %.300s", q[j][0], a.p ? a.p : "", e.p);
+    }
+    st_buf_free(&a);
+    st_buf_free(&e);
+    sqlite3_free(lit);
+  }
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
   t_rmdir(root);
   free(root);
 }
@@ -1272,6 +1410,8 @@ int main(void) {
       cmocka_unit_test(test_partitions_as_rows),
       cmocka_unit_test(test_partition_pushdown),
       cmocka_unit_test(test_order_and_dirs),
+      cmocka_unit_test(test_parameter_path_order_by_offset),
+      cmocka_unit_test(test_parameter_path_order_many_partitions),
       cmocka_unit_test(test_checkpoints),
       cmocka_unit_test(test_partition_path_forms),
       cmocka_unit_test(test_unreadable_checkpoint),
