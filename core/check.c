@@ -338,7 +338,7 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
   for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
     const uint8_t *slot = kl_index_slot(ix, i);
     int64_t rel = (int64_t)kl_get_u32(slot);
-    int64_t off = s->base + rel;
+    int64_t off = kl_add_sat(s->base, rel);
     int64_t p = (int64_t)kl_get_u32(slot + 4);
     if (i > 0 && (off <= prev_off || p <= prev_pos)) {
       report(ck, "index_not_monotonic", KL_SEV_WARNING, i * 8,
@@ -354,6 +354,12 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
     if (rel > INT32_MAX) {
       report(ck, "index_entry_mismatch", KL_SEV_WARNING, i * 8,
              "entry %lld: relative offset %lld does not fit 31 bits", (long long)i, (long long)rel);
+      continue;
+    }
+    if (off == INT64_MAX) { /* no record has it: the next offset must fit */
+      report(ck, "index_entry_mismatch", KL_SEV_WARNING, i * 8,
+             "entry %lld: relative offset %lld takes base %lld past the largest offset",
+             (long long)i, (long long)rel, (long long)s->base);
       continue;
     }
     /* Past a written log's commit (segment.h limit): an open transaction's
@@ -402,7 +408,7 @@ static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const w
     const uint8_t *slot = kl_index_slot(ix, i);
     int64_t ts = kl_get_i64(slot);
     int64_t rel = (int64_t)kl_get_u32(slot + 8);
-    int64_t off = s->base + rel;
+    int64_t off = kl_add_sat(s->base, rel);
     if (i > 0 && (ts <= prev_ts || off < prev_off)) {
       report(ck, "timeindex_not_monotonic", KL_SEV_WARNING, i * 12,
              "entry %lld (timestamp %lld, offset %lld) does not follow entry %lld (timestamp "

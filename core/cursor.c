@@ -146,6 +146,19 @@ static int skip_damage(kl_cursor *c, kl_rc rc, kl_err *err) {
   return 1;
 }
 
+/* Where the caller's bound on disorder ends a scan for timestamps up to
+** ts_hi: past the first batch whose maximum exceeds *reach (ts_hi +
+** max_skew), no record is at or below ts_hi.  0 when it ends none: no
+** bound, a reach past every timestamp, or max_skew INT64_MAX, which stands
+** for every skew from 2^63 - 1 up (kafka_log_max_skew saturates there). */
+static int skew_reach(const kl_bounds *b, int64_t *reach) {
+  if (b->max_skew < 0 || b->max_skew == INT64_MAX || b->ts_hi >= INT64_MAX - 1 - b->max_skew) {
+    return 0;
+  }
+  *reach = b->ts_hi + b->max_skew;
+  return 1;
+}
+
 static int has_ts_lo(const kl_cursor *c) { return c->bnd.ts_lo != INT64_MIN; }
 
 /* Can the batch be passed over on its header alone?  (Its CRC held: the
@@ -489,8 +502,8 @@ static kl_rc next_forward(kl_cursor *c, kl_err *err) {
       learn_walked(c);
     }
     if (c->batch.first_known && c->batch.base_offset > c->hi) break;
-    if (c->bnd.max_skew >= 0 && c->bnd.ts_hi < INT64_MAX - 1 - c->bnd.max_skew &&
-        c->batch.max_timestamp > c->bnd.ts_hi + c->bnd.max_skew && c->batch.last_offset < c->hi) {
+    int64_t reach;
+    if (skew_reach(&c->bnd, &reach) && c->batch.max_timestamp > reach && c->batch.last_offset < c->hi) {
       /* The running maximum passes the bound here: with the caller's
       ** bound on disorder, no later record is below ts_hi. */
       c->hi = c->batch.last_offset;
@@ -738,11 +751,12 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
     }
     if (tl.offset > c->lo) c->lo = tl.offset;
   }
-  if (b->max_skew >= 0 && b->ts_hi < INT64_MAX - 1 - b->max_skew) {
+  int64_t reach;
+  if (skew_reach(b, &reach)) {
     int64_t at;
     int found;
     kl_err e = {0};
-    kl_rc rc = kl_log_time_reached(c->log, &c->rd, b->ts_hi + 1 + b->max_skew, &at, &found, &e);
+    kl_rc rc = kl_log_time_reached(c->log, &c->rd, reach + 1, &at, &found, &e);
     if (rc == KL_OK && found && at < c->hi) c->hi = at;
     /* Damage met on the way: the scan meets it too, or skips it. */
     if (rc && rc != KL_CORRUPT) return kl_err_set(err, rc, "%s", e.msg);

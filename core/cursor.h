@@ -32,8 +32,10 @@ typedef struct kl_bounds {
   int desc;                 /* nonzero: highest offset first */
   int64_t max_skew;         /* a bound on disorder the caller vouches for
                             ** (every record's timestamp is at least the
-                            ** largest before it minus max_skew), or -1:
-                            ** with it, ts_hi also ends the scan, where the
+                            ** largest before it minus max_skew), or -1
+                            ** (INT64_MAX, every skew from 2^63 - 1 up, bounds
+                            ** nothing either): with it, ts_hi also ends the
+                            ** scan, where the
                             ** running maximum reaches ts_hi + max_skew + 1
                             ** (records after it that break the bound are
                             ** not produced) */

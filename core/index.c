@@ -162,7 +162,7 @@ int kl_index_keep(kl_index *ix) {
 }
 
 int64_t kl_index_offset_at(const kl_index *ix, int64_t i) {
-  return ix->base + (int64_t)kl_get_u32(kl_index_slot(ix, i));
+  return kl_add_sat(ix->base, (int64_t)kl_get_u32(kl_index_slot(ix, i)));
 }
 int64_t kl_index_position_at(const kl_index *ix, int64_t i) {
   return (int64_t)kl_get_u32(kl_index_slot(ix, i) + 4);
@@ -171,7 +171,7 @@ int64_t kl_index_timestamp_at(const kl_index *ix, int64_t i) {
   return kl_get_i64(kl_index_slot(ix, i));
 }
 int64_t kl_index_time_offset_at(const kl_index *ix, int64_t i) {
-  return ix->base + (int64_t)kl_get_u32(kl_index_slot(ix, i) + 8);
+  return kl_add_sat(ix->base, (int64_t)kl_get_u32(kl_index_slot(ix, i) + 8));
 }
 
 int64_t kl_index_key(const kl_index *ix, int64_t i) {

@@ -111,7 +111,9 @@ static inline int kl_index_failed(const kl_index *ix) { return ix->failed; }
 const uint8_t *kl_index_slot(const kl_index *ix, int64_t i);
 
 /* Entry accessors (0 <= i < n).  Offset index: absolute offset and file
-** position.  Time index: timestamp and absolute offset. */
+** position.  Time index: timestamp and absolute offset.  An absolute offset
+** past INT64_MAX (a base near 2^63, a garbage relative offset) reads as
+** INT64_MAX, which no record has: such an entry never holds (scan.c). */
 int64_t kl_index_offset_at(const kl_index *ix, int64_t i);
 int64_t kl_index_position_at(const kl_index *ix, int64_t i);
 int64_t kl_index_timestamp_at(const kl_index *ix, int64_t i);

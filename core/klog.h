@@ -139,6 +139,25 @@ typedef struct kl_stats {
 #define KL_MAX_BATCH_BYTES ((size_t)256 << 20)
 #endif
 
+/*
+** Offsets and timestamps come from disk and from SQL, so a sum or
+** difference of two of them may not fit in 64 bits.  These give the exact
+** result when it fits, else INT64_MAX or INT64_MIN on the side it left
+** the range: a value past every one a log can hold, which keeps the order
+** of the results (a search over them stays correct) and is never a
+** record's offset (a batch's next offset must fit, batch.c).
+*/
+static inline int64_t kl_add_sat(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_add_overflow(a, b, &r)) return b > 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+static inline int64_t kl_sub_sat(int64_t a, int64_t b) {
+  int64_t r;
+  if (__builtin_sub_overflow(a, b, &r)) return b < 0 ? INT64_MAX : INT64_MIN;
+  return r;
+}
+
 /* Big-endian readers; p must hold the bytes (callers check bounds first). */
 static inline int16_t kl_get_i16(const uint8_t *p) {
   return (int16_t)(uint16_t)(((uint16_t)p[0] << 8) | p[1]);

@@ -1488,8 +1488,9 @@ static void conn_free(void *p) { sqlite3_free(p); }
 ** kafka_log_max_skew('<dir>'): the smallest max_skew_ms the partition's
 ** records honour, that is the most any record's timestamp lies below the
 ** largest timestamp before it (0 when timestamps never go back, NULL for a
-** log without records).  It reads every record once, so that a bound can
-** be chosen from the data rather than guessed.
+** log without records; 9223372036854775807 for any skew from there up).
+** It reads every record once, so that a bound can be chosen from the data
+** rather than guessed.
 */
 void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   kl_conn *conn = sqlite3_user_data(ctx);
@@ -1507,7 +1508,10 @@ void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
          (rc = kl_cursor_load(cur, &err)) == KL_OK) {
     int64_t ts = kl_cursor_record(cur)->timestamp;
     if (ts > top) top = ts;
-    if (top - ts > skew) skew = top - ts; /* top >= ts: no overflow */
+    /* top >= ts, but their difference may not fit: it saturates, and the
+    ** cursor takes max_skew INT64_MAX as no bound (cursor.h). */
+    int64_t d = kl_sub_sat(top, ts);
+    if (d > skew) skew = d;
   }
   kl_cursor_free(cur);
   kl_log_close(log);

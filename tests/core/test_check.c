@@ -192,6 +192,38 @@ static void test_last_offset_max(void **state) {
 }
 
 
+/* A segment named near 2^63 whose last index entry's relative offset takes
+** it past INT64_MAX: one finding at that entry, naming the file, no
+** overflow. */
+static void test_index_entry_past_2_63(void **state) {
+  char *dir = t_mkdtemp("check-top");
+  kw_options o = {1 << 20, 64, INT64_C(9223372036854775000), 0};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  for (int i = 0; i < 40; i++) {
+    kl_rec_in r = {1700000000000 + i, "k", 1, "v", 1, NULL, 0};
+    assert_int_equal(kw_append(w, NULL, &r, 1), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  char path[600];
+  snprintf(path, sizeof path, "%s/09223372036854775000.index", dir);
+  size_t n;
+  free(t_read_file(path, &n));
+  assert_true(n >= 16);
+  t_poke32(path, (int64_t)n - 8, 1000); /* base + 1000 > INT64_MAX */
+  found fd = {0};
+  kl_err err = {0};
+  assert_int_equal(kl_check_dir(NULL, dir, collect, &fd, &err), KL_OK);
+  for (int i = 0; i < fd.n && i < 64; i++) print_message("  %s\n", fd.lines[i]);
+  char want[160];
+  snprintf(want, sizeof want, "9223372036854775000 09223372036854775000.index %lld "
+           "index_entry_mismatch warning", (long long)n - 8);
+  assert_int_equal(fd.n, 1);
+  assert_string_equal(fd.lines[0], want);
+  t_rmdir(dir);
+  free(dir);
+}
+
 /* ---- transactions ---- */
 
 enum { ABORT = 0, COMMIT = 1, P1 = 1000, P2 = 1001 };
@@ -519,6 +551,7 @@ int main(void) {
       cmocka_unit_test(test_zero_entries_are_real),
       cmocka_unit_test(test_ceiling_equal_first),
       cmocka_unit_test(test_last_offset_max),
+      cmocka_unit_test(test_index_entry_past_2_63),
       cmocka_unit_test(test_txn_clean),
       cmocka_unit_test(test_txn_truncated),
       cmocka_unit_test(test_txn_absent),

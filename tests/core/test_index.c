@@ -628,8 +628,45 @@ static void test_probe_counts(void **state) {
   free(pos);
 }
 
+/*
+** A base near 2^63 (a segment named 09223372036854774807) and relative
+** offsets that take it past INT64_MAX: the offsets saturate there, in
+** order, and the searches agree with a linear scan.
+*/
+static void test_relative_offset_past_2_63(void **state) {
+  (void)state;
+  int64_t base = INT64_MAX - 1000;
+  int64_t rel[] = {10, 50, 999, 1000, 2000, 0xffffffffLL};
+  int64_t pos[] = {100, 200, 300, 400, 500, 600};
+  size_t len;
+  uint8_t *p = offset_bytes(rel, pos, 6, 0, &len);
+  kl_index ix = mem_index(KL_INDEX_OFFSET, base, p, len);
+  assert_int_equal(kl_index_offset_at(&ix, 1), base + 50);
+  assert_int_equal(kl_index_offset_at(&ix, 2), INT64_MAX - 1);
+  assert_int_equal(kl_index_offset_at(&ix, 3), INT64_MAX);
+  assert_int_equal(kl_index_offset_at(&ix, 4), INT64_MAX);
+  assert_int_equal(kl_index_offset_at(&ix, 5), INT64_MAX);
+  int64_t targets[] = {base, base + 10, base + 51, INT64_MAX - 1, INT64_MIN, 0};
+  for (size_t k = 0; k < sizeof targets / sizeof targets[0]; k++) {
+    assert_int_equal(kl_index_floor(&ix, targets[k], NULL), ref_floor(&ix, targets[k]));
+    assert_int_equal(kl_index_ceiling(&ix, targets[k], NULL), ref_ceiling(&ix, targets[k]));
+  }
+  assert_int_equal(kl_index_floor(&ix, INT64_MAX - 1, NULL), 2);
+  /* The saturated keys tie: any of them is the floor of INT64_MAX. */
+  assert_int_equal(kl_index_key(&ix, kl_index_floor(&ix, INT64_MAX, NULL)), INT64_MAX);
+  assert_int_equal(kl_index_ceiling(&ix, INT64_MAX - 1, NULL), 2);
+  free(p);
+  int64_t ts[] = {1, 2, 3, 4, 5, 6};
+  p = time_bytes(ts, rel, 6, 0, &len);
+  ix = mem_index(KL_INDEX_TIME, base, p, len);
+  assert_int_equal(kl_index_time_offset_at(&ix, 2), INT64_MAX - 1);
+  assert_int_equal(kl_index_time_offset_at(&ix, 5), INT64_MAX);
+  free(p);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_relative_offset_past_2_63),
       cmocka_unit_test(test_open_missing),
       cmocka_unit_test(test_open_empty),
       cmocka_unit_test(test_open_bad_length),

@@ -700,6 +700,61 @@ static void test_offsets_above_2_32(void **state) {
   free(dir);
 }
 
+/* Segments named near 2^63: an index entry's base + relative offset may
+** not fit, and must neither wrap nor mislead a lookup. */
+#define NEAR_TOP INT64_C(9223372036854775000)
+static int64_t ts_from_top(int64_t off, uint64_t *seed) {
+  (void)seed;
+  return 1000 + 10 * (off - NEAR_TOP);
+}
+
+static void test_segment_named_near_2_63(void **state) {
+  char *dir = t_mkdtemp("log-top");
+  kw_options o = opts(1200, 100, NEAR_TOP, KL_CODEC_NONE);
+  write_log(dir, &o, 80, 0, ts_from_top, 5);
+  kl_log *log = open_log(dir);
+  recs a = {0};
+  scan_all(log, &a);
+  assert_int_equal(a.r[0].offset, NEAR_TOP);
+  assert_true(kl_log_next(log, kl_log_first(log)) != NULL); /* several segments */
+  check_offsets(log, &a);
+  close_log(log);
+  /* The first segment's last index entry made to name base + 2^31 - 1,
+  ** past INT64_MAX: it never holds, and lookups stay exact. */
+  char path[4096];
+  path_in(path, sizeof path, dir, "09223372036854775000.index");
+  size_t n = 0;
+  free(t_read_file(path, &n));
+  assert_true(n >= 16);
+  t_poke32(path, (int64_t)n - 8, 0x7fffffffu);
+  log = open_log(dir);
+  check_offsets(log, &a);
+  recs b = {0};
+  scan_all(log, &b);
+  assert_int_equal(b.n, a.n);
+  close_log(log);
+  free(a.r);
+  free(b.r);
+  t_rmdir(dir);
+  free(dir);
+  /* A segment named INT64_MAX holds nothing a batch can hold: an empty
+  ** one is a log ending there. */
+  dir = t_mkdtemp("log-max");
+  path_in(path, sizeof path, dir, "09223372036854775807.log");
+  assert_int_equal(t_write_file(path, "", 0), 0);
+  log = open_log(dir);
+  kl_err err = {0};
+  int64_t leo;
+  assert_int_equal(kl_log_end_offset(log, &g_rd, &leo, &err), KL_OK);
+  assert_int_equal(leo, INT64_MAX);
+  kl_offset_lookup lk;
+  assert_int_equal(kl_log_lookup_offset(log, &g_rd, INT64_MAX, &lk, &err), KL_OK);
+  assert_int_equal(lk.status, KL_LOOKUP_LOG_END);
+  close_log(log);
+  t_rmdir(dir);
+  free(dir);
+}
+
 /*
 ** ListOffsets MAX_TIMESTAMP (behaviour.md 6.1, Kafka 3.8+): the first
 ** record carrying the largest timestamp; on a tie inside a segment and
@@ -780,6 +835,7 @@ int main(void) {
       cmocka_unit_test(test_lookups_misleading_index),
       cmocka_unit_test(test_gaps),
       cmocka_unit_test(test_offsets_above_2_32),
+      cmocka_unit_test(test_segment_named_near_2_63),
       cmocka_unit_test(test_max_timestamp_tie),
       cmocka_unit_test(test_non_monotonic_timestamps),
   };

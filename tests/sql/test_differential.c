@@ -13,6 +13,10 @@
 */
 #include "sqltest.h"
 
+#include <math.h>
+
+#include "kwriter.h"
+
 /* ---- PRNG (xorshift64*) ---- */
 
 static uint64_t g_rng;
@@ -567,6 +571,269 @@ static void test_read_committed_with_and_without_txnindex(void **state) {
   run_committed("g-transactions");
 }
 
+/* ---- integer edges: every comparison at the ends of int64_t ---- */
+
+/* Values a bound may take at the ends of int64_t and of a double's exact
+** integers, as SQL literals: INTEGERs, REALs (2^63 itself, past it,
+** fractions), infinities, numeric and other text, blobs and NULL. */
+static const char *const edge_literals[] = {
+    "-9223372036854775808", "(-9223372036854775807-1)", "-9223372036854775807",
+    "-9223372036854775808.0", "-9223372036854775809", "-9223372036854775809.0",
+    "-9.2233720368547758e18", "-9.223372036854775e18", "-9223372036854774784.5",
+    "9223372036854775807", "9223372036854775806", "9223372036854775807.0",
+    "9223372036854775808", "9223372036854775808.0", "9.2233720368547758e18",
+    "9.223372036854775e18", "9223372036854775000.0", "1.8446744073709552e19",
+    "9007199254740991", "9007199254740992", "9007199254740993", "9007199254740993.0",
+    "-9007199254740993", "-9007199254740993.0", "9007199254740992.5", "4503599627370495.5",
+    "-1", "0", "1", "-0.0", "0.5", "-0.5", "-1.5", "1e308", "-1e308", "9e999", "-9e999",
+    "'-9223372036854775808'", "'9223372036854775807'", "'9223372036854775808'",
+    "'-9223372036854775809'", "' 12 '", "'1e400'", "'-1e400'", "'0x10'", "'12abc'", "'abc'",
+    "''", "x'00'", "x''", "x'3132'", "NULL", "CAST(1 AS TEXT)", "CAST(-1 AS REAL)",
+};
+
+/* The same ends as bound parameters, which reach the module as the values
+** they are: NaN (SQLite binds it as NULL), +-Inf, +-2^63 as doubles, text
+** and blobs. */
+typedef struct edge_param {
+  const char *name;
+  int type;
+  double r;
+  int64_t i;
+  const char *s;
+} edge_param;
+
+static const edge_param edge_params[] = {
+    {"?NaN", SQLITE_FLOAT, NAN, 0, NULL},
+    {"?+Inf", SQLITE_FLOAT, INFINITY, 0, NULL},
+    {"?-Inf", SQLITE_FLOAT, -INFINITY, 0, NULL},
+    {"?-2^63.0", SQLITE_FLOAT, -0x1p63, 0, NULL},
+    {"?2^63.0", SQLITE_FLOAT, 0x1p63, 0, NULL},
+    {"?-2^63", SQLITE_INTEGER, 0, INT64_MIN, NULL},
+    {"?2^63-1", SQLITE_INTEGER, 0, INT64_MAX, NULL},
+    {"?'-9223372036854775808'", SQLITE_TEXT, 0, 0, "-9223372036854775808"},
+    {"?'9223372036854775807.5'", SQLITE_TEXT, 0, 0, "9223372036854775807.5"},
+    {"?'x'", SQLITE_TEXT, 0, 0, "x"},
+    {"?blob", SQLITE_BLOB, 0, 0, "\x01\x02"},
+};
+
+/* Comparison forms, V for the value: every operator, BETWEEN with the value
+** at either end, IN with it alone and beside a value the column holds. */
+static const char *const edge_forms[] = {
+    "%s = V", "%s < V", "%s <= V", "%s > V", "%s >= V", "%s IN (V, P)",
+    "%s BETWEEN V AND 9223372036854775807", "%s BETWEEN -9223372036854775808 AND V",
+    "%s BETWEEN V AND V", "%s IN (V)", "%s > V AND %s < P",
+};
+#define EDGE_FORMS_BASIC 6 /* the operators and IN: enough on a large log */
+
+/* Shapes of the query: rows in each order, the count, a descending window
+** and the timestamp order. */
+static const char *const edge_shapes[] = {
+    "SELECT offset, timestamp FROM %s WHERE %s ORDER BY offset",
+    "SELECT count(*), min(offset), max(timestamp) FROM %s WHERE %s",
+    "SELECT offset FROM %s WHERE %s ORDER BY offset DESC LIMIT 4",
+    "SELECT offset, timestamp FROM %s WHERE %s ORDER BY timestamp DESC, offset LIMIT 4",
+};
+
+/* Bind ?2 to p (NULL: nothing to bind). */
+static void bind_edge(sqlite3_stmt *st, const edge_param *p) {
+  if (!p) return;
+  int rc = SQLITE_OK;
+  if (p->type == SQLITE_FLOAT) rc = sqlite3_bind_double(st, 2, p->r);
+  else if (p->type == SQLITE_INTEGER) rc = sqlite3_bind_int64(st, 2, p->i);
+  else if (p->type == SQLITE_TEXT) rc = sqlite3_bind_text(st, 2, p->s, -1, SQLITE_STATIC);
+  else rc = sqlite3_bind_blob(st, 2, p->s, (int)strlen(p->s), SQLITE_STATIC);
+  assert_int_equal(rc, SQLITE_OK);
+}
+
+static void run_edge(sqlite3 *db, const char *sql, const char *dir, const edge_param *p, st_buf *out) {
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) != SQLITE_OK) {
+    st_buf_printf(out, "PREPARE ERROR: %s\n", sqlite3_errmsg(db));
+    return;
+  }
+  if (sqlite3_bind_parameter_index(st, "?1")) {
+    assert_int_equal(sqlite3_bind_text(st, 1, dir, -1, SQLITE_TRANSIENT), SQLITE_OK);
+  }
+  bind_edge(st, p);
+  st_render(db, st, out);
+}
+
+/* Replace V by value and P by present in form, the column at each %s. */
+static char *edge_where(const char *form, const char *col, const char *value, const char *present) {
+  st_buf w = {0};
+  st_buf_printf(&w, "%s", "");
+  for (const char *f = form; *f; f++) {
+    if (f[0] == '%' && f[1] == 's') st_buf_printf(&w, "%s", col), f++;
+    else if (*f == 'V') st_buf_printf(&w, "%s", value);
+    else if (*f == 'P') st_buf_printf(&w, "%s", present);
+    else st_buf_printf(&w, "%c", *f);
+  }
+  return w.p;
+}
+
+/*
+** Every form and shape for each column with every edge value, on
+** kafka_log(from) and on the native table e (plain INTEGER columns, no
+** index: SQLite's own comparisons), compared row by row.  extra: values
+** from the data (its first and last offsets and timestamps, each +-1 and
+** as fractions).  present[c]: a value column c holds.  nform: the first
+** forms taken.
+*/
+static void compare_edges(sqlite3 *db, const char *from, const char *dir, const char *const *cols,
+                          const char *const *present, int ncols, const char *const *extra, int nextra,
+                          const char *const *shapes, int nshapes, int nform, tally *t) {
+  int nlit = (int)(sizeof edge_literals / sizeof edge_literals[0]);
+  int npar = (int)(sizeof edge_params / sizeof edge_params[0]);
+  for (int c = 0; c < ncols; c++) {
+    for (int v = 0; v < nlit + nextra + npar; v++) {
+      const edge_param *p = v >= nlit + nextra ? &edge_params[v - nlit - nextra] : NULL;
+      const char *value = p ? "?2" : v < nlit ? edge_literals[v] : extra[v - nlit];
+      for (int f = 0; f < nform; f++) {
+        char *where = edge_where(edge_forms[f], cols[c], value, present[c]);
+        for (int s = 0; s < nshapes; s++) {
+          char *qa = sqlite3_mprintf(shapes[s], from, where);
+          char *qb = sqlite3_mprintf(shapes[s], "e", where);
+          st_buf a = {0}, b = {0};
+          run_edge(db, qa, dir, p, &a);
+          run_edge(db, qb, dir, p, &b);
+          t->queries++;
+          if (strstr(b.p, "ERROR")) fail_msg("native query failed: %s\n  %s", b.p, qb);
+          t->rows += (long)(b.n ? 1 : 0);
+          char la[300], lb[300];
+          long line = st_first_diff(a.p, b.p, la, lb, sizeof la);
+          if (line && t->mismatches++ < 12) {
+            print_message("  MISMATCH %s%s%s\n    row %ld: kafka_log: %s\n    row %ld: native:    %s\n",
+                          qa, p ? " with ?2 = " : "", p ? p->name : "", line, la, line, lb);
+          }
+          st_buf_free(&a);
+          st_buf_free(&b);
+          sqlite3_free(qa);
+          sqlite3_free(qb);
+        }
+        free(where);
+      }
+    }
+  }
+}
+
+/* Literals from the data: each of vals, +-1 and +-0.5 around it. */
+static int data_edges(const int64_t *vals, int n, char (*out)[32]) {
+  int k = 0;
+  for (int i = 0; i < n; i++) {
+    int64_t x = vals[i];
+    snprintf(out[k++], 32, "%" PRId64, x);
+    if (x > INT64_MIN) snprintf(out[k++], 32, "%" PRId64, x - 1);
+    if (x < INT64_MAX) snprintf(out[k++], 32, "%" PRId64, x + 1);
+    snprintf(out[k++], 32, "%" PRId64 ".5", x);
+    snprintf(out[k++], 32, "(%" PRId64 " - 0.5)", x);
+  }
+  return k;
+}
+
+/* On a large log, shapes that read little of it: a window at either end. */
+static const char *const edge_shapes_large[] = {
+    "SELECT offset, timestamp FROM %s WHERE %s ORDER BY offset LIMIT 3",
+    "SELECT offset, timestamp FROM %s WHERE %s ORDER BY offset DESC LIMIT 3",
+};
+
+/* The edges on kafka_log(dir) of one partition, with every shape when it
+** is small. */
+static void edges_on_partition(const char *dir, int small) {
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE TABLE e(offset INTEGER, timestamp INTEGER)");
+  st_run(db, "INSERT INTO e SELECT offset, timestamp FROM kafka_log(?1)", "t", dir);
+  assert_true(st_int(db, "SELECT count(*) FROM e", NULL) > 0);
+  int64_t vals[4] = {st_int(db, "SELECT min(offset) FROM e", NULL),
+                     st_int(db, "SELECT max(offset) FROM e", NULL),
+                     st_int(db, "SELECT min(timestamp) FROM e", NULL),
+                     st_int(db, "SELECT max(timestamp) FROM e", NULL)};
+  char ex[20][32];
+  const char *extra[20];
+  int nextra = data_edges(vals, 4, ex);
+  for (int i = 0; i < nextra; i++) extra[i] = ex[i];
+  char p0[32], p1[32];
+  snprintf(p0, sizeof p0, "%" PRId64, vals[0] + 1);
+  snprintf(p1, sizeof p1, "%" PRId64, st_int(db, "SELECT timestamp FROM e LIMIT 1 OFFSET 1", NULL));
+  const char *cols[] = {"offset", "timestamp"};
+  const char *present[] = {p0, p1};
+  tally t = {0};
+  const char *const *shapes = small ? edge_shapes : edge_shapes_large;
+  int nshapes = small ? (int)(sizeof edge_shapes / sizeof edge_shapes[0])
+                      : (int)(sizeof edge_shapes_large / sizeof edge_shapes_large[0]);
+  int nform = small ? (int)(sizeof edge_forms / sizeof edge_forms[0]) : EDGE_FORMS_BASIC;
+  compare_edges(db, "kafka_log(?1)", dir, cols, present, 2, extra, nextra, shapes, nshapes, nform, &t);
+  print_message("  %s: %ld edge queries, %ld with rows, %ld mismatches\n", dir, t.queries, t.rows,
+                t.mismatches);
+  st_close(db);
+  if (t.mismatches) fail_msg("%ld of %ld edge queries differ", t.mismatches, t.queries);
+}
+
+/* A Kafka-written partition: ordinary offsets and timestamps against
+** bounds at the ends of int64_t. */
+static void test_integer_edge_bounds(void **state) {
+  (void)state;
+  edges_on_partition(t_fixture("b-multi-segment"), 0);
+}
+
+/* A log whose offsets end just below 2^63 (segments named near it) and
+** whose timestamps take the extreme values, several segments and indexes:
+** bounds meet the data at the ends of the range. */
+static void test_integer_edge_bounds_extreme_log(void **state) {
+  (void)state;
+  static const int64_t stamps[] = {INT64_MIN, INT64_MIN + 1, -9007199254740993, -5, -1, 0, 1,
+                                   9007199254740992, 9007199254740993, INT64_MAX - 1, INT64_MAX};
+  int nst = (int)(sizeof stamps / sizeof stamps[0]);
+  char *dir = t_mkdtemp("edges");
+  assert_non_null(dir);
+  kw_options o = {1500, 100, INT64_C(9223372036854775000), 0};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  for (int b = 0; b < 200; b++) {
+    kl_rec_in r[3];
+    int n = 1 + b % 3;
+    for (int i = 0; i < n; i++) {
+      int64_t ts = stamps[(b * 7) % nst];
+      ts = ts > 0 ? ts - i : ts + i; /* neighbours, in one batch's range */
+      kl_rec_in x = {ts, "k", 1, "v", 1, NULL, 0};
+      r[i] = x;
+    }
+    assert_int_equal(kw_append(w, NULL, r, n), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  edges_on_partition(dir, 1);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* The partition column of a log directory against the same bounds. */
+static void test_integer_edge_bounds_partition(void **state) {
+  (void)state;
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s/broker", KL_FIXTURES);
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE TABLE e(topic TEXT, partition INTEGER, offset INTEGER, timestamp INTEGER)");
+  st_run(db, "INSERT INTO e SELECT topic, partition, offset, timestamp FROM kafka_log(?1)", "t", dir);
+  /* The first offsets of each partition chosen: the choice, not the
+  ** records, is what the bounds decide here. */
+  static const char *const shapes[] = {
+      "SELECT topic, partition, offset FROM %s WHERE %s AND offset < 2 ORDER BY 1, 2, 3",
+  };
+  int64_t vals[2] = {0, 2};
+  char ex[10][32];
+  const char *extra[10];
+  int nextra = data_edges(vals, 2, ex);
+  for (int i = 0; i < nextra; i++) extra[i] = ex[i];
+  const char *cols[] = {"partition"};
+  const char *present[] = {"1"};
+  tally t = {0};
+  compare_edges(db, "kafka_log(?1)", dir, cols, present, 1, extra, nextra, shapes, 1,
+                (int)(sizeof edge_forms / sizeof edge_forms[0]), &t);
+  print_message("  broker: %ld edge queries on partition, %ld with rows, %ld mismatches\n", t.queries,
+                t.rows, t.mismatches);
+  st_close(db);
+  if (t.mismatches) fail_msg("%ld of %ld edge queries differ", t.mismatches, t.queries);
+}
+
 #define SET_TEST(fn, name) \
   static void fn(void **state) { run_set(name); }
 SET_TEST(test_b_multi_segment, "b-multi-segment")
@@ -584,6 +851,9 @@ int main(void) {
       cmocka_unit_test(test_f_legacy_v1_gzip),
       cmocka_unit_test(test_log_directory),
       cmocka_unit_test(test_read_committed_with_and_without_txnindex),
+      cmocka_unit_test(test_integer_edge_bounds),
+      cmocka_unit_test(test_integer_edge_bounds_extreme_log),
+      cmocka_unit_test(test_integer_edge_bounds_partition),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

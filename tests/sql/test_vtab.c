@@ -10,6 +10,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "kwriter.h"
+
 /* CREATE VIRTUAL TABLE ... USING kafka_log('<dir>') for a fixture set. */
 /* Fixtures are never written: their tables are made read-only. */
 static void create_vtab(sqlite3 *db, const char *name, const char *dir) {
@@ -703,6 +705,35 @@ static void test_corrupt_log(void **state) {
   sqlite3_free(logp);
 }
 
+/*
+** A skew past INT64_MAX: timestamps 9223372036854775807 then -5 lie 2^63 + 4
+** apart.  kafka_log_max_skew saturates at 9223372036854775807, and
+** max_skew_ms takes that as no bound, so the answer it gives back is exact.
+*/
+static void test_max_skew_past_int64(void **state) {
+  (void)state;
+  char *dir = t_mkdtemp("skew-top");
+  assert_non_null(dir);
+  kw_options o = {1 << 20, 4096, 0, 0};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  static const int64_t stamps[] = {INT64_MAX, -5, 0};
+  for (int i = 0; i < 3; i++) {
+    kl_rec_in r = {stamps[i], "k", 1, "v", 1, NULL, 0};
+    assert_int_equal(kw_append(w, NULL, &r, 1), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  sqlite3 *db = st_open();
+  assert_int_equal(st_int(db, "SELECT kafka_log_max_skew(?1)", "t", dir), INT64_MAX);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE timestamp <= -5"
+                              " AND max_skew_ms = 9223372036854775807", "t", dir), 1);
+  assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE timestamp < 0"
+                              " AND max_skew_ms = 9223372036854775807 ORDER BY offset DESC", "t", dir), 1);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_equals_table_valued),
@@ -717,6 +748,7 @@ int main(void) {
       cmocka_unit_test(test_version),
       cmocka_unit_test(test_query_plan),
       cmocka_unit_test(test_max_skew),
+      cmocka_unit_test(test_max_skew_past_int64),
       cmocka_unit_test(test_confluent_wire),
       cmocka_unit_test(test_batches),
       cmocka_unit_test(test_truncated_log),
