@@ -38,6 +38,7 @@ static kl_writer *open_w(const char *dir, int64_t seg, int64_t interval, int cod
   o.codec = codec;
   kl_writer *w = NULL;
   kl_err err = {0};
+  mkdir(dir, 0755); /* the writer writes to a directory that exists */
   assert_int_equal(kl_writer_open(NULL, dir, &o, &w, &err), KL_OK);
   return w;
 }
@@ -253,12 +254,18 @@ static void test_locks(void **state) {
   kl_err e3 = {0};
   assert_int_equal(kl_writer_begin(w1, &e3), KL_BUSY);
   assert_non_null(strstr(e3.msg, "Kafka broker holds"));
+  /* The refused writer left nothing: its lock file is made after the
+  ** broker's lock is checked, and exists only while held. */
+  char ours[4300];
+  snprintf(ours, sizeof ours, "%s/kafkalog.lock", dir);
+  assert_int_equal(access(ours, F_OK), -1);
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
   close(pfd[0]);
   close(pfd[1]);
   txn(w1, 3, 2); /* the broker is gone */
   assert_int_equal(check_log(dir), 5);
+  assert_int_equal(access(ours, F_OK), -1); /* released with the commit */
   assert_int_equal(kl_writer_close(w1, &err), KL_OK);
   assert_int_equal(kl_writer_close(w2, &err), KL_OK);
   t_rmdir(root);
