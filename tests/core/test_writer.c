@@ -3,6 +3,7 @@
 ** writer of Kafka's rules (tests/util/kwriter.c), rolls, transactions,
 ** savepoints, locks and recovery.
 */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -525,12 +526,53 @@ static void test_checkpoint_put(void **state) {
   free(root);
 }
 
+/* A log that cannot be made leaves nothing: here its first segment's
+** .index cannot be created (a directory has that name), and the .log and
+** commit record made before are removed again.  A missing directory is
+** made (its parent is not). */
+static void test_create_failed_leaves_nothing(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("wr_mk");
+  char dir[4200], block[4300], p[4300];
+  snprintf(dir, sizeof dir, "%s/events-0", root);
+  kl_writer_opts o;
+  kl_writer_opts_default(&o);
+  kl_err err = {0};
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(block, sizeof block, "%s/00000000000000000000.index", dir);
+  assert_int_equal(mkdir(block, 0755), 0);
+  assert_int_not_equal(kl_writer_create(NULL, dir, &o, &err), KL_OK);
+  print_message("  %s\n", err.msg);
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    assert_string_equal(e->d_name, "00000000000000000000.index");
+    n++;
+  }
+  closedir(d);
+  assert_int_equal(n, 1);
+  snprintf(p, sizeof p, "%s/none/orders-0", root);
+  kl_err_clear(&err);
+  assert_int_not_equal(kl_writer_create(NULL, p, &o, &err), KL_OK);
+  snprintf(p, sizeof p, "%s/none", root);
+  assert_int_equal(access(p, F_OK), -1);
+  snprintf(p, sizeof p, "%s/orders-0", root);
+  kl_err_clear(&err);
+  assert_int_equal(kl_writer_create(NULL, p, &o, &err), KL_OK);
+  assert_int_equal(access(p, F_OK), 0);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_bytes_as_kafka_rules),
       cmocka_unit_test(test_rollback),
       cmocka_unit_test(test_savepoints),
       cmocka_unit_test(test_locks),
+      cmocka_unit_test(test_create_failed_leaves_nothing),
       cmocka_unit_test(test_recovery),
       cmocka_unit_test(test_committed_damage),
       cmocka_unit_test(test_adopt),
