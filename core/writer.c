@@ -554,34 +554,71 @@ static void unlock_all(kl_writer *w) {
     close(w->brokerfd);
     w->brokerfd = -1;
   }
-  ofd_lock(w->lockfd, F_UNLCK);
+  if (w->lockfd >= 0) {
+    /* Removed while still held: the file exists only while a writer is
+    ** at work, and one who opened it meanwhile sees it gone (lock_own). */
+    char p[4200];
+    snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
+    unlink(p);
+    ofd_lock(w->lockfd, F_UNLCK);
+    close(w->lockfd);
+    w->lockfd = -1;
+  }
 }
 
-static kl_rc lock_all(kl_writer *w, kl_err *err) {
-  if (ofd_lock(w->lockfd, F_WRLCK) != 0) {
-    if (errno == EAGAIN || errno == EACCES) {
-      return kl_err_set(err, KL_BUSY, "%s: another writer holds %s/%s", w->dir, w->dir, LOCK_FILE);
+/* Take <dir>/kafkalog.lock, made for the time it is held.  A lock taken on
+** a file its holder removed as it let go locks nothing: try again. */
+static kl_rc lock_own(kl_writer *w, kl_err *err) {
+  char p[4200];
+  snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
+  for (int tries = 0; tries < 100; tries++) {
+    int fd;
+    kl_rc rc = kl_fd_open(p, O_RDWR | O_CREAT, 0644, &fd, err);
+    if (rc) return rc;
+    if (ofd_lock(fd, F_WRLCK) != 0) {
+      int e = errno;
+      close(fd);
+      if (e == EAGAIN || e == EACCES) {
+        return kl_err_set(err, KL_BUSY, "%s: another writer holds %s", w->dir, p);
+      }
+      return kl_err_set(err, KL_IO, "%s: cannot lock: %s", p, strerror(e));
     }
-    return kl_err_set(err, KL_IO, "%s/%s: cannot lock: %s", w->dir, LOCK_FILE, strerror(errno));
+    struct stat a, b;
+    if (fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+      w->lockfd = fd;
+      return KL_OK;
+    }
+    ofd_lock(fd, F_UNLCK);
+    close(fd);
   }
+  return kl_err_set(err, KL_BUSY, "%s: other writers keep taking %s", w->dir, p);
+}
+
+/* The broker's lock first: a write it refuses leaves no file behind. */
+static kl_rc lock_all(kl_writer *w, kl_err *err) {
   /* A broker locks its log directory's .lock for as long as it runs
   ** (FileChannel.tryLock, a POSIX record lock, which conflicts with ours):
   ** holding it too keeps a broker from starting on files being written. */
   char p[4200];
   snprintf(p, sizeof p, "%s/.lock", w->parent);
-  int fd;
-  if (kl_fd_open(p, O_RDWR, 0, &fd, NULL) == KL_OK) {
-    if (ofd_lock(fd, F_WRLCK) != 0) {
-      int e = errno;
-      close(fd);
-      ofd_lock(w->lockfd, F_UNLCK);
-      if (e == EAGAIN || e == EACCES) {
-        return kl_err_set(err, KL_BUSY, "%s: a Kafka broker holds %s (writing is refused while it "
-                          "runs on this log directory)", w->dir, p);
-      }
-      return kl_err_set(err, KL_IO, "%s: cannot lock: %s", p, strerror(e));
+  int fd = -1;
+  if (kl_fd_open(p, O_RDWR, 0, &fd, NULL) != KL_OK) fd = -1; /* no broker's lock */
+  if (fd >= 0 && ofd_lock(fd, F_WRLCK) != 0) {
+    int e = errno;
+    close(fd);
+    if (e == EAGAIN || e == EACCES) {
+      return kl_err_set(err, KL_BUSY, "%s: a Kafka broker holds %s (writing is refused while it "
+                        "runs on this log directory)", w->dir, p);
     }
-    w->brokerfd = fd;
+    return kl_err_set(err, KL_IO, "%s: cannot lock: %s", p, strerror(e));
+  }
+  w->brokerfd = fd;
+  kl_rc rc = lock_own(w, err);
+  if (rc) {
+    unlock_all(w);
+    return rc;
+  }
+  if (fd >= 0) {
     /* Kafka trusts a log directory's files without recovery after a clean
     ** shutdown; once we append, recovery from its recovery point is what
     ** is safe (behaviour.md 12.5). */
@@ -598,19 +635,6 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
 }
 
 /* ---- the public calls ---- */
-
-static int mkdirs(char *path) {
-  struct stat sb;
-  if (stat(path, &sb) == 0) return S_ISDIR(sb.st_mode) ? 0 : (errno = ENOTDIR, -1);
-  char *slash = strrchr(path, '/');
-  if (slash && slash != path) {
-    *slash = 0;
-    int rc = mkdirs(path);
-    *slash = '/';
-    if (rc) return rc;
-  }
-  return mkdir(path, 0755) == 0 || errno == EEXIST ? 0 : -1;
-}
 
 /* The latest leader epoch of dir's leader-epoch-checkpoint ("0", a count,
 ** then "<epoch> <start offset>" lines) in *epoch, or -1: batches appended
@@ -652,13 +676,6 @@ static kl_rc last_leader_epoch(const kl_env *env, const char *dir, int32_t *epoc
   return KL_OK;
 }
 
-static kl_rc make_dirs(const char *dir, kl_err *err) {
-  char p[4200];
-  snprintf(p, sizeof p, "%s", dir);
-  if (mkdirs(p) == 0) return KL_OK;
-  return kl_err_set(err, kl_write_rc(errno), "cannot create %s: %s", dir, strerror(errno));
-}
-
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
                      kl_writer **out, kl_err *err) {
   *out = NULL;
@@ -679,13 +696,9 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   while (n > 1 && w->dir[n - 1] == '/') w->dir[--n] = 0;
   kl_rc rc =
       kl_partition_logdir(w->dir, w->parent, sizeof w->parent, w->pname, sizeof w->pname, err);
-  char p[4200];
-  if (rc != KL_OK || (rc = make_dirs(w->dir, err)) != KL_OK) {
-  } else if ((rc = kl_fd_open(w->dir, O_RDONLY | O_DIRECTORY, 0, &w->dirfd, err)) != KL_OK) {
-    if (rc == KL_NOTFOUND) rc = kl_err_set(err, KL_CANTOPEN, "cannot open %s: %s", w->dir, strerror(ENOENT));
-  } else {
-    snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
-    rc = kl_fd_open(p, O_RDWR | O_CREAT, 0644, &w->lockfd, err);
+  if (rc == KL_OK &&
+      (rc = kl_fd_open(w->dir, O_RDONLY | O_DIRECTORY, 0, &w->dirfd, err)) == KL_NOTFOUND) {
+    rc = kl_err_set(err, KL_CANTOPEN, "cannot open %s: %s", w->dir, strerror(ENOENT));
   }
   if (rc) {
     kl_writer_close(w, NULL);
@@ -966,7 +979,7 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
   if (w->in_txn) rc = kl_writer_rollback(w, err);
   /* A clean stop, when nobody else is writing: the final time index entry
   ** of the active segment, as Kafka writes it on close. */
-  if (rc == KL_OK && w->committed_any && w->lockfd >= 0) {
+  if (rc == KL_OK && w->committed_any && w->dirfd >= 0) {
     kl_err e2 = {0};
     if (lock_all(w, &e2) == KL_OK) {
       kl_rc r2 = load(w, &e2);
@@ -985,7 +998,7 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
   close_segment(w);
   drop_marks(w, 0);
   kl_free(w->env, w->marks);
-  if (w->lockfd >= 0) close(w->lockfd);
+  unlock_all(w);
   if (w->commitfd >= 0) close(w->commitfd);
   if (w->dirfd >= 0) close(w->dirfd);
   kl_builder_free(&w->b);
@@ -1017,3 +1030,32 @@ int64_t kl_writer_log_start(const kl_writer *w) {
 }
 
 const kl_writer_stats *kl_writer_stats_of(const kl_writer *w) { return &w->stats; }
+
+kl_rc kl_writer_create(const kl_env *env, const char *dir, const kl_writer_opts *opt,
+                       kl_err *err) {
+  int made = mkdir(dir, 0755) == 0;
+  if (!made && errno != EEXIST) {
+    return kl_err_set(err, errno == EACCES || errno == EROFS ? KL_READONLY : KL_IO,
+                      "cannot create %s: %s", dir, strerror(errno));
+  }
+  kl_writer *w = NULL;
+  kl_rc rc = kl_writer_open(env, dir, opt, &w, err);
+  if (rc == KL_OK && (rc = kl_writer_begin(w, err)) == KL_OK) rc = kl_writer_rollback(w, err);
+  if (rc == KL_OK || !w) {
+    kl_writer_close(w, NULL);
+  } else {
+    /* Nothing of a log that could not be made stays: its first segment,
+    ** its commit record, the directory when it was made here. */
+    static const char *const sfx[] = {".log", ".index", ".timeindex"};
+    char p[4200];
+    for (int i = 0; i < 3; i++) {
+      seg_path(w, 0, sfx[i], p, sizeof p);
+      unlink(p);
+    }
+    snprintf(p, sizeof p, "%s/%s", w->dir, KL_COMMIT_FILE);
+    unlink(p);
+    kl_writer_close(w, NULL);
+  }
+  if (rc != KL_OK && made) rmdir(dir);
+  return rc;
+}

@@ -14,10 +14,10 @@
 ** rebuilds indexes by, so the indexes written equal the ones Kafka would
 ** rebuild from the same .log.
 **
-** A transaction: kl_writer_begin takes the directory's lock file
-** (kafkalog.lock; a second writer, in this process or another, gets
-** KL_BUSY) and refuses a directory whose log directory's .lock a Kafka
-** broker holds; appends go to the files at once (a transaction may be
+** A transaction: kl_writer_begin refuses a directory whose log directory's
+** .lock a Kafka broker holds, then takes the directory's lock file
+** (kafkalog.lock, there only while it is held: a second writer, in this
+** process or another, gets KL_BUSY); appends go to the files at once (a transaction may be
 ** larger than memory) but readers stop at the commit record (commit.h);
 ** kl_writer_sync fsyncs the .log, then the indexes, then publishes a new
 ** commit record; kl_writer_rollback and kl_writer_rollback_to truncate the
@@ -64,11 +64,18 @@ typedef struct kl_writer_stats {
   uint64_t truncated;       /* bytes cut off by recovery and rollback */
 } kl_writer_stats;
 
-/* A writer of dir, created (with its parents) when it does not exist.
-** Takes no lock and reads no segment yet.  Failures name the path, coded
-** as kl_write_rc says (file.h). */
+/* A writer of the directory dir (it must exist: kl_writer_create makes a
+** log).  Takes no lock and reads no segment yet.  Failures name the path,
+** coded as kl_write_rc says (file.h). */
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
                      kl_writer **out, kl_err *err);
+
+/* Make a new empty log at dir (segment 0 and its commit record), making
+** the directory itself when it does not exist; its parent must exist, and
+** dir must hold no log (the caller checks).  On failure nothing made is
+** left: no segment, no commit record, no directory. */
+kl_rc kl_writer_create(const kl_env *env, const char *dir, const kl_writer_opts *opt,
+                       kl_err *err);
 
 /* Leave the log as a clean stop leaves it (the active segment's final time
 ** index entry, a commit record flagged clean) when no transaction is open

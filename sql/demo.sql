@@ -99,7 +99,8 @@ SELECT o.group_id, o.topic, o.partition, o.committed_offset, p.log_end_offset - 
 .print 'Writing: a new log in /tmp/kafkalog-demo/events-0, in the format Kafka writes: a transaction of'
 .print 'three records (one batch), a rolled-back one (nothing of it remains), retention below offset 1'
 .print '(the log start moves; the batch stays on disk until its whole segment is below it):'
-CREATE VIRTUAL TABLE events USING kafka_log('/tmp/kafkalog-demo/events-0', compression='zstd');
+CREATE VIRTUAL TABLE events USING kafka_log('/tmp/kafkalog-demo/events-0', mode='create',
+    compression='zstd');
 BEGIN;
 INSERT INTO events(key, value, timestamp, headers) VALUES
   ('user-1', '{"click": 3}', 1732924800000, '[["trace","ab"]]'),

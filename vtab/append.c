@@ -5,12 +5,15 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "broker.h"
 #include "codec.h"
+#include "commit.h"
 #include "cursor.h"
 #include "glue.h"
 #include "log.h"
@@ -26,11 +29,10 @@ static const char *const col_names[] = {
     "dir", "on_corrupt", "max_skew_ms", "isolation", "key_type", "value_type"};
 #define NCOLS ((int)(sizeof col_names / sizeof *col_names))
 
-static const char *const codec_names[] = {"none", "gzip", "snappy", "lz4", "zstd"};
 
 struct kl_append {
   sqlite3 *db;
-  char *dir;
+  char *name, *dir;
   kl_append_opts opt;
   kl_writer *w;
   sqlite3_stmt *hdr;        /* the headers JSON, taken apart by SQLite */
@@ -45,94 +47,21 @@ struct kl_append {
 
 void kl_append_opts_default(kl_append_opts *o) {
   kl_writer_opts_default(&o->w);
-  o->readonly = 0;
+  o->mode = KL_MODE_READ;
 }
 
-static int parse_int(const char *v, long long lo, long long hi, long long *out) {
-  char *end;
-  errno = 0;
-  long long n = strtoll(v, &end, 10);
-  if (!*v || *end || errno || n < lo || n > hi) return 0;
-  *out = n;
-  return 1;
-}
-
-static int key_is(const char *key, size_t kn, const char *name) {
-  return strlen(name) == kn && strncmp(key, name, kn) == 0;
-}
-
-int kl_append_option(kl_append_opts *o, const char *key, size_t kn, const char *v,
-                     char **errmsg) {
-  long long n;
-  const char *want = NULL;
-  if (key_is(key, kn, "segment_bytes")) {
-    /* Positions in Kafka's indexes are int32; 14 is Kafka's own minimum. */
-    if (parse_int(v, 14, INT32_MAX, &n)) o->w.segment_bytes = n;
-    else want = "an integer from 14 to 2147483647";
-  } else if (key_is(key, kn, "index_interval_bytes")) {
-    if (parse_int(v, 0, INT32_MAX, &n)) o->w.index_interval = n;
-    else want = "an integer from 0 to 2147483647";
-  } else if (key_is(key, kn, "batch_bytes")) {
-    if (parse_int(v, 128, INT32_MAX, &n)) o->w.batch_bytes = n;
-    else want = "an integer from 128 to 2147483647";
-  } else if (key_is(key, kn, "retention_bytes")) {
-    if (parse_int(v, -1, INT64_MAX, &n)) o->w.retention_bytes = n;
-    else want = "an integer of bytes, or -1 for none";
-  } else if (key_is(key, kn, "retention_ms")) {
-    if (parse_int(v, -1, INT64_MAX, &n)) o->w.retention_ms = n;
-    else want = "an integer of milliseconds, or -1 for none";
-  } else if (key_is(key, kn, "compression")) {
-    int found = -1;
-    for (int i = 0; i < 5; i++) {
-      if (sqlite3_stricmp(v, codec_names[i]) == 0) found = i;
-    }
-    if (sqlite3_stricmp(v, "uncompressed") == 0) found = 0;
-    if (found >= 0) o->w.codec = found;
-    else want = "none, gzip, snappy, lz4 or zstd";
-  } else if (key_is(key, kn, "timestamp_type")) {
-    if (!sqlite3_stricmp(v, "create") || !sqlite3_stricmp(v, "create_time") ||
-        !sqlite3_stricmp(v, "CreateTime")) {
-      o->w.log_append_time = 0;
-    } else if (!sqlite3_stricmp(v, "log_append") || !sqlite3_stricmp(v, "log_append_time") ||
-               !sqlite3_stricmp(v, "LogAppendTime")) {
-      o->w.log_append_time = 1;
-    } else {
-      want = "create_time or log_append_time";
-    }
-  } else if (key_is(key, kn, "readonly")) {
-    if (!strcmp(v, "1") || !sqlite3_stricmp(v, "true") || !sqlite3_stricmp(v, "on")) o->readonly = 1;
-    else if (!strcmp(v, "0") || !sqlite3_stricmp(v, "false") || !sqlite3_stricmp(v, "off")) {
-      o->readonly = 0;
-    } else {
-      want = "0 or 1";
-    }
-  } else {
-    return 0;
-  }
-  if (!want) return 1;
-  *errmsg = sqlite3_mprintf("kafka_log: option %.*s='%s': expected %s", (int)kn, key, v, want);
-  return -1;
-}
-
-char *kl_append_config_rows(const kl_append_opts *o) {
-  return sqlite3_mprintf("('segment_bytes', %lld), ('index_interval_bytes', %lld),"
-                         " ('batch_bytes', %lld), ('compression', '%s'),"
-                         " ('timestamp_type', '%s'), ('readonly', %d), ('retention_bytes', %lld),"
-                         " ('retention_ms', %lld)",
-                         (long long)o->w.segment_bytes, (long long)o->w.index_interval,
-                         (long long)o->w.batch_bytes, codec_names[o->w.codec],
-                         o->w.log_append_time ? "log_append_time" : "create_time", o->readonly,
-                         (long long)o->w.retention_bytes, (long long)o->w.retention_ms);
-}
-
-kl_append *kl_append_new(sqlite3 *db, const char *dir, const kl_append_opts *o) {
+kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir,
+                         const kl_append_opts *o) {
   kl_append *a = sqlite3_malloc(sizeof *a);
   if (!a) return NULL;
   memset(a, 0, sizeof *a);
   a->db = db;
   a->opt = *o;
+  a->name = sqlite3_mprintf("%s", name);
   a->dir = sqlite3_mprintf("%s", dir);
-  if (!a->dir) {
+  if (!a->dir || !a->name) {
+    sqlite3_free(a->name);
+    sqlite3_free(a->dir);
     sqlite3_free(a);
     return NULL;
   }
@@ -147,6 +76,7 @@ void kl_append_free(kl_append *a) {
   sqlite3_free(a->h);
   sqlite3_free(a->del_sp);
   sqlite3_free(a->dir);
+  sqlite3_free(a->name);
   sqlite3_free(a);
 }
 
@@ -164,20 +94,85 @@ static int fail_kl(char **errmsg, kl_rc rc, const kl_err *err) {
   return fail(errmsg, kl_sqlite_rc(rc), "kafka_log: %s", err->msg[0] ? err->msg : kl_rc_name(rc));
 }
 
-int kl_append_create(const char *dir, const kl_append_opts *o, char **errmsg) {
+/* What dir holds: 1 a log (segments or a commit record), 2 partition
+** directories (*hint says which, sqlite3_malloc'd), 0 neither, -1 when it
+** cannot be opened (*errmsg says why, *rc its SQLite code). */
+static int holds(const char *dir, char **hint, int *rc, char **errmsg) {
   kl_err err = {0};
   kl_log *log = NULL;
-  if (kl_log_open(NULL, dir, &log, &err) == KL_OK) {
-    int empty = !kl_log_first(log) && !kl_log_hint(log);
-    kl_log_close(log);
-    if (!empty) return SQLITE_OK;
+  *hint = NULL;
+  kl_rc k = kl_log_open(NULL, dir, &log, &err);
+  if (k != KL_OK) {
+    *rc = fail_kl(errmsg, k, &err);
+    return -1;
   }
-  kl_err_clear(&err);
-  kl_writer *w = NULL;
-  kl_rc rc = kl_writer_open(NULL, dir, &o->w, &w, &err);
-  if (rc == KL_OK && (rc = kl_writer_begin(w, &err)) == KL_OK) rc = kl_writer_rollback(w, &err);
-  kl_writer_close(w, NULL);
-  return rc == KL_OK ? SQLITE_OK : fail_kl(errmsg, rc, &err);
+  int what = kl_log_first(log) ? 1 : kl_log_hint(log) ? 2 : 0;
+  if (what == 2) *hint = sqlite3_mprintf("%s", kl_log_hint(log));
+  kl_log_close(log);
+  char p[4200];
+  struct stat sb;
+  snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
+  if (what == 0 && stat(p, &sb) == 0) what = 1;
+  return what;
+}
+
+int kl_append_prepare(const char *name, const char *path, const kl_append_opts *o,
+                      char **errmsg) {
+  struct stat sb;
+  if (o->mode == KL_MODE_READ) {
+    kl_path_iter it;
+    const char *s;
+    size_t n;
+    kl_path_iter_init(&it, path);
+    while (kl_path_next(&it, &s, &n)) {
+      char *one = sqlite3_mprintf("%.*s", (int)n, s);
+      if (!one) return SQLITE_NOMEM;
+      int e = stat(one, &sb) == 0 ? 0 : errno;
+      int rc = e ? fail(errmsg, SQLITE_CANTOPEN, "kafka_log: cannot open %s: %s (mode='create' "
+                        "makes a new log there)", one, strerror(e)) : SQLITE_OK;
+      sqlite3_free(one);
+      if (rc) return rc;
+    }
+    return SQLITE_OK;
+  }
+  const char *m = o->mode == KL_MODE_WRITE ? "write" : "create";
+  if (strchr(path, ',')) {
+    return fail(errmsg, SQLITE_ERROR, "kafka_log: %s names several directories: mode='%s' "
+                "takes one partition directory", path, m);
+  }
+  char *hint = NULL;
+  int rc = SQLITE_OK;
+  int what = stat(path, &sb) == 0 || errno != ENOENT ? holds(path, &hint, &rc, errmsg) : 0;
+  if (what < 0) {
+  } else if (what == 2) {
+    rc = fail(errmsg, SQLITE_ERROR, "kafka_log: %s is a log directory (%s): a table writes to "
+              "one partition directory, such as CREATE VIRTUAL TABLE %s USING "
+              "kafka_log('%s/<topic>-<n>', mode='%s')", path, hint, name, path, m);
+  } else if (o->mode == KL_MODE_WRITE && what == 0) {
+    rc = fail(errmsg, SQLITE_CANTOPEN, "kafka_log: %s holds no log to write to (no "
+              "<offset>.log): mode='create' makes a new one", path);
+  } else if (o->mode == KL_MODE_CREATE && what == 1) {
+    rc = fail(errmsg, SQLITE_ERROR, "kafka_log: %s already holds a log: mode='write' appends to "
+              "it, mode='read' (the default) only reads it", path);
+  }
+  sqlite3_free(hint);
+  if (rc || o->mode == KL_MODE_WRITE) return rc;
+  /* A new log, and nothing but it: no parent is made on the way. */
+  char *parent = sqlite3_mprintf("%s", path);
+  if (!parent) return SQLITE_NOMEM;
+  char *slash = strrchr(parent, '/');
+  if (slash && slash != parent) *slash = 0;
+  else if (slash) slash[1] = 0;
+  int e = !slash ? 0 : stat(parent, &sb) != 0 ? errno : !S_ISDIR(sb.st_mode) ? ENOTDIR : 0;
+  if (e) {
+    rc = fail(errmsg, SQLITE_CANTOPEN, "kafka_log: cannot create %s: its parent %s %s", path,
+              parent, e == ENOENT ? "does not exist" : strerror(e));
+  }
+  sqlite3_free(parent);
+  if (rc) return rc;
+  kl_err err = {0};
+  kl_rc k = kl_writer_create(NULL, path, &o->w, &err);
+  return k ? fail_kl(errmsg, k, &err) : SQLITE_OK;
 }
 
 /* ---- transactions ---- */
@@ -187,8 +182,10 @@ static int start(kl_append *a, char **errmsg) {
   if (a->w && kl_writer_in_txn(a->w)) return SQLITE_OK;
   kl_err err = {0};
   kl_rc rc;
-  if (a->opt.readonly) {
-    return fail(errmsg, SQLITE_READONLY, "kafka_log: %s was created with readonly=1", a->dir);
+  if (a->opt.mode == KL_MODE_READ) {
+    return fail(errmsg, SQLITE_READONLY, "kafka_log: %s is read-only (mode='read', the default): "
+                "to append to and trim %s, DROP TABLE %s (the files stay) and CREATE VIRTUAL TABLE "
+                "%s USING kafka_log('%s', mode='write')", a->name, a->dir, a->name, a->name, a->dir);
   }
   if (strchr(a->dir, ',')) {
     return fail(errmsg, SQLITE_READONLY, "kafka_log: %s names several log directories: a table "
@@ -265,10 +262,14 @@ static int check_prefix(kl_append *a, int64_t *new_start, char **errmsg) {
   kl_log_close(log);
   if (rc != KL_DONE) return fail_kl(errmsg, rc, &err);
   if (rows != a->del_n) {
-    return fail(errmsg, SQLITE_CONSTRAINT, "kafka_log: DELETE removes whole prefixes of a log "
-                "only (DELETE FROM t WHERE offset < N): this one selected %lld of the %lld rows "
-                "from offset %lld to %lld", (long long)a->del_n, (long long)rows,
-                (long long)start, (long long)a->del_max);
+    /* A WHERE on anything but the offset (timestamps go back and forth)
+    ** is a prefix only by chance: say how to ask for one. */
+    return fail(errmsg, SQLITE_CONSTRAINT, "kafka_log: DELETE removes a prefix of the log only: "
+                "this one selected %lld of the %lld rows from offset %lld to %lld; say where the "
+                "prefix ends by offset, DELETE FROM %s WHERE offset < N (for the records before "
+                "the first at or after time T: DELETE FROM %s WHERE offset < (SELECT min(offset) "
+                "FROM %s WHERE timestamp >= T))", (long long)a->del_n, (long long)rows,
+                (long long)start, (long long)a->del_max, a->name, a->name, a->name);
   }
   *new_start = a->del_max + 1;
   return SQLITE_OK;

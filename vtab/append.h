@@ -3,9 +3,9 @@
 ** INSERT and retention DELETE, and SQLite's transaction calls, over one
 ** core/writer.h writer per table.
 **
-**   CREATE VIRTUAL TABLE t USING kafka_log('data/events-0',
+**   CREATE VIRTUAL TABLE t USING kafka_log('data/events-0', mode='create',
 **       segment_bytes=1048576, index_interval_bytes=4096, compression='zstd',
-**       batch_bytes=1048576, timestamp_type='create_time', readonly=0,
+**       batch_bytes=1048576, timestamp_type='create_time',
 **       retention_bytes=-1, retention_ms=-1);
 **   INSERT INTO t(key, value, timestamp, headers) VALUES (...);
 **   DELETE FROM t WHERE offset < N;
@@ -24,42 +24,37 @@
 #ifndef KL_APPEND_H
 #define KL_APPEND_H
 
+#include "options.h"
 #include "sqlite3ext.h"
 #include "writer.h"
 
 typedef struct kl_append_opts {
   kl_writer_opts w;
-  int readonly;
+  int mode;                 /* KL_MODE_* (options.h) */
 } kl_append_opts;
 
+/* Kafka's defaults, mode='read'. */
 void kl_append_opts_default(kl_append_opts *o);
 
-/* Parse the option key=value (key of kn bytes, value dequoted): 1 when it
-** is a write option and valid, 0 when it is not a write option, -1 when
-** its value is invalid (*errmsg says why, sqlite3_malloc'd). */
-int kl_append_option(kl_append_opts *o, const char *key, size_t kn, const char *value,
-                     char **errmsg);
-
-/* The options as rows of the table's _config shadow table: "('k', v), ..."
-** (sqlite3_malloc'd). */
-char *kl_append_config_rows(const kl_append_opts *o);
-
-/* CREATE VIRTUAL TABLE of a writable table: dir is created when missing,
-** and a directory holding no segment and no partition directory becomes
-** an empty log (segment 0 and its commit record), which reads as a table
-** without rows.  The writer's error (kl_sqlite_rc: SQLITE_CANTOPEN for a
-** path that cannot be made, SQLITE_FULL for a full disk...) with *errmsg
-** naming the path. */
-int kl_append_create(const char *dir, const kl_append_opts *o, char **errmsg);
+/* CREATE VIRTUAL TABLE of table name over path, what its mode asks of the
+** path before the table exists: read, that each of its directories
+** exists; write, that it is one directory holding a log; create, that it
+** is one directory, holding no log, whose parent exists, and then the new
+** log is made (segment 0 and its commit record, nothing left behind if
+** that fails).  An SQLite error code with *errmsg naming the path and the
+** mode that fits it. */
+int kl_append_prepare(const char *name, const char *path, const kl_append_opts *o, char **errmsg);
 
 typedef struct kl_append kl_append;
 
-/* A table's writer state for directory dir (nothing is opened yet). */
-kl_append *kl_append_new(sqlite3 *db, const char *dir, const kl_append_opts *o);
+/* Table name's writer state for directory dir (nothing is opened yet). */
+kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir, const kl_append_opts *o);
 /* A clean stop of the writer (commit record flagged clean); frees. */
 void kl_append_free(kl_append *a);
 
-/* xUpdate: INSERT or DELETE (UPDATE is refused).  Errors set *errmsg. */
+/* xUpdate: INSERT or DELETE (UPDATE is refused; both are refused with
+** SQLITE_READONLY in mode='read', before a file is touched).  Errors set
+** *errmsg. */
 int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *rowid,
                      char **errmsg);
 

@@ -5,6 +5,7 @@
 **   SELECT ... FROM kafka_log('<partition dir>', 'skip');      -- salvage
 **   CREATE VIRTUAL TABLE t USING kafka_log('<partition dir>');   -- named
 **   CREATE VIRTUAL TABLE t USING kafka_log('<dir>', on_corrupt='skip');
+**   CREATE VIRTUAL TABLE t USING kafka_log('<dir>', mode='write');  -- or 'create'
 **   INSERT INTO t(key, value, timestamp, headers) VALUES (...);  -- append.h
 **   DELETE FROM t WHERE offset < N;                               -- retention
 **
@@ -12,8 +13,8 @@
 ** are documented once, in plan.h; xBestIndex (plan.c) and xFilter (here)
 ** both follow that table.
 **
-** A named table's directory (made absolute) and options are fixed when it
-** is created and kept in its shadow table <name>_config, so that a saved
+** A named table's directory (made absolute) and options (options.h) are
+** fixed when it is created and kept in its shadow table <name>_config, so that a saved
 ** database opens from any working directory and `WHERE dir = ...` cannot
 ** point it elsewhere: on a named table, dir and on_corrupt are ordinary
 ** columns that SQLite compares.
@@ -41,6 +42,7 @@
 #include "broker.h"
 #include "log.h"
 #include "logcache.h"
+#include "options.h"
 #include "plan.h"
 #include "txn.h"
 #include "utf8.h"
@@ -201,92 +203,102 @@ static char *dequote(const char *s) {
   return sqlite3_mprintf("%s", s);
 }
 
-/* 1 for 'read_committed', 0 for 'read_uncommitted' (any case), -1 for
-** anything else. */
-static int isolation_mode(const char *m) {
-  if (m && sqlite3_stricmp(m, "read_committed") == 0) return 1;
-  if (m && sqlite3_stricmp(m, "read_uncommitted") == 0) return 0;
-  return -1;
+/* Option id's value in the table (options.h). */
+static void set_option(kl_vtab *vt, kl_opt_id id, int64_t v) {
+  kl_writer_opts *w = &vt->wopt.w;
+  switch (id) {
+    case KL_OPT_ON_CORRUPT: vt->on_corrupt = (int)v; break;
+    case KL_OPT_MAX_SKEW: vt->max_skew = v; break;
+    case KL_OPT_ISOLATION: vt->read_committed = (int)v; break;
+    case KL_OPT_KEY_TYPE: vt->text[0] = (int)v; break;
+    case KL_OPT_VALUE_TYPE: vt->text[1] = (int)v; break;
+    case KL_OPT_MODE: vt->wopt.mode = (int)v; break;
+    case KL_OPT_SEGMENT_BYTES: w->segment_bytes = v; break;
+    case KL_OPT_INDEX_INTERVAL: w->index_interval = v; break;
+    case KL_OPT_BATCH_BYTES: w->batch_bytes = v; break;
+    case KL_OPT_COMPRESSION: w->codec = (int)v; break;
+    case KL_OPT_TIMESTAMP_TYPE: w->log_append_time = (int)v; break;
+    case KL_OPT_RETENTION_BYTES: w->retention_bytes = v; break;
+    case KL_OPT_RETENTION_MS: w->retention_ms = v; break;
+    case KL_OPT_CHECKPOINTS: vt->no_checkpoints = (int)v; break;
+    case KL_OPT_COUNT: break;
+  }
 }
 
-/* 1 for 'text', 0 for 'blob' (any case), -1 for anything else. */
-static int type_mode(const char *m) {
-  if (m && sqlite3_stricmp(m, "text") == 0) return 1;
-  if (m && sqlite3_stricmp(m, "blob") == 0) return 0;
-  return -1;
+static int64_t get_option(const kl_vtab *vt, kl_opt_id id) {
+  const kl_writer_opts *w = &vt->wopt.w;
+  switch (id) {
+    case KL_OPT_ON_CORRUPT: return vt->on_corrupt;
+    case KL_OPT_MAX_SKEW: return vt->max_skew;
+    case KL_OPT_ISOLATION: return vt->read_committed;
+    case KL_OPT_KEY_TYPE: return vt->text[0];
+    case KL_OPT_VALUE_TYPE: return vt->text[1];
+    /* A log made by CREATE is written to from then on. */
+    case KL_OPT_MODE: return vt->wopt.mode == KL_MODE_CREATE ? KL_MODE_WRITE : vt->wopt.mode;
+    case KL_OPT_SEGMENT_BYTES: return w->segment_bytes;
+    case KL_OPT_INDEX_INTERVAL: return w->index_interval;
+    case KL_OPT_BATCH_BYTES: return w->batch_bytes;
+    case KL_OPT_COMPRESSION: return w->codec;
+    case KL_OPT_TIMESTAMP_TYPE: return w->log_append_time;
+    case KL_OPT_RETENTION_BYTES: return w->retention_bytes;
+    case KL_OPT_RETENTION_MS: return w->retention_ms;
+    case KL_OPT_CHECKPOINTS: return vt->no_checkpoints;
+    case KL_OPT_COUNT: break;
+  }
+  return 0;
 }
 
-/* 1 for 'ignore', 0 for 'read' (any case), -1 for anything else. */
-static int checkpoints_mode(const char *m) {
-  if (m && sqlite3_stricmp(m, "ignore") == 0) return 1;
-  if (m && sqlite3_stricmp(m, "read") == 0) return 0;
-  return -1;
-}
-
-/* KL_ON_CORRUPT_* for 'error' or 'skip' (any case), -1 for anything else. */
-static int on_corrupt_mode(const char *m) {
-  if (m && sqlite3_stricmp(m, "skip") == 0) return KL_ON_CORRUPT_SKIP;
-  if (m && sqlite3_stricmp(m, "error") == 0) return KL_ON_CORRUPT_ERROR;
-  return -1;
+/* Is arg "<name> = ...", an option where the path belongs? */
+static int looks_like_option(const char *arg) {
+  const char *p = arg;
+  while (*p == '_' || (*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+         (p > arg && *p >= '0' && *p <= '9')) {
+    p++;
+  }
+  if (p == arg) return 0;
+  while (*p == ' ' || *p == '\t') p++;
+  return *p == '=';
 }
 
 /*
-** Table options after the directory, each "name=value" (value optionally
-** quoted):  on_corrupt='error' (default: a damaged batch fails the query
-** with SQLITE_CORRUPT) or on_corrupt='skip' (salvage: damaged batches are
-** skipped, see core/scan.h).  The table-valued form takes the same choice
-** as its second argument (the hidden column on_corrupt).  checkpoints=
-** 'read' (default) or 'ignore': the log directory's checkpoint files are
-** not read, so that one Kafka would refuse (malformed, unreadable) does not
-** stop a forensic reader; every record the segments hold is then a row.
+** A table option after the path, "name=value" (value optionally quoted),
+** as options.h reads it; *given holds the options seen so far (one may be
+** given once, by any of its names).
 */
-static int parse_option(kl_vtab *vt, const char *arg, char **errmsg) {
+static int parse_option(kl_vtab *vt, const char *arg, unsigned *given, char **errmsg) {
   const char *eq = strchr(arg, '=');
-  size_t kn = eq ? (size_t)(eq - arg) : 0;
+  size_t kn = eq ? (size_t)(eq - arg) : strlen(arg);
   while (kn > 0 && (arg[kn - 1] == ' ' || arg[kn - 1] == '\t')) kn--;
-  const char *v = eq ? eq + 1 : "";
+  const kl_option *o = eq ? kl_option_find(arg, kn) : NULL;
+  if (!o) {
+    if (eq && ((kn == 3 && strncmp(arg, "dir", 3) == 0) ||
+               (kn == 4 && strncmp(arg, "path", 4) == 0))) {
+      *errmsg = sqlite3_mprintf("kafka_log: %.*s is not an option: the path is the first "
+                                "argument, kafka_log('<dir>', ...)", (int)kn, arg);
+      return SQLITE_ERROR;
+    }
+    char *names = kl_option_names();
+    *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (the options are %s)", arg,
+                              names ? names : "");
+    sqlite3_free(names);
+    return SQLITE_ERROR;
+  }
+  kl_opt_id id = kl_option_id(o);
+  if (*given & (1u << id)) {
+    *errmsg = sqlite3_mprintf("kafka_log: option %s is given twice%s", kl_option_name(o),
+                              id == KL_OPT_MODE ? " (mode and readonly are one option)" : "");
+    return SQLITE_ERROR;
+  }
+  *given |= 1u << id;
+  const char *v = eq + 1;
   while (*v == ' ' || *v == '\t') v++;
   char *d = dequote(v);
   if (!d) return SQLITE_NOMEM;
-  int ok = 0;
-  int w = eq ? kl_append_option(&vt->wopt, arg, kn, d, errmsg) : 0;
-  if (w) {
-    sqlite3_free(d);
-    return w > 0 ? SQLITE_OK : SQLITE_ERROR;
-  }
-  if (eq && kn == 10 && strncmp(arg, "on_corrupt", 10) == 0) {
-    int mode = on_corrupt_mode(d);
-    if (mode >= 0) vt->on_corrupt = mode;
-    ok = mode >= 0;
-  } else if (eq && kn == 11 && strncmp(arg, "max_skew_ms", 11) == 0) {
-    char *end;
-    errno = 0;
-    long long n = strtoll(d, &end, 10);
-    ok = d[0] >= '0' && d[0] <= '9' && *end == 0 && errno == 0;
-    if (ok) vt->max_skew = n;
-  } else if (eq && ((kn == 8 && strncmp(arg, "key_type", 8) == 0) ||
-                    (kn == 10 && strncmp(arg, "value_type", 10) == 0))) {
-    int mode = type_mode(d);
-    if (mode >= 0) vt->text[kn == 10] = mode;
-    ok = mode >= 0;
-  } else if (eq && kn == 9 && strncmp(arg, "isolation", 9) == 0) {
-    int mode = isolation_mode(d);
-    if (mode >= 0) vt->read_committed = mode;
-    ok = mode >= 0;
-  } else if (eq && kn == 11 && strncmp(arg, "checkpoints", 11) == 0) {
-    int mode = checkpoints_mode(d);
-    if (mode >= 0) vt->no_checkpoints = mode;
-    ok = mode >= 0;
-  }
+  int64_t n = 0;
+  int rc = kl_option_text(o, d, &n, errmsg);
   sqlite3_free(d);
-  if (ok) return SQLITE_OK;
-  *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (expected on_corrupt='error' or "
-                            "on_corrupt='skip', max_skew_ms=<milliseconds>, isolation='read_uncommitted' or "
-                            "'read_committed', key_type and value_type='blob' or 'text', checkpoints='read' "
-                            "or 'ignore'; for writing: "
-                            "segment_bytes, index_interval_bytes, batch_bytes, compression, "
-                            "timestamp_type, readonly, retention_bytes, retention_ms)", arg);
-  return SQLITE_ERROR;
+  if (rc == SQLITE_OK) set_option(vt, id, n);
+  return rc;
 }
 
 /* dir made absolute against the working directory (sqlite3_malloc'd). */
@@ -340,31 +352,36 @@ static int read_config(kl_vtab *vt, int *found, char **errmsg) {
   int rc = sqlite3_prepare_v2(vt->db, sql, -1, &st, NULL);
   sqlite3_free(sql);
   if (rc != SQLITE_OK) return SQLITE_OK; /* no shadow table */
+  int bad = 0;
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     const char *k = (const char *)sqlite3_column_text(st, 0);
     const char *v = (const char *)sqlite3_column_text(st, 1);
-    if (!k || !v) continue;
+    if (!k || !v) continue; /* NULL: the default (max_skew_ms: none) */
     if (strcmp(k, "dir") == 0) {
       sqlite3_free(vt->dir);
       vt->dir = sqlite3_mprintf("%s", v);
       if (!vt->dir) rc = SQLITE_NOMEM;
       *found = 1;
-    } else if (strcmp(k, "max_skew_ms") == 0) {
-      vt->max_skew = sqlite3_column_type(st, 1) == SQLITE_INTEGER ? sqlite3_column_int64(st, 1) : -1;
-    } else if (strcmp(k, "key_type") == 0 || strcmp(k, "value_type") == 0) {
-      vt->text[k[0] == 'v'] = type_mode(v) == 1;
-    } else if (strcmp(k, "isolation") == 0) {
-      vt->read_committed = isolation_mode(v) == 1;
-    } else if (strcmp(k, "checkpoints") == 0) {
-      vt->no_checkpoints = checkpoints_mode(v) == 1;
-    } else if (kl_append_option(&vt->wopt, k, strlen(k), v, errmsg) != 0) {
-      sqlite3_free(*errmsg); /* what CREATE accepted; a damaged value keeps the default */
-      *errmsg = NULL;
-    } else if (strcmp(k, "on_corrupt") == 0) {
-      vt->on_corrupt = on_corrupt_mode(v) == KL_ON_CORRUPT_SKIP ? KL_ON_CORRUPT_SKIP
-                                                                : KL_ON_CORRUPT_ERROR;
+      if (rc == SQLITE_NOMEM) break;
+      continue;
     }
-    if (rc == SQLITE_NOMEM) break;
+    /* Values CREATE checked: one that is not valid now was damaged. */
+    const kl_option *o = kl_option_find(k, strlen(k));
+    int64_t n = 0;
+    char *m = NULL;
+    if (!o) continue; /* kept by a later version */
+    if (kl_option_text(o, v, &n, &m) == SQLITE_OK) {
+      set_option(vt, kl_option_id(o), n);
+    } else {
+      *errmsg = m ? sqlite3_mprintf("kafka_log: %s_config: %s", vt->name, m + 11) : NULL;
+      sqlite3_free(m);
+      bad = 1;
+      break;
+    }
+  }
+  if (bad) {
+    sqlite3_finalize(st);
+    return *errmsg ? SQLITE_CORRUPT : SQLITE_NOMEM;
   }
   sqlite3_finalize(st);
   if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
@@ -387,18 +404,15 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **errmsg) {
   int rc = sqlite3_declare_vtab(db, kl_schema);
   if (rc) return rc;
-  if (argc > 18) {
-    *errmsg = sqlite3_mprintf("kafka_log: expected the path and at most fourteen options, "
-                              "on_corrupt='error'|'skip', max_skew_ms=<milliseconds>, "
-                              "isolation='read_uncommitted'|'read_committed', "
-                              "key_type='blob'|'text', value_type='blob'|'text', "
-                              "checkpoints='read'|'ignore', segment_bytes, index_interval_bytes, batch_bytes, compression, "
-                              "timestamp_type, readonly, retention_bytes and retention_ms");
-    return SQLITE_ERROR;
-  }
   if (argc < 4 && sqlite3_stricmp(argv[2], argv[0]) != 0) {
     *errmsg = sqlite3_mprintf("kafka_log: a named table needs its partition directory: "
                               "CREATE VIRTUAL TABLE %s USING kafka_log('<dir>')", argv[2]);
+    return SQLITE_ERROR;
+  }
+  if (argc >= 4 && looks_like_option(argv[3])) {
+    *errmsg = sqlite3_mprintf("kafka_log: the path is the first argument, not %s: CREATE VIRTUAL "
+                              "TABLE %s USING kafka_log('<dir>', <option>=<value>, ...)", argv[3],
+                              argv[2]);
     return SQLITE_ERROR;
   }
   kl_vtab *vt = sqlite3_malloc(sizeof *vt);
@@ -429,36 +443,36 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       return d ? SQLITE_ERROR : SQLITE_NOMEM;
     }
   }
+  unsigned given = 0;
   for (int i = 4; i < argc; i++) {
-    if ((rc = parse_option(vt, argv[i], errmsg)) != SQLITE_OK) {
+    if ((rc = parse_option(vt, argv[i], &given, errmsg)) != SQLITE_OK) {
       vtab_free(vt);
       return rc;
     }
   }
   if (argc >= 4) {
     int found;
-    char skew[32] = "NULL";
-    if (vt->max_skew >= 0) snprintf(skew, sizeof skew, "%lld", (long long)vt->max_skew);
     rc = read_config(vt, &found, errmsg);
     if (rc == SQLITE_OK && !found && sqlite3_txn_state(db, argv[1]) == SQLITE_TXN_WRITE) {
-      char *wrows = kl_append_config_rows(&vt->wopt);
-      char *sql = wrows ? sqlite3_mprintf(
+      char *rows = sqlite3_mprintf("('dir', %Q)", vt->dir);
+      for (int id = 0; rows && id < KL_OPT_COUNT; id++) {
+        char *lit = kl_option_literal((kl_opt_id)id, get_option(vt, (kl_opt_id)id));
+        char *more = lit ? sqlite3_mprintf("%s, ('%s', %s)", rows,
+                                           kl_option_name(kl_option_of((kl_opt_id)id)), lit)
+                         : NULL;
+        sqlite3_free(lit);
+        sqlite3_free(rows);
+        rows = more;
+      }
+      char *sql = rows ? sqlite3_mprintf(
           "CREATE TABLE \"%w\".\"%w_config\"(k TEXT PRIMARY KEY, v) WITHOUT ROWID;"
-          "INSERT INTO \"%w\".\"%w_config\" VALUES ('dir', %Q), ('on_corrupt', %Q),"
-          " ('max_skew_ms', %s), ('isolation', %Q), ('key_type', %Q), ('value_type', %Q),"
-          " ('checkpoints', %Q), %s;",
-          vt->schema, vt->name, vt->schema, vt->name, vt->dir,
-          vt->on_corrupt == KL_ON_CORRUPT_SKIP ? "skip" : "error", skew,
-          vt->read_committed ? "read_committed" : "read_uncommitted",
-          vt->text[0] ? "text" : "blob", vt->text[1] ? "text" : "blob",
-          vt->no_checkpoints ? "ignore" : "read", wrows) : NULL;
+          "INSERT INTO \"%w\".\"%w_config\" VALUES %s;",
+          vt->schema, vt->name, vt->schema, vt->name, rows) : NULL;
       rc = sql ? sqlite3_exec(db, sql, NULL, NULL, errmsg) : SQLITE_NOMEM;
       sqlite3_free(sql);
-      sqlite3_free(wrows);
-      /* A new log: its directory is made now (one path, not read-only). */
-      if (rc == SQLITE_OK && !vt->wopt.readonly && !strchr(vt->dir, ',')) {
-        rc = kl_append_create(vt->dir, &vt->wopt, errmsg);
-      }
+      sqlite3_free(rows);
+      /* What the mode asks of the path; a new log is made now. */
+      if (rc == SQLITE_OK) rc = kl_append_prepare(vt->name, vt->dir, &vt->wopt, errmsg);
     }
     if (rc) {
       vtab_free(vt);
@@ -1098,38 +1112,26 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     } else if (bit == KL_P_OFFSET) {
       c->skip = sqlite3_value_int64(v);
       if (c->skip < 0) c->skip = 0;
-    } else if (bit == KL_P_ON_CORRUPT) {
-      const char *m = (const char *)sqlite3_value_text(v);
-      on_corrupt = on_corrupt_mode(m);
-      if (on_corrupt < 0) {
-        return set_error(cur->pVtab, SQLITE_ERROR,
-                         "kafka_log: on_corrupt must be 'error' or 'skip', not %s", m ? m : "NULL");
+    } else if (bit == KL_P_ON_CORRUPT || bit == KL_P_SKEW || bit == KL_P_ISOLATION ||
+               bit == KL_P_KEY_TYPE || bit == KL_P_VALUE_TYPE) {
+      /* A hidden-column option, read as CREATE reads it (options.h). */
+      kl_opt_id id = bit == KL_P_ON_CORRUPT ? KL_OPT_ON_CORRUPT
+                     : bit == KL_P_SKEW     ? KL_OPT_MAX_SKEW
+                     : bit == KL_P_ISOLATION ? KL_OPT_ISOLATION
+                     : bit == KL_P_KEY_TYPE ? KL_OPT_KEY_TYPE
+                                            : KL_OPT_VALUE_TYPE;
+      int64_t n = get_option(vt, id);
+      char *m = NULL;
+      int rc = kl_option_value(kl_option_of(id), v, &n, &m);
+      if (rc) {
+        sqlite3_free(cur->pVtab->zErrMsg);
+        cur->pVtab->zErrMsg = m;
+        return rc;
       }
-    } else if (bit == KL_P_SKEW) {
-      int t = sqlite3_value_type(v);
-      max_skew = t == SQLITE_NULL ? -1 : sqlite3_value_int64(v);
-      if (t != SQLITE_NULL && (t != SQLITE_INTEGER || max_skew < 0)) {
-        return set_error(cur->pVtab, SQLITE_ERROR,
-                         "kafka_log: max_skew_ms must be a number of milliseconds >= 0, not %s",
-                         (const char *)sqlite3_value_text(v));
-      }
-    } else if (bit == KL_P_ISOLATION) {
-      const char *m = (const char *)sqlite3_value_text(v);
-      if (sqlite3_value_type(v) != SQLITE_NULL) {
-        read_committed = isolation_mode(m);
-        if (read_committed < 0) {
-          return set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: isolation must be "
-                           "'read_uncommitted' or 'read_committed', not %s", m ? m : "NULL");
-        }
-      }
-    } else if (bit == KL_P_KEY_TYPE || bit == KL_P_VALUE_TYPE) {
-      const char *m = (const char *)sqlite3_value_text(v);
-      int mode = sqlite3_value_type(v) == SQLITE_NULL ? 0 : type_mode(m);
-      if (mode < 0) {
-        return set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: key_type and value_type must be "
-                         "'blob' or 'text', not %s", m ? m : "NULL");
-      }
-      text[bit == KL_P_VALUE_TYPE] = mode;
+      if (id == KL_OPT_ON_CORRUPT) on_corrupt = (int)n;
+      else if (id == KL_OPT_MAX_SKEW) max_skew = n;
+      else if (id == KL_OPT_ISOLATION) read_committed = (int)n;
+      else text[id == KL_OPT_VALUE_TYPE] = (int)n;
     } else if (bit == KL_P_TOPIC_EQ) {
       pf.topic = v;
       pf.topic_in = (idx & KL_P_TOPIC_IN) != 0;
@@ -1410,9 +1412,11 @@ static int kl_update(sqlite3_vtab *base, int argc, sqlite3_value **argv, sqlite3
   kl_vtab *vt = (kl_vtab *)base;
   if (!vt->name) {
     return set_error(base, SQLITE_READONLY, "kafka_log: %s", "the table-valued form is read-only: "
-                     "CREATE VIRTUAL TABLE t USING kafka_log('<dir>') to write");
+                     "CREATE VIRTUAL TABLE t USING kafka_log('<dir>', mode='write') to write");
   }
-  if (!vt->app && !(vt->app = kl_append_new(vt->db, vt->dir, &vt->wopt))) return SQLITE_NOMEM;
+  if (!vt->app && !(vt->app = kl_append_new(vt->db, vt->name, vt->dir, &vt->wopt))) {
+    return SQLITE_NOMEM;
+  }
   return kl_append_update(vt->app, argc, argv, rowid, &base->zErrMsg);
 }
 

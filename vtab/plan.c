@@ -94,7 +94,20 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     int b = __builtin_ctz((unsigned)bit);
     if (used[b] < 0) used[b] = i;
   }
-  if (pi->need_dir && used[0] < 0) return SQLITE_CONSTRAINT;
+  if (pi->need_dir && used[0] < 0) {
+    for (int i = 0; i < info->nConstraint; i++) {
+      if (bit_for(info->aConstraint[i].iColumn, info->aConstraint[i].op, pi) == KL_P_DIR) {
+        return SQLITE_CONSTRAINT; /* usable in another plan (a join) */
+      }
+    }
+    /* No path at all: a plan whose xFilter says one is required, rather
+    ** than SQLite's "no query solution" (an error here would also fail
+    ** an OR whose terms each give a path, which SQLite plans apart). */
+    info->idxNum = 0;
+    info->estimatedCost = 1e99;
+    info->estimatedRows = 1;
+    return SQLITE_OK;
+  }
   if (used[1] >= 0 && sqlite3_vtab_in(info, used[1], -1)) idx |= KL_P_IN;
   if (used[16] >= 0 && sqlite3_vtab_in(info, used[16], -1)) idx |= KL_P_TOPIC_IN;
   if (used[17] >= 0 && sqlite3_vtab_in(info, used[17], -1)) idx |= KL_P_PART_IN;

@@ -66,9 +66,10 @@ static sqlite3 *open_side(int kind, int run, char *path, size_t n) {
     return db;
   }
   db = open_kafka();
+  if (mkdir(path, 0755) != 0) die("mkdir %s", path); /* the new log's parent */
   static const char *const codec[] = {"none", "lz4", "zstd"};
-  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log('%q/events-0', compression='%s')",
-                              path, codec[kind - 2]);
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log('%q/events-0', mode='create',"
+                              " compression='%s')", path, codec[kind - 2]);
   exec(db, sql);
   sqlite3_free(sql);
   return db;

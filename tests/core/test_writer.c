@@ -3,6 +3,7 @@
 ** writer of Kafka's rules (tests/util/kwriter.c), rolls, transactions,
 ** savepoints, locks and recovery.
 */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -38,6 +39,7 @@ static kl_writer *open_w(const char *dir, int64_t seg, int64_t interval, int cod
   o.codec = codec;
   kl_writer *w = NULL;
   kl_err err = {0};
+  mkdir(dir, 0755); /* the writer writes to a directory that exists */
   assert_int_equal(kl_writer_open(NULL, dir, &o, &w, &err), KL_OK);
   return w;
 }
@@ -253,12 +255,18 @@ static void test_locks(void **state) {
   kl_err e3 = {0};
   assert_int_equal(kl_writer_begin(w1, &e3), KL_BUSY);
   assert_non_null(strstr(e3.msg, "Kafka broker holds"));
+  /* The refused writer left nothing: its lock file is made after the
+  ** broker's lock is checked, and exists only while held. */
+  char ours[4300];
+  snprintf(ours, sizeof ours, "%s/kafkalog.lock", dir);
+  assert_int_equal(access(ours, F_OK), -1);
   kill(pid, SIGKILL);
   waitpid(pid, NULL, 0);
   close(pfd[0]);
   close(pfd[1]);
   txn(w1, 3, 2); /* the broker is gone */
   assert_int_equal(check_log(dir), 5);
+  assert_int_equal(access(ours, F_OK), -1); /* released with the commit */
   assert_int_equal(kl_writer_close(w1, &err), KL_OK);
   assert_int_equal(kl_writer_close(w2, &err), KL_OK);
   t_rmdir(root);
@@ -518,12 +526,53 @@ static void test_checkpoint_put(void **state) {
   free(root);
 }
 
+/* A log that cannot be made leaves nothing: here its first segment's
+** .index cannot be created (a directory has that name), and the .log and
+** commit record made before are removed again.  A missing directory is
+** made (its parent is not). */
+static void test_create_failed_leaves_nothing(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("wr_mk");
+  char dir[4200], block[4300], p[4300];
+  snprintf(dir, sizeof dir, "%s/events-0", root);
+  kl_writer_opts o;
+  kl_writer_opts_default(&o);
+  kl_err err = {0};
+  assert_int_equal(mkdir(dir, 0755), 0);
+  snprintf(block, sizeof block, "%s/00000000000000000000.index", dir);
+  assert_int_equal(mkdir(block, 0755), 0);
+  assert_int_not_equal(kl_writer_create(NULL, dir, &o, &err), KL_OK);
+  print_message("  %s\n", err.msg);
+  DIR *d = opendir(dir);
+  struct dirent *e;
+  int n = 0;
+  while ((e = readdir(d)) != NULL) {
+    if (e->d_name[0] == '.') continue;
+    assert_string_equal(e->d_name, "00000000000000000000.index");
+    n++;
+  }
+  closedir(d);
+  assert_int_equal(n, 1);
+  snprintf(p, sizeof p, "%s/none/orders-0", root);
+  kl_err_clear(&err);
+  assert_int_not_equal(kl_writer_create(NULL, p, &o, &err), KL_OK);
+  snprintf(p, sizeof p, "%s/none", root);
+  assert_int_equal(access(p, F_OK), -1);
+  snprintf(p, sizeof p, "%s/orders-0", root);
+  kl_err_clear(&err);
+  assert_int_equal(kl_writer_create(NULL, p, &o, &err), KL_OK);
+  assert_int_equal(access(p, F_OK), 0);
+  t_rmdir(root);
+  free(root);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_same_bytes_as_kafka_rules),
       cmocka_unit_test(test_rollback),
       cmocka_unit_test(test_savepoints),
       cmocka_unit_test(test_locks),
+      cmocka_unit_test(test_create_failed_leaves_nothing),
       cmocka_unit_test(test_recovery),
       cmocka_unit_test(test_committed_damage),
       cmocka_unit_test(test_adopt),

@@ -118,8 +118,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   }
   /* Writing: whatever the files hold, an error or a log that reads back. */
   char *sql = sqlite3_mprintf(
-      "CREATE VIRTUAL TABLE temp.w USING kafka_log(%Q, segment_bytes=4096, index_interval_bytes=100,"
-      " batch_bytes=1024);"
+      "CREATE VIRTUAL TABLE temp.w USING kafka_log(%Q, mode='write', segment_bytes=4096,"
+      " index_interval_bytes=100, batch_bytes=1024);"
       "INSERT INTO temp.w(key, value, headers) VALUES ('k', 'v', '[[\"h\",null]]'),"
       " (NULL, randomblob(300), NULL);"
       "SELECT count(*), sum(length(value)) FROM temp.w;"

@@ -87,7 +87,8 @@ static void write_log(const char *dir, int n) {
   kl_writer_opts_default(&o);
   kl_writer *w = NULL;
   kl_err err = {0};
-  if (kl_writer_open(NULL, dir, &o, &w, &err) || kl_writer_begin(w, &err)) {
+  if (kl_writer_create(NULL, dir, &o, &err) || kl_writer_open(NULL, dir, &o, &w, &err) ||
+      kl_writer_begin(w, &err)) {
     fail_msg("writer: %s", err.msg);
   }
   for (int i = 0; i < n; i++) {
@@ -214,7 +215,7 @@ static void test_failed_read_is_ioerr(void **state) {
 static void test_full_disk_is_full(void **state) {
   char *dir = new_dir("full");
   sqlite3 *db = st_open();
-  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q)", dir);
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='create')", dir);
   g_write_errno = ENOSPC;
   expect_error(db, sql, NULL, SQLITE_FULL, "kafka_log: ", "write failed", NULL);
   g_write_errno = 0;
@@ -257,7 +258,7 @@ static void test_held_lock_is_busy(void **state) {
     fail_msg("writer: %s", err.msg);
   }
   sqlite3 *db = st_open();
-  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q)", dir);
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='write')", dir);
   st_exec(db, sql);
   sqlite3_free(sql);
   expect_error(db, "INSERT INTO t(value) VALUES ('x')", NULL, SQLITE_BUSY, "another writer holds",

@@ -169,8 +169,9 @@ static void test_not_a_regular_file(void **state) {
   }
 }
 
+/* A new log at dir, written through table t. */
 static void create(sqlite3 *db, const char *dir, const char *opts) {
-  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q%s%s)", dir,
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='create'%s%s)", dir,
                               opts ? ", " : "", opts ? opts : "");
   st_exec(db, sql);
   sqlite3_free(sql);
@@ -251,7 +252,7 @@ static void test_read_while_a_writer_rolls(void **state) {
     sqlite3 *w = NULL;
     sqlite3_open(":memory:", &w);
     sqlite3_kafkalog_init(w, NULL, NULL);
-    char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, segment_bytes=700,"
+    char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='create', segment_bytes=700,"
                                 " retention_bytes=3000)", dir);
     int bad = sqlite3_exec(w, sql, NULL, NULL, NULL) != SQLITE_OK;
     sqlite3_free(sql);

@@ -729,7 +729,7 @@ static void test_read_committed_fixture(void **state) {
   assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE isolation = 'read_uncommitted'", NULL), all);
   sqlite3_stmt *st = st_prep(db, "SELECT count(*) FROM t WHERE isolation = 'serializable'", NULL);
   assert_int_equal(sqlite3_step(st), SQLITE_ERROR);
-  assert_non_null(strstr(sqlite3_errmsg(db), "isolation must be 'read_uncommitted' or 'read_committed'"));
+  assert_non_null(strstr(sqlite3_errmsg(db), "isolation takes 'read_uncommitted' or 'read_committed'"));
   sqlite3_finalize(st);
   st_close(db);
   free(json);

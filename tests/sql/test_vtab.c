@@ -217,7 +217,7 @@ static void test_read_only(void **state) {
   int rc;
   char *m = expect_error(db, "INSERT INTO t(key, value) VALUES (x'00', x'01')", &rc);
   assert_int_equal(rc, SQLITE_READONLY);
-  assert_non_null(strstr(m, "readonly=1"));
+  assert_non_null(strstr(m, "mode='read'"));
   free(m);
   free(expect_error(db, "UPDATE t SET value = x'00' WHERE offset = 1", NULL));
   free(expect_error(db, "DELETE FROM t WHERE offset = 1", NULL));
@@ -515,7 +515,7 @@ static void test_max_skew(void **state) {
   assert_int_equal(st_int(db, "SELECT v FROM s_config WHERE k = 'max_skew_ms'", NULL), skew);
   int rc;
   free(expect_error(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp', max_skew_ms=-1)", &rc));
-  free(expect_error(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp', max_skew_ms=1e3)", &rc));
+  free(expect_error(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp', max_skew_ms=1.5)", &rc));
   free(expect_error(db, "SELECT * FROM kafka_log('/tmp', 'error', 'soon')", &rc));
   st_close(db);
 }
@@ -734,6 +734,91 @@ static void test_max_skew_past_int64(void **state) {
   free(dir);
 }
 
+/* kafka_log with no path says a path is required (not SQLite's "no query
+** solution"). */
+static void test_no_path_says_path_required(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  static const char *const sqls[] = {"SELECT * FROM kafka_log()", "SELECT * FROM kafka_log",
+                                     "SELECT count(*) FROM kafka_log WHERE offset = 3"};
+  for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
+    char *m = expect_error(db, sqls[i], NULL);
+    assert_non_null(strstr(m, "a path is required"));
+    free(m);
+  }
+  /* A path from another table still plans (the join gives it). */
+  char *sql = sqlite3_mprintf("SELECT count(*) FROM (SELECT %Q AS p) s, kafka_log k"
+                              " WHERE k.dir = s.p", t_fixture("a-tiny"));
+  assert_int_equal(st_int(db, sql, NULL), 10);
+  sqlite3_free(sql);
+  st_close(db);
+}
+
+/* An option's bad value gets one message, wherever the option is given:
+** naming the option, the value and what it takes (not "unknown option"). */
+static void test_invalid_option_value_same_message(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  const char *dir = t_fixture("a-tiny");
+  const char *want = "max_skew_ms='abc' is not valid: max_skew_ms takes an integer of "
+                     "milliseconds, 0 or more";
+  char *sqls[3];
+  sqls[0] = sqlite3_mprintf("CREATE VIRTUAL TABLE x USING kafka_log(%Q, max_skew_ms=abc)", dir);
+  sqls[1] = sqlite3_mprintf("SELECT * FROM kafka_log(%Q, 'error', 'abc')", dir);
+  sqls[2] = sqlite3_mprintf("SELECT * FROM kafka_log(%Q) WHERE max_skew_ms = 'abc'", dir);
+  for (int i = 0; i < 3; i++) {
+    char *m = expect_error(db, sqls[i], NULL);
+    if (!strstr(m, want)) fail_msg("%s: not '%s'", m, want);
+    free(m);
+    sqlite3_free(sqls[i]);
+  }
+  /* Word options likewise, in CREATE and as a constraint. */
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE x USING kafka_log(%Q, isolation='dirty')", dir);
+  char *m = expect_error(db, sql, NULL);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "isolation='dirty' is not valid: isolation takes 'read_uncommitted'"));
+  free(m);
+  sql = sqlite3_mprintf("SELECT * FROM kafka_log(%Q) WHERE isolation = 'dirty'", dir);
+  m = expect_error(db, sql, NULL);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "isolation='dirty' is not valid: isolation takes 'read_uncommitted'"));
+  free(m);
+  st_close(db);
+}
+
+/* A quoted number is a number, as SQLite's INTEGER affinity reads it, in
+** every place an option is given. */
+static void test_quoted_number_option(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  const char *dir = t_fixture("a-tiny");
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE q USING kafka_log(%Q, max_skew_ms='60000')", dir);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  assert_int_equal(st_int(db, "SELECT DISTINCT max_skew_ms FROM q", NULL), 60000);
+  assert_int_equal(st_int(db, "SELECT DISTINCT max_skew_ms FROM kafka_log(?1, 'error', '60000')",
+                          "t", dir), 60000);
+  assert_int_equal(st_int(db, "SELECT DISTINCT max_skew_ms FROM kafka_log(?1)"
+                              " WHERE max_skew_ms = ' 6e4 '", "t", dir), 60000);
+  assert_int_equal(st_int(db, "SELECT DISTINCT max_skew_ms FROM kafka_log(?1)"
+                              " WHERE max_skew_ms = 60000.0", "t", dir), 60000);
+  free(expect_error(db, "SELECT * FROM kafka_log('/tmp') WHERE max_skew_ms = 1.5", NULL));
+  st_close(db);
+}
+
+/* An option given twice is an error naming it, not the last one winning. */
+static void test_repeated_option_is_error(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE x USING kafka_log(%Q, max_skew_ms=5,"
+                              " max_skew_ms=7)", t_fixture("a-tiny"));
+  char *m = expect_error(db, sql, NULL);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "option max_skew_ms is given twice"));
+  free(m);
+  st_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_create_equals_table_valued),
@@ -749,6 +834,10 @@ int main(void) {
       cmocka_unit_test(test_query_plan),
       cmocka_unit_test(test_max_skew),
       cmocka_unit_test(test_max_skew_past_int64),
+      cmocka_unit_test(test_no_path_says_path_required),
+      cmocka_unit_test(test_invalid_option_value_same_message),
+      cmocka_unit_test(test_quoted_number_option),
+      cmocka_unit_test(test_repeated_option_is_error),
       cmocka_unit_test(test_confluent_wire),
       cmocka_unit_test(test_batches),
       cmocka_unit_test(test_truncated_log),

@@ -3,6 +3,8 @@
 ** writer at a time, readers in other connections and processes, and a
 ** writer killed at random moments (crash safety).
 */
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/time.h>
@@ -41,9 +43,15 @@ static void add_gs(sqlite3 *db) {
   }
 }
 
+/* A writing table: a new log (mode='create') the first time, the same log
+** (mode='write') after, unless opts say which. */
 static void create(sqlite3 *db, const char *name, const char *dir, const char *opts) {
-  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE %s USING kafka_log(%Q%s%s)", name, dir,
-                              opts ? ", " : "", opts ? opts : "");
+  struct stat sb;
+  const char *mode = opts && (strstr(opts, "mode=") || strstr(opts, "readonly=")) ? NULL
+                     : stat(dir, &sb) == 0 ? "mode='write'" : "mode='create'";
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE %s USING kafka_log(%Q%s%s%s%s)", name, dir,
+                              mode ? ", " : "", mode ? mode : "", opts ? ", " : "",
+                              opts ? opts : "");
   st_exec(db, sql);
   sqlite3_free(sql);
 }
@@ -465,8 +473,9 @@ static void test_crash(void **state) {
       sqlite3_open(":memory:", &db);
       sqlite3_kafkalog_init(db, NULL, NULL);
       add_gs(db);
-      char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, segment_bytes=16384,"
-                                  " batch_bytes=2048, index_interval_bytes=512%s)", dir,
+      char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='write',"
+                                  " segment_bytes=16384, batch_bytes=2048, index_interval_bytes=512%s)",
+                                  dir,
                                   k % 3 == 1 ? ", compression='lz4'" : "");
       if (sqlite3_exec(db, sql, NULL, NULL, NULL) != SQLITE_OK) _exit(2);
       sqlite3_free(sql);
@@ -706,6 +715,282 @@ static void test_options_kept(void **state) {
   drop_dir(dir);
 }
 
+/* Every file of dir with its size, sorted: what a refused write must leave
+** as it was (malloc'd). */
+static char *dir_state(const char *dir) {
+  struct dirent **ents = NULL;
+  int n = scandir(dir, &ents, NULL, alphasort);
+  size_t cap = 64, len = 0;
+  char *out = malloc(cap);
+  out[0] = 0;
+  for (int i = 0; i < n; i++) {
+    char p[4400];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, ents[i]->d_name);
+    long long size = stat(p, &sb) == 0 && S_ISREG(sb.st_mode) ? (long long)sb.st_size : -1;
+    char line[400];
+    int k = snprintf(line, sizeof line, "%s:%lld ", ents[i]->d_name, size);
+    if (len + (size_t)k + 1 > cap) out = realloc(out, cap = (cap + (size_t)k) * 2);
+    memcpy(out + len, line, (size_t)k + 1);
+    len += (size_t)k;
+    free(ents[i]);
+  }
+  free(ents);
+  return out;
+}
+
+/* A log of 300 records in several segments under root/events-0, with the
+** log directory's checkpoint a broker keeps. */
+static void make_broker_copy(const char *root, const char *dir) {
+  sqlite3 *db = st_open();
+  add_gs(db);
+  create(db, "w", dir, "segment_bytes=4096, batch_bytes=512");
+  st_exec(db, "INSERT INTO w(value) SELECT printf('v%d', value) FROM gs WHERE value < 300");
+  st_close(db);
+  char p[4300];
+  snprintf(p, sizeof p, "%s/log-start-offset-checkpoint", root);
+  assert_int_equal(t_write_file(p, "0\n1\nevents 0 0\n", 15), 0);
+}
+
+/* A table over a copy of a broker's data only reads unless told to write:
+** a stray DELETE or INSERT is refused with SQLITE_READONLY saying how to
+** allow it, and no file of the partition or its log directory changes. */
+static void test_named_table_reads_by_default(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-ro");
+  char root[4200];
+  snprintf(root, sizeof root, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+  make_broker_copy(root, dir);
+  char *before = dir_state(dir), *root_before = dir_state(root);
+  sqlite3 *db = st_open();
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q)", dir);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 300);
+  char *m = expect_rc(db, "DELETE FROM t WHERE offset < 200", SQLITE_READONLY);
+  assert_non_null(strstr(m, "mode='write'"));
+  free(m);
+  m = expect_rc(db, "INSERT INTO t(value) VALUES ('x')", SQLITE_READONLY);
+  assert_non_null(strstr(m, "mode='write'"));
+  free(m);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 300);
+  char *v = st_text(db, "SELECT v FROM t_config WHERE k = 'mode'", NULL);
+  assert_string_equal(v, "read");
+  free(v);
+  st_close(db); /* closing a table that never wrote writes nothing either */
+  char *after = dir_state(dir), *root_after = dir_state(root);
+  assert_string_equal(before, after);
+  assert_string_equal(root_before, root_after);
+  free(before);
+  free(after);
+  free(root_before);
+  free(root_after);
+  drop_dir(dir);
+}
+
+/* mode='create' makes a new log, and only where none is: an existing log,
+** a missing parent, several paths or a log directory are errors that
+** leave nothing.  The table is then a writing one, also after reopening
+** the database; mode='write' needs a log to be there. */
+static void test_mode_create_then_write(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-mode");
+  char root[4200], dbp[4300], p[4300];
+  snprintf(root, sizeof root, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+  snprintf(dbp, sizeof dbp, "%s/saved.db", root);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open(dbp, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
+  /* mode='write' where there is no log: an error, no directory made. */
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='write')", dir);
+  char *m = expect_rc(db, sql, SQLITE_CANTOPEN);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "mode='create'"));
+  free(m);
+  assert_int_equal(access(dir, F_OK), -1);
+  /* A missing parent is not made. */
+  snprintf(p, sizeof p, "%s/nope/events-0", root);
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='create')", p);
+  m = expect_rc(db, sql, SQLITE_CANTOPEN);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "does not exist"));
+  free(m);
+  snprintf(p, sizeof p, "%s/nope", root);
+  assert_int_equal(access(p, F_OK), -1);
+  /* Several paths, and a log directory, are not one partition. */
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log('%q,%q', mode='create')", dir, dir);
+  free(expect_rc(db, sql, SQLITE_ERROR));
+  sqlite3_free(sql);
+  assert_int_equal(access(dir, F_OK), -1);
+  /* The new log. */
+  create(db, "t", dir, "mode='create'");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 0);
+  char *v = st_text(db, "SELECT v FROM t_config WHERE k = 'mode'", NULL);
+  assert_string_equal(v, "write");
+  free(v);
+  st_exec(db, "INSERT INTO t(value) VALUES ('a'), ('b')");
+  st_close(db); /* its writer's clean stop is written now */
+  assert_int_equal(sqlite3_open(dbp, &db), SQLITE_OK);
+  assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
+  /* Not twice: a second create over it is refused and changes nothing. */
+  char *before = dir_state(dir);
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE u USING kafka_log(%Q, mode='create')", dir);
+  m = expect_rc(db, sql, SQLITE_ERROR);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "already holds a log"));
+  free(m);
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE u USING kafka_log(%Q, mode='create')", root);
+  m = expect_rc(db, sql, SQLITE_ERROR);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "log directory"));
+  free(m);
+  char *after = dir_state(dir);
+  assert_string_equal(before, after);
+  free(before);
+  free(after);
+  st_exec(db, "INSERT INTO t(value) VALUES ('c')");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 3);
+  /* A second table on the same log writes too, with mode='write'. */
+  sql = sqlite3_mprintf("CREATE VIRTUAL TABLE w USING kafka_log(%Q, mode='write')", dir);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  st_exec(db, "DELETE FROM w WHERE offset < 1");
+  assert_int_equal(st_int(db, "SELECT min(offset) FROM t", NULL), 1);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* readonly is another name for mode: readonly=1 reads, readonly=0
+** writes, and giving both is an option given twice. */
+static void test_readonly_is_mode(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-syn");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  create(db, "r", dir, "readonly=1");
+  create(db, "w", dir, "readonly=0");
+  free(expect_rc(db, "INSERT INTO r(value) VALUES ('x')", SQLITE_READONLY));
+  st_exec(db, "INSERT INTO w(value) VALUES ('x')");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 1);
+  char *v = st_text(db, "SELECT group_concat(v) FROM (SELECT v FROM r_config WHERE k = 'mode'"
+                        " UNION ALL SELECT v FROM w_config WHERE k = 'mode')", NULL);
+  assert_string_equal(v, "read,write");
+  free(v);
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE x USING kafka_log(%Q, mode='write', readonly=1)",
+                              dir);
+  char *m = expect_rc(db, sql, SQLITE_ERROR);
+  sqlite3_free(sql);
+  assert_non_null(strstr(m, "given twice"));
+  free(m);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* kafka_log(dir='...') puts an option where the path belongs: an error
+** saying so, and no directory named after the option is made. */
+static void test_path_given_as_option(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("wr-diropt");
+  char cwd[4096];
+  assert_non_null(getcwd(cwd, sizeof cwd));
+  assert_int_equal(chdir(root), 0);
+  sqlite3 *db = st_open();
+  static const char *const sqls[] = {
+      "CREATE VIRTUAL TABLE t USING kafka_log(dir='/x/orders-0')",
+      "CREATE VIRTUAL TABLE t USING kafka_log(dir = '/x/orders-0', mode='create')",
+      "CREATE VIRTUAL TABLE t USING kafka_log(mode='create')",
+  };
+  for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
+    char *m = expect_rc(db, sqls[i], SQLITE_ERROR);
+    assert_non_null(strstr(m, "the path is the first argument"));
+    free(m);
+  }
+  char *m = expect_rc(db, "CREATE VIRTUAL TABLE t USING kafka_log('.', dir='/x/orders-0')",
+                      SQLITE_ERROR);
+  assert_non_null(strstr(m, "the path is the first argument"));
+  free(m);
+  st_close(db);
+  char *left = dir_state(".");
+  assert_string_equal(left, ".:-1 ..:-1 ");
+  free(left);
+  assert_int_equal(chdir(cwd), 0);
+  t_rmdir(root);
+  free(root);
+}
+
+/* A write a running broker refuses (it holds its log directory's .lock)
+** leaves no kafkalog.lock; a commit leaves none either. */
+static void test_refused_write_leaves_no_lock(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-brk");
+  char root[4200], lockp[4300], ours[4300];
+  snprintf(root, sizeof root, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+  snprintf(lockp, sizeof lockp, "%s/.lock", root);
+  snprintf(ours, sizeof ours, "%s/kafkalog.lock", dir);
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  st_exec(db, "INSERT INTO t(value) VALUES ('a')");
+  assert_int_equal(access(ours, F_OK), -1);
+  int pfd[2];
+  assert_int_equal(pipe(pfd), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    int fd = open(lockp, O_RDWR | O_CREAT, 0644);
+    struct flock fl = {0};
+    fl.l_type = F_WRLCK;
+    fl.l_whence = SEEK_SET;
+    if (fd < 0 || fcntl(fd, F_SETLK, &fl) != 0) _exit(1);
+    if (write(pfd[1], "x", 1) != 1) _exit(1);
+    pause();
+    _exit(0);
+  }
+  char c;
+  assert_int_equal(read(pfd[0], &c, 1), 1);
+  char *before = dir_state(dir);
+  char *m = expect_rc(db, "INSERT INTO t(value) VALUES ('b')", SQLITE_BUSY);
+  assert_non_null(strstr(m, "Kafka broker"));
+  free(m);
+  char *after = dir_state(dir);
+  assert_string_equal(before, after);
+  free(before);
+  free(after);
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+  close(pfd[0]);
+  close(pfd[1]);
+  st_exec(db, "INSERT INTO t(value) VALUES ('b')");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 2);
+  assert_int_equal(access(ours, F_OK), -1);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* A DELETE by timestamp is exact: when the records it selects are a
+** prefix it removes them, when timestamps go back it fails and the message
+** gives the offset form. */
+static void test_delete_by_timestamp_suggests_offset(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-delts");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  st_exec(db, "INSERT INTO t(value, timestamp) VALUES ('a', 1), ('b', 2), ('c', 5), ('d', 3),"
+              " ('e', 9)");
+  char *m = expect_rc(db, "DELETE FROM t WHERE timestamp < 4", SQLITE_CONSTRAINT);
+  assert_non_null(strstr(m, "DELETE FROM t WHERE offset < N"));
+  assert_non_null(strstr(m, "DELETE FROM t WHERE offset < (SELECT min(offset) FROM t WHERE "
+                            "timestamp >= T)"));
+  free(m);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 5);
+  st_exec(db, "DELETE FROM t WHERE timestamp < 3"); /* offsets 0 and 1: a prefix */
+  assert_int_equal(st_int(db, "SELECT min(offset) FROM t", NULL), 2);
+  st_exec(db, "DELETE FROM t WHERE offset < (SELECT min(offset) FROM t WHERE timestamp >= 4)");
+  assert_int_equal(st_int(db, "SELECT min(offset) FROM t", NULL), 2);
+  st_exec(db, "DELETE FROM t WHERE offset < (SELECT min(offset) FROM t WHERE timestamp >= 6)");
+  assert_int_equal(st_int(db, "SELECT group_concat(offset) FROM t", NULL), 4);
+  st_close(db);
+  drop_dir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
@@ -717,6 +1002,12 @@ int main(void) {
       cmocka_unit_test(test_writers_and_readers),
       cmocka_unit_test(test_retention),
       cmocka_unit_test(test_options_kept),
+      cmocka_unit_test(test_named_table_reads_by_default),
+      cmocka_unit_test(test_mode_create_then_write),
+      cmocka_unit_test(test_readonly_is_mode),
+      cmocka_unit_test(test_path_given_as_option),
+      cmocka_unit_test(test_refused_write_leaves_no_lock),
+      cmocka_unit_test(test_delete_by_timestamp_suggests_offset),
       cmocka_unit_test(test_crash),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
