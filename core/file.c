@@ -58,10 +58,10 @@ static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct st
     return rc;
   }
   int e = 0;
-  kl_rc rc = KL_IO;
+  kl_rc rc = KL_OK;
   if (fstat(*fd, &st) != 0) {
     e = errno;
-    kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
+    rc = kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
   } else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
     e = want_dir ? ENOTDIR : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
     rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not %s", path,
@@ -70,9 +70,9 @@ static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct st
     /* O_NONBLOCK off again: only the open needed it (F_SETFL keeps the
     ** access mode; of the flags given only O_APPEND is a status flag). */
     e = errno;
-    kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(e));
+    rc = kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(e));
   }
-  if (e) {
+  if (rc != KL_OK) {
     close(*fd);
     *fd = -1;
     errno = e;
@@ -93,7 +93,7 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
   f->env = env;
   f->path = path;
   int fd;
-  struct stat st;
+  struct stat st = {0};
   kl_rc rc = open_stat(path, O_RDONLY, 0, &fd, &st, err);
   if (rc) return rc;
   f->fd = fd;
