@@ -545,6 +545,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     kl_err_clear(&err);
     if (kl_listref_get(&vt->bk, dir, vt->no_checkpoints, &k, &err) == KL_OK) {
       pi.partitions = (double)kl_broker_count(k->b);
+      pi.max_merge = (double)vt->set.max_open;
       pi.single = kl_broker_single(k->b);
       if (pi.single && acquire_log(vt, kl_broker_part(k->b, 0)->dir, 1, NULL, &r, &err) == KL_OK) {
         kl_segment *first = kl_log_first(r->log), *last = kl_log_last(r->log);
@@ -1200,8 +1201,9 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     c->tsd_pairs = (idx & KL_P_PAIRS) != 0;
   }
   if ((idx & (KL_P_ORDERED | KL_P_TS_ORDER)) && c->nsel > 1) {
-    /* The plan consumed an order for what it took for one partition (the
-    ** path was a parameter): the rows of all of them are sorted here. */
+    /* The plan consumed an order over several partitions (a log directory
+    ** of few partitions, or a parameter path taken for one partition):
+    ** their ordered streams are merged here. */
     end_partition(c);
     c->merge = 1;
     c->by_offset = (idx & KL_P_ORDERED) != 0;

@@ -115,21 +115,24 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   int one = used[16] >= 0 && used[17] >= 0 && !(idx & KL_P_TOPIC_IN) && !(idx & KL_P_PART_IN);
   int single = pi->single || one;
   /* A path not known yet (a parameter) is taken for a partition: its order
-  ** is consumed, and should it hold several, xFilter sorts their rows
-  ** itself. */
+  ** is consumed, and should it hold several, xFilter orders their rows
+  ** itself (log_vtab.c: a merge of their streams, or a sort). */
   int ordered_ok = single || pi->partitions == 0;
+  /* A log directory known to have few enough partitions: xFilter merges
+  ** their ordered streams by offset. */
+  int merge_ok = pi->partitions > 0 && pi->partitions <= pi->max_merge;
 
   /* ORDER BY offset (or rowid), one term, ascending or descending. */
   int order_ok = info->nOrderBy == 0;
-  if (!ordered_ok) {
-    /* Rows come partition after partition: SQLite sorts. */
-  } else if (info->nOrderBy == 1 &&
-      (info->aOrderBy[0].iColumn == KL_COL_OFFSET ||
-       (info->aOrderBy[0].iColumn == -1 && pi->single))) {
+  int by_offset = info->nOrderBy == 1 && (info->aOrderBy[0].iColumn == KL_COL_OFFSET ||
+                                          (info->aOrderBy[0].iColumn == -1 && pi->single));
+  if (by_offset && (ordered_ok || merge_ok)) {
     idx |= KL_P_ORDERED;
     if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
     info->orderByConsumed = 1;
     order_ok = 1;
+  } else if (!ordered_ok) {
+    /* Rows come partition after partition: SQLite sorts. */
   } else if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == KL_COL_TIMESTAMP &&
              !(idx & KL_P_IN) && pi->records <= KL_TS_ORDER_MAX_RECORDS) {
     /* max(timestamp) and min(timestamp) ask for this order and read one row.  Other rows

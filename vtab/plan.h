@@ -161,6 +161,8 @@ typedef struct kl_plan_info {
   int single;               /* the path is known to be one partition */
   double partitions;        /* partitions listed, 0 when the path is not
                             ** known */
+  double max_merge;         /* partitions whose ordered streams xFilter
+                            ** merges (one open cursor each) */
 } kl_plan_info;
 
 /* Fill in idxNum, idxStr, argv indexes, omit flags, orderByConsumed, costs
