@@ -602,9 +602,14 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
   ** partitions share it: each one's read lock keeps a broker from starting
   ** on files being written, and none keeps out another. */
   char p[4200];
+  /* A broker that stopped cleanly removed its .lock; its meta.properties
+  ** says that one may start here: make the lock it would take. */
+  snprintf(p, sizeof p, "%s/meta.properties", w->parent);
+  struct stat sb;
+  int made = stat(p, &sb) == 0 ? O_CREAT : 0;
   snprintf(p, sizeof p, "%s/.lock", w->parent);
   int fd = -1;
-  if (kl_fd_open(p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1; /* no broker's lock */
+  if (kl_fd_open(p, O_RDONLY | made, 0644, &fd, NULL) != KL_OK) fd = -1; /* no broker's lock */
   if (fd >= 0 && ofd_lock(fd, F_RDLCK) != 0) {
     int e = errno;
     close(fd);

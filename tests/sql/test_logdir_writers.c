@@ -116,6 +116,30 @@ static void test_writers_of_partitions_share_broker_lock(void **state) {
   free(root);
 }
 
+/* A log directory a broker stopped cleanly in has its meta.properties but
+** no .lock (Kafka removes it on a clean stop): a writer at work there
+** still keeps a broker from starting. */
+static void test_writer_keeps_stopped_broker_from_starting(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("lw-meta");
+  char meta[4200], lock[4200], dir[4200];
+  snprintf(meta, sizeof meta, "%s/meta.properties", root);
+  snprintf(lock, sizeof lock, "%s/.lock", root);
+  snprintf(dir, sizeof dir, "%s/orders-0", root);
+  const char *props = "version=1\nnode.id=1\n";
+  assert_int_equal(t_write_file(meta, props, strlen(props)), 0);
+  sqlite3 *db = st_open();
+  table(db, "t", dir, "create");
+  st_exec(db, "BEGIN; INSERT INTO t(value) VALUES ('v')");
+  assert_int_equal(broker_trylock(lock), 0);
+  st_exec(db, "COMMIT");
+  assert_int_equal(broker_trylock(lock), 1);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 #define WRITERS 3
 #define ROUNDS 100
 
@@ -329,6 +353,7 @@ static void test_retention_with_invalid_topic_keeps_logdir_readable(void **state
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_writers_of_partitions_share_broker_lock),
+      cmocka_unit_test(test_writer_keeps_stopped_broker_from_starting),
       cmocka_unit_test(test_retention_by_writers_of_one_log_directory),
       cmocka_unit_test(test_create_refuses_invalid_topic),
       cmocka_unit_test(test_retention_with_invalid_topic_keeps_logdir_readable),
