@@ -77,6 +77,21 @@ size_t kl_partition_name(const char *name, int32_t *partition) {
   return (size_t)(dash - name);
 }
 
+int kl_topic_valid(const char *t, size_t n) {
+  /* 249: Kafka's bound, so that a partition directory's name with the
+  ** suffixes Kafka adds to it stays a file name. */
+  if (n == 0 || n > 249) return 0;
+  if ((n == 1 && t[0] == '.') || (n == 2 && t[0] == '.' && t[1] == '.')) return 0;
+  for (size_t i = 0; i < n; i++) {
+    char c = t[i];
+    if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+          c == '_' || c == '-')) {
+      return 0;
+    }
+  }
+  return 1;
+}
+
 static int cmp_part(const void *a, const void *b) {
   const kl_part *x = a, *y = b;
   if (!x->topic != !y->topic) return x->topic ? -1 : 1;

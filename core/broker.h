@@ -111,4 +111,9 @@ kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, 
 ** the name is not a partition's. */
 size_t kl_partition_name(const char *name, int32_t *partition);
 
+/* Is t[0..n) a topic name Kafka accepts (Topic.validate): 1 to 249 of
+** [a-zA-Z0-9._-], and neither "." nor "..".  Kafka refuses to create any
+** other, so no broker holds one. */
+int kl_topic_valid(const char *t, size_t n);
+
 #endif

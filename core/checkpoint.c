@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include "file.h"
@@ -24,6 +25,17 @@ const char *kl_checkpoint_name(int which) {
 }
 
 static int is_ws(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v'; }
+
+/* A topic field as a line carries it: not empty, and no whitespace or line
+** end, on which the reader splits.  The reader holds its fields to this and
+** the writer refuses what it would not read back. */
+static int is_field(const char *s, size_t n) {
+  if (n == 0) return 0;
+  for (size_t i = 0; i < n; i++) {
+    if (is_ws(s[i]) || s[i] == '\n') return 0;
+  }
+  return 1;
+}
 
 /* A decimal integer as Java's parseLong/parseInt accept it (an optional
 ** sign, then digits), within [lo, hi]. */
@@ -135,7 +147,7 @@ kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_e
       if ((size_t)count <= out->n) {
         rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
                         path, line, (long long)count);
-      } else if (k != 3 || fl[0] == 0 || !parse_int(fld[1], fl[1], INT32_MIN, INT32_MAX, &p) ||
+      } else if (k != 3 || !is_field(fld[0], fl[0]) || !parse_int(fld[1], fl[1], INT32_MIN, INT32_MAX, &p) ||
                  !parse_int(fld[2], fl[2], INT64_MIN, INT64_MAX, &off)) {
         rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected <topic> <partition> "
                         "<offset>)", path, line);
@@ -197,33 +209,69 @@ int64_t kl_checkpoint_next(const kl_ckpt *c, size_t *pos, const char *topic, int
   return *pos < c->n && cmp_key(&c->e[*pos], topic, partition) == 0 ? c->e[*pos].offset : -1;
 }
 
+/* Hold the log directory's checkpoint updates for dirfd's holder alone: an
+** exclusive flock(2) on the directory, which only checkpoint writers take
+** (a broker's .lock is a record lock on a file, readers take none). */
+static kl_rc lock_dir(int dirfd, const char *logdir, kl_err *err) {
+  while (flock(dirfd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      return kl_err_set(err, KL_IO, "%s: cannot lock for a checkpoint update: %s", logdir,
+                        strerror(errno));
+    }
+  }
+  return KL_OK;
+}
+
+static kl_rc put_line(const kl_env *env, kl_buf *b, const char *topic, int32_t partition,
+                      int64_t offset) {
+  char num[48];
+  snprintf(num, sizeof num, " %d %lld\n", partition, (long long)offset);
+  kl_rc rc = kl_buf_append(env, b, topic, strlen(topic));
+  return rc ? rc : kl_buf_append(env, b, num, strlen(num));
+}
+
 kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const char *topic,
                         int32_t partition, int64_t offset, kl_err *err) {
   char path[4200], tmp[4300];
   snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(which));
-  snprintf(tmp, sizeof tmp, "%s.tmp", path);
-  kl_ckpt c;
-  kl_rc rc = kl_checkpoint_read(env, path, &c, err);
+  if (!is_field(topic, strlen(topic))) {
+    return kl_err_set(err, KL_MISUSE, "%s: topic \"%s\" cannot be an entry (empty, or with "
+                      "whitespace)", path, topic);
+  }
+  /* A name of this writer's own: one that died mid-write leaves its file
+  ** to no one else's rename. */
+  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+  int d;
+  kl_rc rc = kl_fd_open(logdir, O_RDONLY | O_DIRECTORY, 0, &d, err);
+  if (rc == KL_NOTFOUND) return kl_err_set(err, KL_IO, "cannot open %s: no such directory", logdir);
   if (rc) return rc;
+  /* From the read to the rename: an update made meanwhile is not lost. */
+  if ((rc = lock_dir(d, logdir, err)) != KL_OK) {
+    close(d);
+    return rc;
+  }
+  kl_ckpt c;
+  if ((rc = kl_checkpoint_read(env, path, &c, err)) != KL_OK) {
+    close(d); /* and the lock with it */
+    return rc;
+  }
   int found = 0;
   for (size_t i = 0; i < c.n; i++) {
     if (strcmp(c.e[i].topic, topic) == 0 && c.e[i].partition == partition) found = 1;
   }
   kl_buf b = {0};
-  char line[400];
-  snprintf(line, sizeof line, "0\n%zu\n", c.n + !found);
-  rc = kl_buf_append(env, &b, line, strlen(line));
-  for (size_t i = 0; i <= c.n && rc == KL_OK; i++) {
-    if (i == c.n && found) break;
-    const char *t = i < c.n ? c.e[i].topic : topic;
-    int32_t p = i < c.n ? c.e[i].partition : partition;
-    int64_t o = i < c.n && (strcmp(t, topic) || p != partition) ? c.e[i].offset : offset;
-    snprintf(line, sizeof line, "%s %d %lld\n", t, p, (long long)o);
-    rc = kl_buf_append(env, &b, line, strlen(line));
+  char head[64];
+  snprintf(head, sizeof head, "0\n%zu\n", c.n + !found);
+  rc = kl_buf_append(env, &b, head, strlen(head));
+  for (size_t i = 0; i < c.n && rc == KL_OK; i++) {
+    int mine = strcmp(c.e[i].topic, topic) == 0 && c.e[i].partition == partition;
+    rc = put_line(env, &b, c.e[i].topic, c.e[i].partition, mine ? offset : c.e[i].offset);
   }
+  if (rc == KL_OK && !found) rc = put_line(env, &b, topic, partition, offset);
   kl_checkpoint_free(env, &c);
   if (rc) {
     kl_buf_free(env, &b);
+    close(d);
     return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
   }
   int fd;
@@ -237,14 +285,10 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
   if (rc == KL_OK && rename(tmp, path) != 0) {
     rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
   }
-  if (rc) {
-    unlink(tmp);
-    return rc;
+  if (rc) unlink(tmp);
+  else if (fsync(d) != 0) {
+    rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", logdir, strerror(errno));
   }
-  int d;
-  if (kl_fd_open(logdir, O_RDONLY | O_DIRECTORY, 0, &d, NULL) == KL_OK) {
-    fsync(d);
-    close(d);
-  }
-  return KL_OK;
+  close(d);
+  return rc;
 }

@@ -58,9 +58,14 @@ int64_t kl_checkpoint_next(const kl_ckpt *c, size_t *pos, const char *topic, int
 
 /* Set the offset of (topic, partition) in the log directory logdir's
 ** checkpoint file `which` (KL_CKPT_*), keeping the other entries: written
-** to <file>.tmp, fsynced, renamed over, the directory fsynced, as Kafka
-** replaces its checkpoints.  KL_CORRUPT when the file is malformed (it is
-** left as it is), KL_IO naming the file. */
+** to a temporary file of this process's own, fsynced, renamed over, the
+** directory fsynced, as Kafka replaces its checkpoints.  Updates of one
+** log directory are serialised (an exclusive flock on it, waited for, from
+** the read to the rename), so writers of several partitions lose none of
+** each other's entries and a reader sees one whole file or the other.
+** KL_MISUSE when topic cannot be read back as an entry (empty, or with
+** whitespace); KL_CORRUPT when the file is malformed (it is left as it
+** is), KL_IO naming the file. */
 kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const char *topic,
                         int32_t partition, int64_t offset, kl_err *err);
 

@@ -597,13 +597,20 @@ static kl_rc lock_own(kl_writer *w, kl_err *err) {
 /* The broker's lock first: a write it refuses leaves no file behind. */
 static kl_rc lock_all(kl_writer *w, kl_err *err) {
   /* A broker locks its log directory's .lock for as long as it runs
-  ** (FileChannel.tryLock, a POSIX record lock, which conflicts with ours):
-  ** holding it too keeps a broker from starting on files being written. */
+  ** (FileChannel.tryLock: an exclusive POSIX record lock on the whole
+  ** file, which conflicts with our OFD locks).  Writers of the directory's
+  ** partitions share it: each one's read lock keeps a broker from starting
+  ** on files being written, and none keeps out another. */
   char p[4200];
+  /* A broker that stopped cleanly removed its .lock; its meta.properties
+  ** says that one may start here: make the lock it would take. */
+  snprintf(p, sizeof p, "%s/meta.properties", w->parent);
+  struct stat sb;
+  int made = stat(p, &sb) == 0 ? O_CREAT : 0;
   snprintf(p, sizeof p, "%s/.lock", w->parent);
   int fd = -1;
-  if (kl_fd_open(p, O_RDWR, 0, &fd, NULL) != KL_OK) fd = -1; /* no broker's lock */
-  if (fd >= 0 && ofd_lock(fd, F_WRLCK) != 0) {
+  if (kl_fd_open(p, O_RDONLY | made, 0644, &fd, NULL) != KL_OK) fd = -1; /* no broker's lock */
+  if (fd >= 0 && ofd_lock(fd, F_RDLCK) != 0) {
     int e = errno;
     close(fd);
     if (e == EAGAIN || e == EACCES) {
@@ -900,7 +907,7 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
 static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err) {
   int32_t part;
   size_t tlen = kl_partition_name(w->pname, &part);
-  if (tlen == 0) return KL_OK;
+  if (tlen == 0 || !kl_topic_valid(w->pname, tlen)) return KL_OK; /* no topic of Kafka's */
   char topic[256];
   snprintf(topic, sizeof topic, "%.*s", (int)tlen, w->pname);
   return kl_checkpoint_put(w->env, w->parent, KL_CKPT_LOG_START, topic, part, start, err);
@@ -1033,13 +1040,25 @@ const kl_writer_stats *kl_writer_stats_of(const kl_writer *w) { return &w->stats
 
 kl_rc kl_writer_create(const kl_env *env, const char *dir, const kl_writer_opts *opt,
                        kl_err *err) {
+  /* A partition of a topic Kafka would refuse could never be served, and
+  ** its name may not fit a checkpoint line. */
+  char logdir[4096], name[256];
+  int32_t part;
+  kl_rc rc = kl_partition_logdir(dir, logdir, sizeof logdir, name, sizeof name, err);
+  if (rc) return rc;
+  size_t tlen = kl_partition_name(name, &part);
+  if (tlen && !kl_topic_valid(name, tlen)) {
+    return kl_err_set(err, KL_UNSUPPORTED, "cannot create %s: \"%.*s\" is not a topic name Kafka "
+                      "accepts (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" or \"..\")", dir,
+                      (int)tlen, name);
+  }
   int made = mkdir(dir, 0755) == 0;
   if (!made && errno != EEXIST) {
     return kl_err_set(err, errno == EACCES || errno == EROFS ? KL_READONLY : KL_IO,
                       "cannot create %s: %s", dir, strerror(errno));
   }
   kl_writer *w = NULL;
-  kl_rc rc = kl_writer_open(env, dir, opt, &w, err);
+  rc = kl_writer_open(env, dir, opt, &w, err);
   if (rc == KL_OK && (rc = kl_writer_begin(w, err)) == KL_OK) rc = kl_writer_rollback(w, err);
   if (rc == KL_OK || !w) {
     kl_writer_close(w, NULL);

@@ -72,7 +72,9 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
 
 /* Make a new empty log at dir (segment 0 and its commit record), making
 ** the directory itself when it does not exist; its parent must exist, and
-** dir must hold no log (the caller checks).  On failure nothing made is
+** dir must hold no log (the caller checks).  A directory named
+** <topic>-<partition> whose topic Kafka refuses (kl_topic_valid) is
+** KL_UNSUPPORTED, before anything is made.  On failure nothing made is
 ** left: no segment, no commit record, no directory. */
 kl_rc kl_writer_create(const kl_env *env, const char *dir, const kl_writer_opts *opt,
                        kl_err *err);

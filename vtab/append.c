@@ -17,6 +17,8 @@
 #include "cursor.h"
 #include "glue.h"
 #include "log.h"
+#include "scan.h"
+#include "txn.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -48,6 +50,7 @@ struct kl_append {
 void kl_append_opts_default(kl_append_opts *o) {
   kl_writer_opts_default(&o->w);
   o->mode = KL_MODE_READ;
+  o->read_committed = 0;
 }
 
 kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir,
@@ -227,40 +230,70 @@ kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err) 
 }
 
 /* The log start offset readers use: the larger of the log's own (its
-** first segment, its commit record) and its log directory's checkpoint. */
-static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, kl_err *err) {
+** first segment, its commit record) and its log directory's checkpoint;
+** and the high watermark a read_committed reader stops at (or -1). */
+static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, int64_t *hw, kl_err *err) {
   *start = kl_log_start_offset(log);
+  *hw = -1;
   kl_broker *b = NULL; /* the listing reads the checkpoint as every reader does */
   kl_rc rc = kl_broker_open(NULL, a->dir, &b, err);
   if (rc == KL_OK && kl_broker_count(b) == 1) {
     int64_t s = kl_broker_part(b, 0)->log_start;
     if (s > *start) *start = s;
+    *hw = kl_broker_part(b, 0)->high_watermark;
   }
   kl_broker_close(b);
   return rc;
 }
 
 /* The rows a DELETE removed must be every row from the log start to the
-** largest: count the rows there (without decoding them). */
+** largest that its scan could see: count the records there (without
+** decoding them), all of them and those a read_committed table shows.
+** Retention is by offset: the log start then moves past the largest, and
+** every record below it goes, whichever of them the table showed.  A count
+** equal to all the records is the whole range whatever the scan's
+** isolation; one equal to the committed ones is for a read_committed
+** table, whose scans select from those only. */
 static int check_prefix(kl_append *a, int64_t *new_start, char **errmsg) {
   kl_err err = {0};
   kl_log *log = NULL;
   kl_cursor *cur = NULL;
-  int64_t start = 0, rows = 0;
+  kl_txns txns = {0};
+  int64_t start = 0, hw = -1, rows = 0, shown = 0;
   kl_commit view;
   int v = kl_writer_view(a->w, &view, &err);
   kl_rc rc = v < 0 ? (err.rc ? err.rc : KL_IO)
                    : kl_log_open_view(NULL, a->dir, NULL, v ? &view : NULL, &log, &err);
-  if (rc == KL_OK) rc = reader_start(a, log, &start, &err);
+  if (rc == KL_OK) rc = reader_start(a, log, &start, &hw, &err);
+  if (rc == KL_OK && a->opt.read_committed) {
+    kl_reader rd;
+    kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+    rc = kl_txns_load(log, &rd, &txns, &err);
+    kl_reader_free(&rd);
+  }
+  int64_t cap = txns.lso; /* below it and the high watermark: committed */
+  if (hw >= 0 && hw < cap) cap = hw;
   if (rc == KL_OK) rc = kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds b = kl_bounds_all();
   b.off_lo = start;
   b.off_hi = a->del_max;
   if (rc == KL_OK) rc = kl_cursor_start(cur, &b, &err);
-  while (rc == KL_OK && (rc = kl_cursor_next(cur, &err)) == KL_OK) rows++;
+  while (rc == KL_OK && (rc = kl_cursor_next(cur, &err)) == KL_OK) {
+    rows++;
+    if (a->opt.read_committed && !kl_txns_aborted(&txns, kl_cursor_batch(cur))) {
+      int64_t off, ts;
+      if (!kl_cursor_peek(cur, &off, &ts)) {
+        if ((rc = kl_cursor_load(cur, &err)) != KL_OK) break;
+        off = kl_cursor_record(cur)->offset;
+      }
+      shown += off < cap;
+    }
+  }
   kl_cursor_free(cur);
+  kl_txns_free(NULL, &txns);
   kl_log_close(log);
   if (rc != KL_DONE) return fail_kl(errmsg, rc, &err);
+  if (a->opt.read_committed && rows != a->del_n) rows = shown;
   if (rows != a->del_n) {
     /* A WHERE on anything but the offset (timestamps go back and forth)
     ** is a prefix only by chance: say how to ask for one. */

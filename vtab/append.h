@@ -31,6 +31,8 @@
 typedef struct kl_append_opts {
   kl_writer_opts w;
   int mode;                 /* KL_MODE_* (options.h) */
+  int read_committed;       /* the table's isolation: the rows its DELETE
+                            ** selects from (a prefix of those) */
 } kl_append_opts;
 
 /* Kafka's defaults, mode='read'. */

@@ -209,7 +209,7 @@ static void set_option(kl_vtab *vt, kl_opt_id id, int64_t v) {
   switch (id) {
     case KL_OPT_ON_CORRUPT: vt->on_corrupt = (int)v; break;
     case KL_OPT_MAX_SKEW: vt->max_skew = v; break;
-    case KL_OPT_ISOLATION: vt->read_committed = (int)v; break;
+    case KL_OPT_ISOLATION: vt->read_committed = vt->wopt.read_committed = (int)v; break;
     case KL_OPT_KEY_TYPE: vt->text[0] = (int)v; break;
     case KL_OPT_VALUE_TYPE: vt->text[1] = (int)v; break;
     case KL_OPT_MODE: vt->wopt.mode = (int)v; break;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,6 +27,16 @@ static void put(const char *root, const char *name, const char *text) {
   char p[4096];
   snprintf(p, sizeof p, "%s/%s", root, name);
   assert_int_equal(t_write_file(p, text, strlen(text)), 0);
+}
+
+/* The entries of directory d but . and .. */
+static int count_entries(const char *d) {
+  DIR *dd = opendir(d);
+  assert_non_null(dd);
+  int n = 0;
+  for (struct dirent *de; (de = readdir(dd));) n += strcmp(de->d_name, ".") && strcmp(de->d_name, "..");
+  closedir(dd);
+  return n;
 }
 
 static void test_partition_names(void **state) {
@@ -101,6 +112,70 @@ static void test_checkpoint_read(void **state) {
     if (!strstr(err.msg, bad[i].where)) fail_msg("case %zu: %s", i, err.msg);
     assert_int_equal(c.n, 0);
   }
+  t_rmdir(d);
+  free(d);
+}
+
+/* Kafka's topic names (Topic.validate): a-z A-Z 0-9 . _ -, 1 to 249 of
+** them, not "." or "..". */
+static void test_topic_names(void **state) {
+  (void)state;
+  assert_true(kl_topic_valid("orders", 6));
+  assert_true(kl_topic_valid("__consumer_offsets", 18));
+  assert_true(kl_topic_valid("a.b_c-D9", 8));
+  assert_true(kl_topic_valid("...", 3));
+  assert_false(kl_topic_valid("", 0));
+  assert_false(kl_topic_valid(".", 1));
+  assert_false(kl_topic_valid("..", 2));
+  static const char *const bad[] = {"my topic", "tab\there", "new\nline", "a/b", "caf\xc3\xa9",
+                                    "x,y", "q\"uote"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    if (kl_topic_valid(bad[i], strlen(bad[i]))) fail_msg("accepted \"%s\"", bad[i]);
+  }
+  char name[251];
+  memset(name, 'x', sizeof name);
+  assert_true(kl_topic_valid(name, 249));
+  assert_false(kl_topic_valid(name, 250));
+}
+
+/* The checkpoint writer writes nothing its reader would refuse: a topic
+** with whitespace is refused and the file stays as it was; long topics
+** (from the file itself) are written whole. */
+static void test_checkpoint_put_writes_what_reads(void **state) {
+  (void)state;
+  char *d = t_mkdtemp("ckput");
+  char path[4096];
+  snprintf(path, sizeof path, "%s/log-start-offset-checkpoint", d);
+  kl_err err = {0};
+  assert_int_equal(kl_checkpoint_put(NULL, d, KL_CKPT_LOG_START, "orders", 0, 5, &err), KL_OK);
+  static const char *const bad[] = {"my topic", "tab\there", "new\nline", "cr\r", ""};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    memset(&err, 0, sizeof err);
+    assert_int_equal(kl_checkpoint_put(NULL, d, KL_CKPT_LOG_START, bad[i], 0, 9, &err), KL_MISUSE);
+    assert_non_null(strstr(err.msg, "log-start-offset-checkpoint"));
+  }
+  size_t n;
+  char *text = (char *)t_read_file(path, &n);
+  assert_string_equal(text, "0\n1\norders 0 5\n");
+  free(text);
+  /* A topic longer than any line buffer, as a file may hold it. */
+  char *longt = malloc(5001), *file = malloc(6000);
+  memset(longt, 'L', 5000);
+  longt[5000] = 0;
+  snprintf(file, 6000, "0\n1\n%s 3 7\n", longt);
+  put(d, "log-start-offset-checkpoint", file);
+  memset(&err, 0, sizeof err);
+  assert_int_equal(kl_checkpoint_put(NULL, d, KL_CKPT_LOG_START, "orders", 0, 6, &err), KL_OK);
+  kl_ckpt c;
+  assert_int_equal(kl_checkpoint_read(NULL, path, &c, &err), KL_OK);
+  assert_int_equal(c.n, 2);
+  assert_int_equal(kl_checkpoint_get(&c, longt, 3), 7);
+  assert_int_equal(kl_checkpoint_get(&c, "orders", 0), 6);
+  kl_checkpoint_free(NULL, &c);
+  free(longt);
+  free(file);
+  /* No temporary file is left. */
+  assert_int_equal(count_entries(d), 1);
   t_rmdir(d);
   free(d);
 }
@@ -368,6 +443,8 @@ int main(void) {
       cmocka_unit_test(test_unreadable_checkpoint),
       cmocka_unit_test(test_logdir_listed_twice),
       cmocka_unit_test(test_nomem),
+      cmocka_unit_test(test_topic_names),
+      cmocka_unit_test(test_checkpoint_put_writes_what_reads),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -450,6 +450,40 @@ static void test_retention(void **state) {
   drop_dir(dir);
 }
 
+/* Retention is by offset whatever the table shows: on a read_committed
+** table over Kafka's transactions, DELETE ... WHERE offset < N removes
+** every record below the last row it selected (aborted ones and markers
+** too), and a DELETE that is not a prefix of its rows is still refused. */
+static void test_retention_read_committed(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-retrc");
+  char cmd[9000];
+  snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", t_fixture("g-transactions"), dir);
+  assert_int_equal(system(cmd), 0);
+  sqlite3 *db = st_open();
+  create(db, "t", dir, "isolation='read_committed'");
+  int64_t shown = st_int(db, "SELECT count(*) FROM t WHERE offset < 600", NULL);
+  int64_t all = st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE offset < 600", "t", dir);
+  int64_t last = st_int(db, "SELECT max(offset) FROM t WHERE offset < 600", NULL);
+  int64_t above = st_int(db, "SELECT count(*) FROM t WHERE offset >= 600", NULL);
+  print_message("  below 600: %lld rows shown of %lld records, the last at %lld\n",
+                (long long)shown, (long long)all, (long long)last);
+  assert_true(shown > 0 && shown < all); /* the case: fewer rows than records */
+  char *m = expect_rc(db, "DELETE FROM t WHERE offset < 600 AND offset % 2 = 0", SQLITE_CONSTRAINT);
+  assert_non_null(strstr(m, "WHERE offset < N"));
+  free(m);
+  st_exec(db, "DELETE FROM t WHERE offset < 600");
+  assert_int_equal(sqlite3_changes(db), shown);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE offset < 600", NULL), 0);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), above);
+  assert_int_equal(st_int(db, "SELECT log_start_offset FROM kafka_partitions(?1)", "t", dir),
+                   last + 1);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE offset <= ?2", "ti", dir, last),
+                   0);
+  st_close(db);
+  drop_dir(dir);
+}
+
 /* A writer committing transactions in a loop, killed with SIGKILL at
 ** random moments: after each kill every transaction it reported committed
 ** is there whole, no other record is, and the indexes agree with the log. */
@@ -1001,6 +1035,7 @@ int main(void) {
       cmocka_unit_test(test_transactions),
       cmocka_unit_test(test_writers_and_readers),
       cmocka_unit_test(test_retention),
+      cmocka_unit_test(test_retention_read_committed),
       cmocka_unit_test(test_options_kept),
       cmocka_unit_test(test_named_table_reads_by_default),
       cmocka_unit_test(test_mode_create_then_write),
