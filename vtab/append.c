@@ -488,7 +488,7 @@ static int bytes_of(sqlite3_value *v, const void **p, int32_t *n) {
   return SQLITE_OK;
 }
 
-/* The headers JSON (headers.h) into a->h (*n of them). */
+/* The headers JSON (headers.h) into a->hs (*n of them). */
 static int parse_headers(kl_append *a, sqlite3_value *v, int *n, char **errmsg) {
   *n = 0;
   if (sqlite3_value_type(v) == SQLITE_NULL) return SQLITE_OK;
