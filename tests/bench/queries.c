@@ -508,7 +508,7 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-#define MAX_SIDES 4
+#define MAX_SIDES 5
 
 /* Seconds per unit of each side that is ok (others: -1): median of 3 runs
 ** of at least min_time, the sides alternating within each run. */
@@ -964,12 +964,13 @@ int main(int argc, char **argv) {
                "BETWEEN ?1 AND ?1 + %ld",
                o.lookups - 1);
       /* The same records written by the project itself (INSERT ... SELECT
-      ** from the native table, a named table's defaults; and with lz4),
-      ** beside kwriter's producer batches: lookups must be as fast. */
-      static const char *const wopts[] = {"", "compression='lz4'"};
-      static const char *const wname[] = {"insert", "insert_lz4"};
-      char idir[2][4200];
-      for (int w = 0; w < 2; w++) {
+      ** from the native table, a named table's defaults; with lz4; with
+      ** the former 1 MiB batches), beside kwriter's producer batches:
+      ** with the defaults, lookups must be as fast. */
+      static const char *const wopts[] = {"", "compression='lz4'", "batch_bytes=1048576"};
+      static const char *const wname[] = {"insert", "insert_lz4", "insert_1m"};
+      char idir[3][4200];
+      for (int w = 0; w < 3; w++) {
         dset ids = {0};
         snprintf(idir[w], sizeof idir[w], "%s/orders-%s-0", data, wname[w]);
         double ts = write_by_insert(main_db, idir[w], wopts[w], &ids);
@@ -978,16 +979,17 @@ int main(int argc, char **argv) {
                (double)ids.bytes / 1048576, ids.segments, ids.batches,
                (double)o.records / (double)ids.batches, ts);
       }
-      char label[3][96];
+      char label[4][96];
       snprintf(label[0], sizeof label[0], "11 join of %ld offsets, per lookup", o.lookups);
       snprintf(label[1], sizeof label[1], "11b the same, log written by INSERT (defaults)");
       snprintf(label[2], sizeof label[2], "11c the same, log written by INSERT (lz4)");
+      snprintf(label[3], sizeof label[3], "11d the same, INSERT, batch_bytes=1048576 (former)");
       static const char *const ids[] = {"join_lookups", "join_lookups_insert",
-                                        "join_lookups_insert_lz4"};
-      const char *dirs[3] = {main_dir, idir[0], idir[1]};
-      side ks[3], ns;
-      figure *fs[3];
-      for (int i = 0; i < 3; i++) {
+                                        "join_lookups_insert_lz4", "join_lookups_insert_1m"};
+      const char *dirs[4] = {main_dir, idir[0], idir[1], idir[2]};
+      side ks[4], ns;
+      figure *fs[4];
+      for (int i = 0; i < 4; i++) {
         side_init(&ks[i], "kafka_log", 1, dirs[i], kdb, tmpl, "", 0, 0, nk - o.lookups,
                   (double)o.lookups);
         fs[i] = add_fig(ids[i], label[i], tmpl, "", "lookup", -1, -1, G_RATIO_GE, 1.5);
@@ -995,7 +997,7 @@ int main(int argc, char **argv) {
       }
       side_init(&ns, "native", 0, main_db, ndb, tmpl, NULL, 0, 0, nk - o.lookups,
                 (double)o.lookups);
-      for (int i = 0; i < 3; i++) {
+      for (int i = 0; i < 4; i++) {
         fs[i]->correct = compare(&ks[i], &ns, NULL, 3, fs[i]->note, sizeof fs[i]->note);
         plan_of(&ks[i], fs[i]->plan_k, sizeof fs[i]->plan_k);
         plan_of(&ns, fs[i]->plan_n, sizeof fs[i]->plan_n);
@@ -1005,12 +1007,12 @@ int main(int argc, char **argv) {
         snprintf(fs[i]->note + nl, sizeof fs[i]->note - nl, "%s%.0f bytes decompressed, %.2f "
                  "batches decoded per lookup", nl ? "; " : "", by, ba);
       }
-      side *all[4] = {&ks[0], &ks[1], &ks[2], &ns};
-      double t[4];
-      measure(all, 4, o.min_time, t);
-      for (int i = 0; i < 3; i++) {
+      side *all[5] = {&ks[0], &ks[1], &ks[2], &ks[3], &ns};
+      double t[5];
+      measure(all, 5, o.min_time, t);
+      for (int i = 0; i < 4; i++) {
         fs[i]->k = t[i];
-        fs[i]->n = t[3];
+        fs[i]->n = t[4];
         side_done(&ks[i]);
         printf("  measured %-14s %s\n", ids[i], fs[i]->note);
       }
