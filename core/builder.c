@@ -9,11 +9,16 @@
 #include "crc32c.h"
 
 void kl_builder_init(kl_builder *b, const kl_env *env, const kl_batch_spec *spec,
-                     size_t max_bytes) {
+                     size_t fill_bytes, size_t max_bytes) {
   memset(b, 0, sizeof *b);
   b->env = env;
   b->spec = *spec;
-  b->max_bytes = max_bytes && max_bytes < INT32_MAX ? max_bytes : INT32_MAX;
+  /* The reader's bound on decompressed records is the writer's on every
+  ** batch, compressed or not (a log's codec may change). */
+  size_t readable = KL_V2_HEADER + KL_MAX_BATCH_BYTES;
+  if (readable > INT32_MAX) readable = INT32_MAX;
+  b->max_bytes = max_bytes && max_bytes < readable ? max_bytes : readable;
+  b->fill_bytes = fill_bytes && fill_bytes < b->max_bytes ? fill_bytes : b->max_bytes;
 }
 
 void kl_builder_free(kl_builder *b) {
@@ -98,10 +103,12 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
   }
   size_t whole = body + kl_varint_size(body > INT32_MAX ? INT32_MAX : (int64_t)body);
   if (body > INT32_MAX || whole + KL_V2_HEADER > b->max_bytes) {
-    return kl_err_set(err, KL_RANGE, "a record of %zu bytes does not fit a batch of at most %zu",
-                      whole, b->max_bytes);
+    if (body > INT32_MAX) whole = body;
+    return kl_err_set(err, KL_RANGE, "a record of %zu bytes is too big: a batch holds at most "
+                      "%zu bytes (%s)", whole, b->max_bytes - KL_V2_HEADER,
+                      b->max_name ? b->max_name : "the most a reader decompresses");
   }
-  if (KL_V2_HEADER + b->body.len + whole > b->max_bytes) {
+  if (b->n > 0 && KL_V2_HEADER + b->body.len + whole > b->fill_bytes) {
     return kl_err_set(err, KL_FULL, "the batch is full (%zu bytes)", b->body.len);
   }
   kl_rc rc = kl_buf_reserve(b->env, &b->body, b->body.len + whole);
@@ -203,7 +210,7 @@ kl_rc kl_batch_encode(const kl_env *env, const kl_batch_spec *spec, const kl_rec
                       kl_buf *out, kl_err *err) {
   if (n <= 0) return kl_err_set(err, KL_MISUSE, "a batch needs at least one record");
   kl_builder b;
-  kl_builder_init(&b, env, spec, 0);
+  kl_builder_init(&b, env, spec, 0, 0);
   kl_rc rc = KL_OK;
   for (int i = 0; i < n && rc == KL_OK; i++) rc = kl_builder_add(&b, &recs[i], err);
   if (rc == KL_OK) rc = kl_builder_finish(&b, out, err);

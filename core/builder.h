@@ -52,7 +52,9 @@ typedef struct kl_batch_spec {
 typedef struct kl_builder {
   const kl_env *env;
   kl_batch_spec spec;
+  size_t fill_bytes;        /* a batch is full at this size */
   size_t max_bytes;         /* the largest batch, header included */
+  const char *max_name;     /* what sets max_bytes, for messages, or NULL */
   kl_buf body;              /* the records, uncompressed */
   kl_buf packed;            /* scratch for compression */
   kl_codec_cctx cctx;       /* compression state kept across batches */
@@ -61,10 +63,14 @@ typedef struct kl_builder {
 } kl_builder;
 
 /* A builder for batches of spec (its base offset is the first record's
-** offset) of at most max_bytes (uncompressed records plus the header;
-** 0: no bound but INT32).  Allocates nothing yet. */
+** offset) filled up to fill_bytes and of at most max_bytes (uncompressed
+** records plus the header; 0: max_bytes, and no bound but INT32): a record
+** larger than fill_bytes has a batch of its own.  Whatever max_bytes says,
+** a batch's records never exceed KL_MAX_BATCH_BYTES, the most a reader
+** decompresses (batch.h): what is written can be read.  Allocates nothing
+** yet. */
 void kl_builder_init(kl_builder *b, const kl_env *env, const kl_batch_spec *spec,
-                     size_t max_bytes);
+                     size_t fill_bytes, size_t max_bytes);
 void kl_builder_free(kl_builder *b);
 
 /* Start a new batch at base_offset (the records added so far are
@@ -74,10 +80,11 @@ void kl_builder_reset(kl_builder *b, int64_t base_offset);
 /* Add one record.  KL_MISUSE: a length with no bytes, a null header name,
 ** a negative length other than null's.  KL_RANGE: the timestamp's distance
 ** from the batch's first does not fit 64 bits, more records than an offset
-** delta holds, or a record or batch larger than INT32 allows.  KL_FULL:
-** the record would take the batch past max_bytes (the caller finishes the
-** batch and adds it to the next; a record alone over max_bytes is
-** KL_RANGE).  On any error the batch is as it was. */
+** delta holds, or a record larger than a batch may be (max_bytes, INT32,
+** KL_MAX_BATCH_BYTES; the message names max_name).  KL_FULL: the record
+** would take the batch past fill_bytes (the caller finishes the batch and
+** adds it to the next, where it may be alone).  On any error the batch is
+** as it was. */
 kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err);
 
 /* A place in the batch being built, to come back to (a savepoint). */

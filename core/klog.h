@@ -27,6 +27,7 @@
 **   cursor.h    bounded forward and backward iteration over records
 **   check.h     the integrity check
 **   commit.h    the commit record: where a written log's committed data ends
+**   logconfig.h the file keeping a written log's write options
 **   writer.h    appends by Kafka's rules, in transactions, with recovery and
 **               retention
 */

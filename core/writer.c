@@ -72,12 +72,14 @@ struct kl_writer {
   int retention_due;        /* retention options apply at the next commit */
   kl_writer_stats stats;
   char name[4200];          /* fname's */
+  char max_name[96];        /* what bounds a batch, for messages */
 };
 
 void kl_writer_opts_default(kl_writer_opts *o) {
   o->segment_bytes = 1073741824;
   o->index_interval = 4096;
-  o->batch_bytes = 1048576;
+  o->batch_bytes = 16384;
+  o->max_message_bytes = 1048588;
   o->codec = KL_CODEC_NONE;
   o->log_append_time = 0;
   o->retention_bytes = -1;
@@ -726,8 +728,23 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   ** snappy's worst case is 32 + n + n / 6 bytes, the others' less. */
   int64_t fit = opt->codec == KL_CODEC_NONE ? opt->segment_bytes
                                             : (opt->segment_bytes - 128) / 7 * 6;
-  int64_t max = opt->batch_bytes < fit ? opt->batch_bytes : fit;
-  kl_builder_init(&w->b, env, &spec, (size_t)(max > 128 ? max : 128));
+  int64_t max = opt->max_message_bytes > 0 ? opt->max_message_bytes : INT32_MAX;
+  int64_t readable = (int64_t)(KL_V2_HEADER + KL_MAX_BATCH_BYTES);
+  snprintf(w->max_name, sizeof w->max_name, "max_message_bytes=%lld", (long long)max);
+  if (fit < max) {
+    max = fit;
+    snprintf(w->max_name, sizeof w->max_name, "what fits segment_bytes=%lld%s",
+             (long long)opt->segment_bytes, opt->codec == KL_CODEC_NONE ? "" : " compressed");
+  }
+  if (readable < max) {
+    max = readable;
+    snprintf(w->max_name, sizeof w->max_name, "the most a reader decompresses, %lld bytes",
+             (long long)KL_MAX_BATCH_BYTES);
+  }
+  if (max < 128) max = 128;
+  kl_builder_init(&w->b, env, &spec, (size_t)(opt->batch_bytes > 0 ? opt->batch_bytes : max),
+                  (size_t)max);
+  w->b.max_name = w->max_name;
   *out = w;
   return KL_OK;
 }

@@ -4,7 +4,9 @@
 ** transactions.
 **
 ** Records are gathered into a batch (builder.h) until it reaches
-** batch_bytes or the transaction syncs; each batch is one append: written
+** batch_bytes or the transaction syncs (a record larger than batch_bytes
+** has a batch of its own, up to max_message_bytes, beyond which it is
+** refused); each batch is one append: written
 ** at the end of the active .log, then an offset index entry and a time
 ** index entry when more than index_interval bytes lie between the last
 ** entry's position and this batch's, and a roll to a new segment when the
@@ -44,7 +46,11 @@ typedef struct kl_writer kl_writer;
 typedef struct kl_writer_opts {
   int64_t segment_bytes;    /* segment.bytes (1 GiB) */
   int64_t index_interval;   /* index.interval.bytes (4096) */
-  int64_t batch_bytes;      /* largest batch, uncompressed (1 MiB) */
+  int64_t batch_bytes;      /* a batch is full at this, uncompressed:
+                            ** the producer's batch.size (16384) */
+  int64_t max_message_bytes;/* largest batch, uncompressed (a record alone
+                            ** may pass batch_bytes up to this):
+                            ** message.max.bytes (1048588) */
   int codec;                /* KL_CODEC_* */
   int log_append_time;      /* message.timestamp.type=LogAppendTime */
   int64_t retention_bytes;  /* retention.bytes, -1: none */
@@ -91,8 +97,10 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err);
 kl_rc kl_writer_begin(kl_writer *w, kl_err *err);
 
 /* Append one record; *offset receives its offset.  The record may stay in
-** memory until the batch is full or the transaction syncs.  KL_RANGE and
-** KL_MISUSE (builder.h) leave the transaction as it was. */
+** memory until the batch is full or the transaction syncs.  KL_RANGE (a
+** record too big: the message names the limit, max_message_bytes,
+** segment_bytes or what a reader decompresses) and KL_MISUSE (builder.h)
+** leave the transaction as it was. */
 kl_rc kl_writer_append(kl_writer *w, const kl_rec_in *r, int64_t *offset, kl_err *err);
 
 /* Savepoint n (0-based; those >= n are replaced), release (those >= n are

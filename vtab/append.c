@@ -16,9 +16,11 @@
 #include "commit.h"
 #include "cursor.h"
 #include "glue.h"
+#include "headers.h"
 #include "log.h"
 #include "scan.h"
 #include "txn.h"
+#include "logconfig.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -37,10 +39,8 @@ struct kl_append {
   char *name, *dir;
   kl_append_opts opt;
   kl_writer *w;
-  sqlite3_stmt *hdr;        /* the headers JSON, taken apart by SQLite */
   kl_buf hbytes;            /* an INSERT's header names and values */
-  kl_header *h;
-  int hcap;
+  kl_buf hs;                /* ... and its kl_header entries */
   /* DELETE in this transaction: how many rows, the largest offset. */
   sqlite3_int64 del_n, del_max;
   int del_sp_n;             /* savepoints: del_n and del_max at each */
@@ -51,6 +51,76 @@ void kl_append_opts_default(kl_append_opts *o) {
   kl_writer_opts_default(&o->w);
   o->mode = KL_MODE_READ;
   o->read_committed = 0;
+  o->given = 0;
+}
+
+/* The options a log keeps, in the order its kafkalog.config lists them. */
+static const kl_opt_id write_ids[] = {
+    KL_OPT_SEGMENT_BYTES,  KL_OPT_INDEX_INTERVAL,     KL_OPT_BATCH_BYTES,    KL_OPT_MAX_MESSAGE_BYTES,
+    KL_OPT_COMPRESSION,    KL_OPT_TIMESTAMP_TYPE,     KL_OPT_RETENTION_BYTES, KL_OPT_RETENTION_MS};
+#define NWRITE_IDS ((int)(sizeof write_ids / sizeof *write_ids))
+
+static int is_write_id(kl_opt_id id) {
+  for (int i = 0; i < NWRITE_IDS; i++) {
+    if (write_ids[i] == id) return 1;
+  }
+  return 0;
+}
+
+int kl_append_opt_set(kl_append_opts *o, kl_opt_id id, int64_t v) {
+  kl_writer_opts *w = &o->w;
+  switch (id) {
+    case KL_OPT_SEGMENT_BYTES: w->segment_bytes = v; return 1;
+    case KL_OPT_INDEX_INTERVAL: w->index_interval = v; return 1;
+    case KL_OPT_BATCH_BYTES: w->batch_bytes = v; return 1;
+    case KL_OPT_MAX_MESSAGE_BYTES: w->max_message_bytes = v; return 1;
+    case KL_OPT_COMPRESSION: w->codec = (int)v; return 1;
+    case KL_OPT_TIMESTAMP_TYPE: w->log_append_time = (int)v; return 1;
+    case KL_OPT_RETENTION_BYTES: w->retention_bytes = v; return 1;
+    case KL_OPT_RETENTION_MS: w->retention_ms = v; return 1;
+    default: return 0;
+  }
+}
+
+int kl_append_opt_get(const kl_append_opts *o, kl_opt_id id, int64_t *v) {
+  const kl_writer_opts *w = &o->w;
+  switch (id) {
+    case KL_OPT_SEGMENT_BYTES: *v = w->segment_bytes; return 1;
+    case KL_OPT_INDEX_INTERVAL: *v = w->index_interval; return 1;
+    case KL_OPT_BATCH_BYTES: *v = w->batch_bytes; return 1;
+    case KL_OPT_MAX_MESSAGE_BYTES: *v = w->max_message_bytes; return 1;
+    case KL_OPT_COMPRESSION: *v = w->codec; return 1;
+    case KL_OPT_TIMESTAMP_TYPE: *v = w->log_append_time; return 1;
+    case KL_OPT_RETENTION_BYTES: *v = w->retention_bytes; return 1;
+    case KL_OPT_RETENTION_MS: *v = w->retention_ms; return 1;
+    default: return 0;
+  }
+}
+
+/* The write options of the log at dir, from its kafkalog.config, into o
+** (except those in skip, 1u << KL_OPT_*); a log without the file leaves
+** o as it is.  Names the file does not know of are a later version's and
+** are passed over; a value that is not valid is SQLITE_CORRUPT naming the
+** file and the line. */
+static int read_log_options(const char *dir, kl_append_opts *o, unsigned skip, char **errmsg);
+
+/* o's write options as kafkalog.config lines (sqlite3_malloc'd). */
+static char *log_options_text(const kl_append_opts *o) {
+  char *s = sqlite3_mprintf("# the write options of this log, for whoever appends to it next\n");
+  for (int i = 0; s && i < NWRITE_IDS; i++) {
+    int64_t v = 0;
+    kl_append_opt_get(o, write_ids[i], &v);
+    char *lit = kl_option_literal(write_ids[i], v);
+    size_t n = lit ? strlen(lit) : 0;
+    int quoted = n >= 2 && lit[0] == '\'';
+    char *t = lit ? sqlite3_mprintf("%s%s=%.*s\n", s, kl_option_name(kl_option_of(write_ids[i])),
+                                    (int)(quoted ? n - 2 : n), quoted ? lit + 1 : lit)
+                  : NULL;
+    sqlite3_free(lit);
+    sqlite3_free(s);
+    s = t;
+  }
+  return s;
 }
 
 kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir,
@@ -74,9 +144,8 @@ kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir,
 void kl_append_free(kl_append *a) {
   if (!a) return;
   kl_writer_close(a->w, NULL);
-  sqlite3_finalize(a->hdr);
   kl_buf_free(NULL, &a->hbytes);
-  sqlite3_free(a->h);
+  kl_buf_free(NULL, &a->hs);
   sqlite3_free(a->del_sp);
   sqlite3_free(a->dir);
   sqlite3_free(a->name);
@@ -95,6 +164,55 @@ static int fail(char **errmsg, int rc, const char *fmt, ...) {
 
 static int fail_kl(char **errmsg, kl_rc rc, const kl_err *err) {
   return fail(errmsg, kl_sqlite_rc(rc), "kafka_log: %s", err->msg[0] ? err->msg : kl_rc_name(rc));
+}
+
+static int read_log_options(const char *dir, kl_append_opts *o, unsigned skip, char **errmsg) {
+  kl_err err = {0};
+  kl_buf b = {0};
+  kl_rc k = kl_logconfig_read(NULL, dir, &b, &err);
+  if (k == KL_NOTFOUND) return SQLITE_OK;
+  if (k) {
+    kl_buf_free(NULL, &b);
+    return fail_kl(errmsg, k, &err);
+  }
+  int rc = SQLITE_OK, line = 0;
+  char *p = (char *)b.p;
+  while (rc == SQLITE_OK && p && *p) {
+    char *nl = strchr(p, '\n');
+    if (nl) *nl = 0;
+    line++;
+    char *eq = strchr(p, '=');
+    const kl_option *opt = eq && *p != '#' ? kl_option_find(p, (size_t)(eq - p)) : NULL;
+    int64_t v = 0;
+    if (opt && !(skip & (1u << kl_option_id(opt)))) {
+      char *m = NULL;
+      if (!is_write_id(kl_option_id(opt))) {
+        /* not a write option: not the log's to keep */
+      } else if (kl_option_text(opt, eq + 1, &v, &m) == SQLITE_OK) {
+        kl_append_opt_set(o, kl_option_id(opt), v);
+      } else {
+        rc = fail(errmsg, m ? SQLITE_CORRUPT : SQLITE_NOMEM, "kafka_log: %s/%s: line %d: %s", dir,
+                  KL_LOGCONFIG_FILE, line, m ? m + 11 : "");
+      }
+      sqlite3_free(m);
+    } else if (!eq && *p && *p != '#') {
+      rc = fail(errmsg, SQLITE_CORRUPT, "kafka_log: %s/%s: line %d is not name=value", dir,
+                KL_LOGCONFIG_FILE, line);
+    }
+    p = nl ? nl + 1 : NULL;
+  }
+  kl_buf_free(NULL, &b);
+  return rc;
+}
+
+/* Keep o's write options as the log's. */
+static int write_log_options(const char *dir, const kl_append_opts *o, char **errmsg) {
+  char *text = log_options_text(o);
+  if (!text) return SQLITE_NOMEM;
+  kl_err err = {0};
+  kl_rc k = kl_logconfig_write(NULL, dir, text, strlen(text), &err);
+  sqlite3_free(text);
+  return k ? fail_kl(errmsg, k, &err) : SQLITE_OK;
 }
 
 /* What dir holds: 1 a log (segments or a commit record), 2 partition
@@ -159,7 +277,16 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
               "it, mode='read' (the default) only reads it", path);
   }
   sqlite3_free(hint);
-  if (rc || o->mode == KL_MODE_WRITE) return rc;
+  if (rc) return rc;
+  if (o->mode == KL_MODE_WRITE) {
+    /* Options given replace the log's; the others stay the log's. */
+    unsigned mine = 0;
+    for (int i = 0; i < NWRITE_IDS; i++) mine |= o->given & (1u << write_ids[i]);
+    if (!mine) return SQLITE_OK;
+    kl_append_opts merged = *o;
+    rc = read_log_options(path, &merged, mine, errmsg);
+    return rc ? rc : write_log_options(path, &merged, errmsg);
+  }
   /* A new log, and nothing but it: no parent is made on the way. */
   char *parent = sqlite3_mprintf("%s", path);
   if (!parent) return SQLITE_NOMEM;
@@ -175,7 +302,7 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
   if (rc) return rc;
   kl_err err = {0};
   kl_rc k = kl_writer_create(NULL, path, &o->w, &err);
-  return k ? fail_kl(errmsg, k, &err) : SQLITE_OK;
+  return k ? fail_kl(errmsg, k, &err) : write_log_options(path, o, errmsg);
 }
 
 /* ---- transactions ---- */
@@ -209,6 +336,9 @@ static int start(kl_append *a, char **errmsg) {
       if (bad) return SQLITE_READONLY;
     }
     kl_err_clear(&err);
+    /* The log's options, when it keeps them, are what it is written with. */
+    int src = read_log_options(a->dir, &a->opt, 0, errmsg);
+    if (src) return src;
     rc = kl_writer_open(NULL, a->dir, &a->opt.w, &a->w, &err);
     if (rc) return fail_kl(errmsg, rc, &err);
   }
@@ -391,128 +521,23 @@ static int bytes_of(sqlite3_value *v, const void **p, int32_t *n) {
   return SQLITE_OK;
 }
 
-static int hex_val(int c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
-/* One side of a header as the headers column writes it: a string, null
-** (values only) or {"hex":"..."}; appended to a->hbytes, *len -1 for
-** null. */
-static int header_part(kl_append *a, int col, int idx, int is_name, int32_t *len,
-                       char **errmsg) {
-  const char *type = (const char *)sqlite3_column_text(a->hdr, col);
-  const char *what = is_name ? "name" : "value";
-  if (type && strcmp(type, "null") == 0 && !is_name) {
-    *len = -1;
-    return SQLITE_OK;
-  }
-  if (type && strcmp(type, "text") == 0) {
-    const unsigned char *t = sqlite3_column_text(a->hdr, col + 1);
-    int n = sqlite3_column_bytes(a->hdr, col + 1);
-    if (kl_buf_append(NULL, &a->hbytes, t ? (const void *)t : "", (size_t)n)) return SQLITE_NOMEM;
-    *len = n;
-    return SQLITE_OK;
-  }
-  const char *hex = (const char *)sqlite3_column_text(a->hdr, col + 2);
-  if (type && strcmp(type, "object") == 0 && hex && sqlite3_column_type(a->hdr, col + 2) == SQLITE_TEXT) {
-    size_t n = strlen(hex);
-    if (n % 2 == 0) {
-      size_t at = a->hbytes.len;
-      if (kl_buf_reserve(NULL, &a->hbytes, at + n / 2)) return SQLITE_NOMEM;
-      size_t i;
-      for (i = 0; i < n; i += 2) {
-        int hi = hex_val(hex[i]), lo = hex_val(hex[i + 1]);
-        if (hi < 0 || lo < 0) break;
-        a->hbytes.p[at + i / 2] = (uint8_t)(hi << 4 | lo);
-      }
-      if (i == n) {
-        a->hbytes.len = at + n / 2;
-        *len = (int32_t)(n / 2);
-        return SQLITE_OK;
-      }
-    }
-  }
-  return fail(errmsg, SQLITE_MISMATCH, "kafka_log: headers[%d]: the %s must be a string, %s"
-              "{\"hex\":\"<even number of hex digits>\"}", idx, what, is_name ? "or " : "null or ");
-}
-
-/* The headers JSON [[name, value], ...] into a->h (*n of them). */
+/* The headers JSON (headers.h) into a->hs (*n of them). */
 static int parse_headers(kl_append *a, sqlite3_value *v, int *n, char **errmsg) {
   *n = 0;
-  a->hbytes.len = 0;
   if (sqlite3_value_type(v) == SQLITE_NULL) return SQLITE_OK;
   if (sqlite3_value_type(v) != SQLITE_TEXT) {
     return fail(errmsg, SQLITE_MISMATCH, "kafka_log: headers must be JSON text such as "
                 "'[[\"trace\",\"ab\"]]' (or NULL)");
   }
-  if (!a->hdr) {
-    int rc = sqlite3_prepare_v2(
-        a->db,
-        "SELECT json_valid(?1) AND json_type(?1) = 'array' AS ok, NULL, NULL, NULL, NULL, NULL,"
-        " NULL, NULL, NULL UNION ALL "
-        "SELECT NULL, json_type(value), json_array_length(value),"
-        " json_type(value, '$[0]'), json_extract(value, '$[0]'), json_extract(value, '$[0].hex'),"
-        " json_type(value, '$[1]'), json_extract(value, '$[1]'), json_extract(value, '$[1].hex')"
-        " FROM json_each(?1)"
-        " WHERE json_valid(?1) AND json_type(?1) = 'array'",
-        -1, &a->hdr, NULL);
-    if (rc) return fail(errmsg, rc, "kafka_log: headers: %s", sqlite3_errmsg(a->db));
-  }
-  sqlite3_bind_value(a->hdr, 1, v);
-  int rc = sqlite3_step(a->hdr);
-  if (rc != SQLITE_ROW || !sqlite3_column_int(a->hdr, 0)) {
-    sqlite3_reset(a->hdr);
-    return fail(errmsg, SQLITE_MISMATCH, "kafka_log: headers must be a JSON array of [name, "
-                "value] pairs, such as '[[\"trace\",\"ab\"]]'");
-  }
-  struct { size_t name_at, value_at; int32_t name_len, value_len; } *tmp = NULL;
-  int cap = 0, k = 0;
-  int err = SQLITE_OK;
-  while (err == SQLITE_OK && (rc = sqlite3_step(a->hdr)) == SQLITE_ROW) {
-    const char *t = (const char *)sqlite3_column_text(a->hdr, 1);
-    if (!t || strcmp(t, "array") || sqlite3_column_int(a->hdr, 2) != 2) {
-      err = fail(errmsg, SQLITE_MISMATCH, "kafka_log: headers[%d] must be a [name, value] pair", k);
-      break;
-    }
-    if (k == cap) {
-      cap = cap ? cap * 2 : 8;
-      void *p = sqlite3_realloc64(tmp, (sqlite3_uint64)cap * sizeof *tmp);
-      if (!p) {
-        err = SQLITE_NOMEM;
-        break;
-      }
-      tmp = p;
-    }
-    tmp[k].name_at = a->hbytes.len;
-    err = header_part(a, 3, k, 1, &tmp[k].name_len, errmsg);
-    if (err) break;
-    tmp[k].value_at = a->hbytes.len;
-    err = header_part(a, 6, k, 0, &tmp[k].value_len, errmsg);
-    k++;
-  }
-  sqlite3_reset(a->hdr);
-  if (err == SQLITE_OK && rc != SQLITE_DONE) err = fail(errmsg, rc, "kafka_log: headers: %s",
-                                                          sqlite3_errmsg(a->db));
-  if (err == SQLITE_OK && k > a->hcap) {
-    kl_header *h = sqlite3_realloc64(a->h, (sqlite3_uint64)k * sizeof *h);
-    if (!h) err = SQLITE_NOMEM;
-    else {
-      a->h = h;
-      a->hcap = k;
-    }
-  }
-  for (int i = 0; err == SQLITE_OK && i < k; i++) {
-    a->h[i].name = a->hbytes.p + tmp[i].name_at;
-    a->h[i].name_len = tmp[i].name_len;
-    a->h[i].value = tmp[i].value_len >= 0 ? a->hbytes.p + tmp[i].value_at : NULL;
-    a->h[i].value_len = tmp[i].value_len;
-  }
-  sqlite3_free(tmp);
-  if (err == SQLITE_OK) *n = k;
-  return err;
+  const char *t = (const char *)sqlite3_value_text(v);
+  if (!t) return SQLITE_NOMEM;
+  kl_err err = {0};
+  int32_t k = 0;
+  kl_rc rc = kl_headers_parse(t, (size_t)sqlite3_value_bytes(v), &a->hbytes, &a->hs, &k, &err);
+  if (rc == KL_NOMEM) return SQLITE_NOMEM;
+  if (rc) return fail(errmsg, SQLITE_MISMATCH, "kafka_log: %s", err.msg);
+  *n = k;
+  return SQLITE_OK;
 }
 
 static int64_t now_ms(void) {
@@ -544,6 +569,11 @@ static int insert(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *r
     r.timestamp = now_ms();
   } else if (sqlite3_value_numeric_type(ts) == SQLITE_INTEGER) {
     r.timestamp = sqlite3_value_int64(ts);
+    if (r.timestamp < 0) { /* Kafka's producer refuses it too (ProducerRecord) */
+      return fail(errmsg, SQLITE_CONSTRAINT, "kafka_log: timestamp %lld is negative: a record's "
+                  "timestamp is milliseconds since the epoch, 0 or more (or NULL for now)",
+                  (long long)r.timestamp);
+    }
   } else {
     return fail(errmsg, SQLITE_MISMATCH, "kafka_log: timestamp must be an integer of milliseconds "
                 "since the epoch (or NULL for now), not '%s'", sqlite3_value_text(ts));
@@ -553,7 +583,7 @@ static int insert(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *r
   int nh = 0;
   if (rc == SQLITE_OK) rc = parse_headers(a, argv[2 + COL_HEADERS], &nh, errmsg);
   if (rc) return rc;
-  r.headers = nh ? a->h : NULL;
+  r.headers = nh ? (const kl_header *)(void *)a->hs.p : NULL;
   r.header_count = nh;
   kl_err err; /* per record: not 512 bytes of zeros */
   kl_err_clear(&err);

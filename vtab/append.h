@@ -5,10 +5,16 @@
 **
 **   CREATE VIRTUAL TABLE t USING kafka_log('data/events-0', mode='create',
 **       segment_bytes=1048576, index_interval_bytes=4096, compression='zstd',
-**       batch_bytes=1048576, timestamp_type='create_time',
+**       batch_bytes=16384, max_message_bytes=1048588, timestamp_type='create_time',
 **       retention_bytes=-1, retention_ms=-1);
 **   INSERT INTO t(key, value, timestamp, headers) VALUES (...);
 **   DELETE FROM t WHERE offset < N;
+**
+** The write options (all but mode) are the log's, kept in its
+** kafkalog.config: a table writes with the options the file holds when it
+** opens its writer (its own, from CREATE, when there is none); mode='create'
+** writes the file, and mode='write' with write options given replaces
+** those in it, for what any table writes next.
 **
 ** INSERT takes key and value (BLOB or TEXT, stored as their bytes; NULL is
 ** a null key or value; a number is stored as its text), timestamp (an
@@ -33,17 +39,24 @@ typedef struct kl_append_opts {
   int mode;                 /* KL_MODE_* (options.h) */
   int read_committed;       /* the table's isolation: the rows its DELETE
                             ** selects from (a prefix of those) */
+  unsigned given;           /* the options CREATE gave (1u << KL_OPT_*) */
 } kl_append_opts;
 
 /* Kafka's defaults, mode='read'. */
 void kl_append_opts_default(kl_append_opts *o);
+
+/* The write options, those a log keeps (core/logconfig.h): set id's value
+** in o, or get it into *v; 0 when id is not one of them. */
+int kl_append_opt_set(kl_append_opts *o, kl_opt_id id, int64_t v);
+int kl_append_opt_get(const kl_append_opts *o, kl_opt_id id, int64_t *v);
 
 /* CREATE VIRTUAL TABLE of table name over path, what its mode asks of the
 ** path before the table exists: read, that each of its directories
 ** exists; write, that it is one directory holding a log; create, that it
 ** is one directory, holding no log, whose parent exists, and then the new
 ** log is made (segment 0 and its commit record, nothing left behind if
-** that fails).  An SQLite error code with *errmsg naming the path and the
+** that fails) with its kafkalog.config; write with write options given,
+** that they replace the log's in its kafkalog.config.  An SQLite error code with *errmsg naming the path and the
 ** mode that fits it. */
 int kl_append_prepare(const char *name, const char *path, const kl_append_opts *o, char **errmsg);
 

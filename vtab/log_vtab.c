@@ -40,6 +40,7 @@
 #include "cursor.h"
 #include "glue.h"
 #include "broker.h"
+#include "headers.h"
 #include "log.h"
 #include "logcache.h"
 #include "options.h"
@@ -205,7 +206,7 @@ static char *dequote(const char *s) {
 
 /* Option id's value in the table (options.h). */
 static void set_option(kl_vtab *vt, kl_opt_id id, int64_t v) {
-  kl_writer_opts *w = &vt->wopt.w;
+  if (kl_append_opt_set(&vt->wopt, id, v)) return;
   switch (id) {
     case KL_OPT_ON_CORRUPT: vt->on_corrupt = (int)v; break;
     case KL_OPT_MAX_SKEW: vt->max_skew = v; break;
@@ -213,20 +214,14 @@ static void set_option(kl_vtab *vt, kl_opt_id id, int64_t v) {
     case KL_OPT_KEY_TYPE: vt->text[0] = (int)v; break;
     case KL_OPT_VALUE_TYPE: vt->text[1] = (int)v; break;
     case KL_OPT_MODE: vt->wopt.mode = (int)v; break;
-    case KL_OPT_SEGMENT_BYTES: w->segment_bytes = v; break;
-    case KL_OPT_INDEX_INTERVAL: w->index_interval = v; break;
-    case KL_OPT_BATCH_BYTES: w->batch_bytes = v; break;
-    case KL_OPT_COMPRESSION: w->codec = (int)v; break;
-    case KL_OPT_TIMESTAMP_TYPE: w->log_append_time = (int)v; break;
-    case KL_OPT_RETENTION_BYTES: w->retention_bytes = v; break;
-    case KL_OPT_RETENTION_MS: w->retention_ms = v; break;
     case KL_OPT_CHECKPOINTS: vt->no_checkpoints = (int)v; break;
-    case KL_OPT_COUNT: break;
+    default: break; /* a write option (above) */
   }
 }
 
 static int64_t get_option(const kl_vtab *vt, kl_opt_id id) {
-  const kl_writer_opts *w = &vt->wopt.w;
+  int64_t v;
+  if (kl_append_opt_get(&vt->wopt, id, &v)) return v;
   switch (id) {
     case KL_OPT_ON_CORRUPT: return vt->on_corrupt;
     case KL_OPT_MAX_SKEW: return vt->max_skew;
@@ -235,15 +230,8 @@ static int64_t get_option(const kl_vtab *vt, kl_opt_id id) {
     case KL_OPT_VALUE_TYPE: return vt->text[1];
     /* A log made by CREATE is written to from then on. */
     case KL_OPT_MODE: return vt->wopt.mode == KL_MODE_CREATE ? KL_MODE_WRITE : vt->wopt.mode;
-    case KL_OPT_SEGMENT_BYTES: return w->segment_bytes;
-    case KL_OPT_INDEX_INTERVAL: return w->index_interval;
-    case KL_OPT_BATCH_BYTES: return w->batch_bytes;
-    case KL_OPT_COMPRESSION: return w->codec;
-    case KL_OPT_TIMESTAMP_TYPE: return w->log_append_time;
-    case KL_OPT_RETENTION_BYTES: return w->retention_bytes;
-    case KL_OPT_RETENTION_MS: return w->retention_ms;
     case KL_OPT_CHECKPOINTS: return vt->no_checkpoints;
-    case KL_OPT_COUNT: break;
+    default: break;
   }
   return 0;
 }
@@ -450,6 +438,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       return rc;
     }
   }
+  vt->wopt.given = given;
   if (argc >= 4) {
     int found;
     rc = read_config(vt, &found, errmsg);
@@ -1243,60 +1232,6 @@ static int kl_next(sqlite3_vtab_cursor *cur) { return step((kl_vcursor *)cur); }
 
 static int kl_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
 
-/* ---- the headers column ---- */
-
-/* Append bytes as a JSON string when they are UTF-8, else {"hex":"..."},
-** so that every header survives the trip through JSON unchanged. */
-static kl_rc json_bytes(kl_buf *o, const uint8_t *p, int32_t n) {
-  static const char hex[] = "0123456789abcdef";
-  kl_rc rc;
-  if (n < 0) return kl_buf_append(NULL, o, "null", 4);
-  if (!kl_utf8_valid(p, (size_t)n)) {
-    if ((rc = kl_buf_reserve(NULL, o, o->len + 12 + 2 * (size_t)n))) return rc;
-    memcpy(o->p + o->len, "{\"hex\":\"", 8);
-    o->len += 8;
-    for (int32_t i = 0; i < n; i++) {
-      o->p[o->len++] = (uint8_t)hex[p[i] >> 4];
-      o->p[o->len++] = (uint8_t)hex[p[i] & 15];
-    }
-    return kl_buf_append(NULL, o, "\"}", 2);
-  }
-  if ((rc = kl_buf_reserve(NULL, o, o->len + 2 + 6 * (size_t)n))) return rc;
-  o->p[o->len++] = '"';
-  for (int32_t i = 0; i < n; i++) {
-    uint8_t ch = p[i];
-    if (ch == '"' || ch == '\\') {
-      o->p[o->len++] = '\\';
-      o->p[o->len++] = ch;
-    } else if (ch < 0x20) {
-      o->len += (size_t)sprintf((char *)o->p + o->len, "\\u%04x", ch);
-    } else {
-      o->p[o->len++] = ch;
-    }
-  }
-  o->p[o->len++] = '"';
-  return KL_OK;
-}
-
-static kl_rc headers_json(kl_buf *o, const kl_record *r) {
-  o->len = 0;
-  kl_rc rc = kl_buf_append(NULL, o, "[", 1);
-  const uint8_t *p = r->headers, *end = r->headers ? r->headers + r->headers_len : NULL;
-  kl_header h;
-  int first = 1;
-  while (rc == KL_OK && r->headers && kl_header_next(&p, end, &h) == KL_OK) {
-    if (!first) rc = kl_buf_append(NULL, o, ",", 1);
-    first = 0;
-    if (rc == KL_OK) rc = kl_buf_append(NULL, o, "[", 1);
-    if (rc == KL_OK) rc = json_bytes(o, h.name, h.name_len);
-    if (rc == KL_OK) rc = kl_buf_append(NULL, o, ",", 1);
-    if (rc == KL_OK) rc = json_bytes(o, h.value, h.value_len);
-    if (rc == KL_OK) rc = kl_buf_append(NULL, o, "]", 1);
-  }
-  if (rc == KL_OK) rc = kl_buf_append(NULL, o, "]", 1);
-  return rc;
-}
-
 /* Bytes as a BLOB, or with key_type/value_type 'text' as TEXT when they
 ** are UTF-8 (else still a BLOB: no byte is lost to a conversion). */
 static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n, int text) {
@@ -1353,7 +1288,7 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KL_COL_KEY: result_bytes(ctx, r->key, r->key_len, c->text[0]); break;
     case KL_COL_VALUE: result_bytes(ctx, r->value, r->value_len, c->text[1]); break;
     case KL_COL_HEADERS:
-      if (headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
+      if (kl_headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
       sqlite3_result_text(ctx, (const char *)c->json.p, (int)c->json.len, SQLITE_TRANSIENT);
       break;
     case KL_COL_LEADER_EPOCH: sqlite3_result_int(ctx, b->leader_epoch); break;

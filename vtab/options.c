@@ -23,7 +23,8 @@ struct kl_option {
   kl_opt_id id;
   int64_t lo, hi;           /* an integer option's range */
   const kl_opt_word *words; /* a word option's words (NULL-terminated), or NULL */
-  const char *expected;     /* what a valid value is */
+  const char *expected;     /* what a valid value is; NULL: an integer from
+                            ** lo to hi */
 };
 
 static const kl_opt_word w_on_corrupt[] = {
@@ -64,6 +65,9 @@ static const kl_option options[] = {
     {"retention_ms", KL_OPT_RETENTION_MS, -1, INT64_MAX, NULL,
      "an integer of milliseconds, or -1 for none"},
     {"checkpoints", KL_OPT_CHECKPOINTS, 0, 0, w_checkpoints, "'read' or 'ignore'"},
+    /* Kafka's message.max.bytes, bounded by what a reader decompresses. */
+    {"max_message_bytes", KL_OPT_MAX_MESSAGE_BYTES, 128,
+     (int64_t)(KL_V2_HEADER + KL_MAX_BATCH_BYTES), NULL, NULL},
     {"readonly", KL_OPT_MODE, 0, 0, w_readonly, "1 (mode='read') or 0 (mode='write')"},
 };
 #define NOPTIONS (sizeof options / sizeof *options)
@@ -81,8 +85,11 @@ kl_opt_id kl_option_id(const kl_option *o) { return o->id; }
 const char *kl_option_name(const kl_option *o) { return o->name; }
 
 static int invalid(const kl_option *o, const char *shown, char **errmsg) {
-  *errmsg = sqlite3_mprintf("kafka_log: %s=%s is not valid: %s takes %s", o->name, shown,
-                            o->name, o->expected);
+  *errmsg = o->expected ? sqlite3_mprintf("kafka_log: %s=%s is not valid: %s takes %s", o->name,
+                                          shown, o->name, o->expected)
+                        : sqlite3_mprintf("kafka_log: %s=%s is not valid: %s takes an integer "
+                                          "from %lld to %lld", o->name, shown, o->name,
+                                          (long long)o->lo, (long long)o->hi);
   return *errmsg ? SQLITE_ERROR : SQLITE_NOMEM;
 }
 

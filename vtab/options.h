@@ -34,6 +34,7 @@ typedef enum kl_opt_id {
   KL_OPT_RETENTION_BYTES,   /* -1: none */
   KL_OPT_RETENTION_MS,      /* -1: none */
   KL_OPT_CHECKPOINTS,       /* 1: ignore the log directory's checkpoint files */
+  KL_OPT_MAX_MESSAGE_BYTES,
   KL_OPT_COUNT
 } kl_opt_id;
 

@@ -65,7 +65,7 @@ static void test_refusals(void **state) {
   (void)state;
   kl_batch_spec s = spec(KL_CODEC_NONE);
   kl_builder b;
-  kl_builder_init(&b, NULL, &s, 0);
+  kl_builder_init(&b, NULL, &s, 0, 0);
   kl_err err = {0};
   kl_rec_in r = rec(INT64_MAX, "k", "v");
   assert_int_equal(kl_builder_add(&b, &r, &err), KL_OK);
@@ -111,14 +111,14 @@ static void test_bounds_and_batches(void **state) {
   kl_batch_spec s = spec(KL_CODEC_NONE);
   s.base_offset = 100;
   kl_builder b;
-  kl_builder_init(&b, NULL, &s, 128);
+  kl_builder_init(&b, NULL, &s, 128, 128);
   kl_err err = {0};
   char big[200];
   memset(big, 'x', sizeof big - 1);
   big[sizeof big - 1] = 0;
   kl_rec_in r = rec(1000, "k", big);
   assert_int_equal(kl_builder_add(&b, &r, &err), KL_RANGE); /* alone over the bound */
-  assert_non_null(strstr(err.msg, "does not fit a batch of at most 128"));
+  assert_non_null(strstr(err.msg, "is too big: a batch holds at most 67 bytes"));
   kl_buf out = {0};
   int batches = 0, added = 0;
   for (int i = 0; i < 12; i++) {
@@ -164,7 +164,7 @@ static void test_nomem_zstd(void **state) {
     const kl_env *env = t_failenv(&fa, at);
     kl_batch_spec s = spec(KL_CODEC_ZSTD);
     kl_builder b;
-    kl_builder_init(&b, env, &s, 0);
+    kl_builder_init(&b, env, &s, 0, 0);
     kl_err err = {0};
     kl_buf out = {0};
     kl_rc rc = KL_OK;
@@ -190,10 +190,66 @@ static void test_nomem_zstd(void **state) {
   assert_true(zstd_failed);
 }
 
+/* A record larger than the fill size has a batch of its own, up to the
+** largest batch; the records around it go in batches of their own too. */
+static void test_record_over_batch_bytes_has_a_batch_of_its_own(void **state) {
+  (void)state;
+  kl_batch_spec s = spec(KL_CODEC_NONE);
+  kl_builder b;
+  kl_builder_init(&b, NULL, &s, 128, 1024);
+  kl_err err = {0};
+  char big[600];
+  memset(big, 'x', sizeof big - 1);
+  big[sizeof big - 1] = 0;
+  kl_rec_in small = rec(1, "k", "v"), large = rec(2, "k", big);
+  assert_int_equal(kl_builder_add(&b, &small, &err), KL_OK);
+  assert_int_equal(kl_builder_add(&b, &large, &err), KL_FULL); /* not with another */
+  kl_buf out = {0};
+  assert_int_equal(kl_builder_finish(&b, &out, &err), KL_OK);
+  assert_int_equal(kl_builder_add(&b, &large, &err), KL_OK); /* alone it fits */
+  assert_int_equal(kl_builder_add(&b, &small, &err), KL_FULL);
+  assert_int_equal(kl_builder_count(&b), 1);
+  assert_int_equal(kl_builder_finish(&b, &out, &err), KL_OK);
+  /* Past the largest batch, even alone: refused, naming the bound. */
+  char huge[1100];
+  memset(huge, 'y', sizeof huge - 1);
+  huge[sizeof huge - 1] = 0;
+  kl_rec_in r = rec(3, "k", huge);
+  b.max_name = "max_message_bytes=1024";
+  memset(&err, 0, sizeof err);
+  assert_int_equal(kl_builder_add(&b, &r, &err), KL_RANGE);
+  assert_non_null(strstr(err.msg, "(max_message_bytes=1024)"));
+  assert_int_equal(kl_builder_count(&b), 0);
+  kl_buf_free(NULL, &out);
+  kl_builder_free(&b);
+}
+
+/* Whatever bound the caller gives, a record a reader would refuse to
+** decompress (KL_MAX_BATCH_BYTES) is refused when it is added. */
+static void test_record_past_reader_limit_refused(void **state) {
+  (void)state;
+  static const int codecs[] = {KL_CODEC_NONE, KL_CODEC_ZSTD};
+  for (size_t c = 0; c < 2; c++) {
+    kl_batch_spec s = spec(codecs[c]);
+    kl_builder b;
+    kl_builder_init(&b, NULL, &s, 0, (size_t)INT32_MAX);
+    kl_err err = {0};
+    /* The length is refused before a byte of the value is read. */
+    kl_rec_in r = rec(1, NULL, "v");
+    r.value_len = (int32_t)KL_MAX_BATCH_BYTES;
+    assert_int_equal(kl_builder_add(&b, &r, &err), KL_RANGE);
+    assert_non_null(strstr(err.msg, "too big"));
+    assert_int_equal(kl_builder_count(&b), 0);
+    kl_builder_free(&b);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_refusals),
       cmocka_unit_test(test_bounds_and_batches),
+      cmocka_unit_test(test_record_over_batch_bytes_has_a_batch_of_its_own),
+      cmocka_unit_test(test_record_past_reader_limit_refused),
       cmocka_unit_test(test_nomem_zstd),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);

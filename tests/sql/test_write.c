@@ -200,7 +200,7 @@ static void test_errors(void **state) {
   (void)state;
   char *dir = new_dir("wr-err");
   sqlite3 *db = st_open();
-  create(db, "t", dir, "batch_bytes=1024");
+  create(db, "t", dir, "batch_bytes=1024, max_message_bytes=4096");
   st_exec(db, "INSERT INTO t(value) VALUES ('one')");
   struct { const char *sql; int rc; const char *words; } cases[] = {
       {"UPDATE t SET value = 'x' WHERE offset = 0", SQLITE_CONSTRAINT, "UPDATE is not supported"},
@@ -215,10 +215,11 @@ static void test_errors(void **state) {
       {"INSERT INTO t(value, headers) VALUES ('x', '[[\"a\",{\"hex\":\"0g\"}]]')", SQLITE_MISMATCH,
        "hex"},
       {"INSERT INTO t(value, headers) VALUES ('x', x'00')", SQLITE_MISMATCH, "JSON text"},
-      {"INSERT INTO t(value) VALUES (randomblob(5000))", SQLITE_TOOBIG, "batch"},
-      {"INSERT INTO t(value, timestamp) VALUES ('a', -9223372036854775808), ('b', 9223372036854775807)",
-       SQLITE_TOOBIG, "too far"},
-      {"INSERT INTO t(value) SELECT 'ok' UNION ALL SELECT randomblob(5000)", SQLITE_TOOBIG, "batch"},
+      {"INSERT INTO t(value) VALUES (randomblob(5000))", SQLITE_TOOBIG, "max_message_bytes=4096"},
+      {"INSERT INTO t(value, timestamp) VALUES ('a', 0), ('b', -9223372036854775808)",
+       SQLITE_CONSTRAINT, "negative"},
+      {"INSERT INTO t(value) SELECT 'ok' UNION ALL SELECT randomblob(5000)", SQLITE_TOOBIG,
+       "max_message_bytes"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char *m = expect_rc(db, cases[i].sql, cases[i].rc);
@@ -1025,6 +1026,165 @@ static void test_delete_by_timestamp_suggests_offset(void **state) {
   drop_dir(dir);
 }
 
+/* A record larger than batch_bytes has a batch of its own; one larger
+** than max_message_bytes is refused, naming it, and so is a
+** max_message_bytes past what a reader decompresses. */
+static void test_record_over_max_message_bytes_refused(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-maxmsg");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, "batch_bytes=512, max_message_bytes=4096");
+  st_exec(db, "INSERT INTO t(value) VALUES ('a'), (randomblob(3000)), ('b'), ('c')");
+  st_buf got = {0};
+  st_render(db, st_prep(db, "SELECT base_offset, record_count FROM kafka_batches(?1)", "t", dir),
+            &got);
+  assert_string_equal(got.p, "0|1\n1|1\n2|2\n");
+  st_buf_free(&got);
+  char *m = expect_rc(db, "INSERT INTO t(value) VALUES (randomblob(4100))", SQLITE_TOOBIG);
+  assert_non_null(strstr(m, "max_message_bytes=4096"));
+  free(m);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 4);
+  m = expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', max_message_bytes=268435518)",
+                SQLITE_ERROR);
+  assert_non_null(strstr(m, "from 128 to 268435517"));
+  free(m);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* With the defaults, batches are a producer's (16 KiB), not 1 MiB: a
+** point lookup decodes one small batch. */
+static void test_default_batches_are_producer_sized(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-batch");
+  sqlite3 *db = st_open();
+  add_gs(db);
+  create(db, "t", dir, NULL);
+  st_exec(db, "INSERT INTO t(value) SELECT printf('%0100d', g.value + 1000 * h.value)"
+              " FROM gs g, gs h WHERE h.value < 10");
+  assert_int_equal(st_int(db, "SELECT max(size) <= 16384 FROM kafka_batches(?1)", "t", dir), 1);
+  assert_true(st_int(db, "SELECT count(*) FROM kafka_batches(?1)", "t", dir) >= 60);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 10010);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* The write options are the log's: a table of another database appending
+** without options writes as the log was created (zstd, its segment size);
+** options given at CREATE replace them for what is written next. */
+static void test_write_options_belong_to_the_log(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-logopt");
+  sqlite3 *a = st_open(), *b = st_open(), *c = st_open();
+  add_gs(b);
+  add_gs(c);
+  create(a, "t", dir, "mode='create', compression='zstd', segment_bytes=4096");
+  st_close(a);
+  create(b, "t", dir, "mode='write'");
+  for (int i = 0; i < 10; i++) {
+    st_exec(b, "INSERT INTO t(value) SELECT randomblob(40) FROM gs WHERE value < 100");
+  }
+  char *v = st_text(b, "SELECT group_concat(DISTINCT compression) FROM kafka_batches(?1)", "t", dir);
+  assert_string_equal(v, "zstd");
+  free(v);
+  assert_true(st_int(b, "SELECT count(*) FROM kafka_segments(?1)", "t", dir) > 1);
+  assert_int_equal(st_int(b, "SELECT max(log_bytes) <= 4096 FROM kafka_segments(?1)", "t", dir), 1);
+  /* Given at CREATE: the log's from now on, for every table. */
+  create(c, "u", dir, "mode='write', compression='lz4'");
+  st_close(b);
+  b = st_open();
+  create(b, "t", dir, "mode='write'");
+  st_exec(b, "INSERT INTO t(value) VALUES ('after')");
+  v = st_text(b, "SELECT compression FROM t ORDER BY offset DESC LIMIT 1", NULL);
+  assert_string_equal(v, "lz4");
+  free(v);
+  assert_int_equal(st_int(b, "SELECT max(log_bytes) <= 4096 FROM kafka_segments(?1)", "t", dir), 1);
+  /* A damaged file is an error naming it and the line. */
+  char p[4300];
+  snprintf(p, sizeof p, "%s/kafkalog.config", dir);
+  FILE *f = fopen(p, "w");
+  fputs("# comment\nsegment_bytes=4096\ncompression=brotli\nsome_later_option=1\n", f);
+  fclose(f);
+  create(c, "w", dir, "mode='write'");
+  char *m = expect_rc(c, "INSERT INTO w(value) VALUES ('x')", SQLITE_CORRUPT);
+  assert_non_null(strstr(m, "kafkalog.config: line 3: compression='brotli'"));
+  free(m);
+  st_close(b);
+  st_close(c);
+  drop_dir(dir);
+}
+
+/* A header with a NUL byte reads as "a\u0000b" and that JSON, inserted,
+** stores the three bytes: headers copied between tables stay whole. */
+static void test_header_nul_bytes_survive_a_copy(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-hnul"), *dir2 = new_dir("wr-hnul2");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  create(db, "u", dir2, NULL);
+  st_exec(db, "INSERT INTO t(value, headers) VALUES ('v', '[[\"k\\u0000x\",\"a\\u0000b\"],"
+              "[\"e\",\"\\ud83d\\ude00\\n\\\"\"],[\"bin\",{\"hex\":\"00ff\"}],[\"none\",null]]')");
+  char *h = st_text(db, "SELECT headers FROM t", NULL);
+  assert_string_equal(h, "[[\"k\\u0000x\",\"a\\u0000b\"],[\"e\",\"\xf0\x9f\x98\x80\\u000a\\\"\"],"
+                         "[\"bin\",{\"hex\":\"00ff\"}],[\"none\",null]]");
+  st_exec(db, "INSERT INTO u(value, headers) SELECT value, headers FROM t");
+  char *h2 = st_text(db, "SELECT headers FROM u", NULL);
+  assert_string_equal(h2, h);
+  free(h);
+  free(h2);
+  st_close(db);
+  drop_dir(dir);
+  drop_dir(dir2);
+}
+
+/* JSON of another shape is refused saying which shape is expected;
+** text that is not JSON says so. */
+static void test_headers_of_another_shape_say_the_shape(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-hshape");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  struct { const char *headers, *words; int shape; } cases[] = {
+      {"[\"a\",\"b\"]", "headers[0] is a string, not a [name, value] pair", 1},
+      {"{\"a\":\"b\"}", "headers are an object", 1},
+      {"[[\"a\"]]", "headers[0] has 1 element", 1},
+      {"[[\"a\",\"b\"]", "not valid JSON", 1},
+      {"[[\"a\",1]]", "headers[0]: the value is a number: it must be a string, null or", 0},
+      {"[[null,\"v\"]]", "headers[0]: the name is null", 0},
+      {"[[\"a\",{\"hex\":\"0g\"}]]", "hex digits", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    char *sql = sqlite3_mprintf("INSERT INTO t(value, headers) VALUES ('x', %Q)", cases[i].headers);
+    char *m = expect_rc(db, sql, SQLITE_MISMATCH);
+    if (!strstr(m, cases[i].words)) fail_msg("%s: message lacks '%s'", m, cases[i].words);
+    if (cases[i].shape && !strstr(m, "[name, value] pairs, such as")) {
+      fail_msg("%s: message lacks the shape", m);
+    }
+    free(m);
+    sqlite3_free(sql);
+  }
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 0);
+  st_close(db);
+  drop_dir(dir);
+}
+
+/* A negative timestamp is refused, as Kafka's producer refuses it; NULL
+** is now. */
+static void test_negative_timestamp_refused(void **state) {
+  (void)state;
+  char *dir = new_dir("wr-negts");
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  char *m = expect_rc(db, "INSERT INTO t(value, timestamp) VALUES ('x', -1)", SQLITE_CONSTRAINT);
+  assert_non_null(strstr(m, "timestamp -1 is negative"));
+  free(m);
+  st_exec(db, "INSERT INTO t(value, timestamp) VALUES ('zero', 0), ('now', NULL)");
+  assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE timestamp >= 0", NULL), 2);
+  assert_int_equal(st_int(db, "SELECT timestamp > 1700000000000 FROM t WHERE offset = 1", NULL), 1);
+  st_close(db);
+  drop_dir(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_round_trip),
@@ -1037,6 +1197,12 @@ int main(void) {
       cmocka_unit_test(test_retention),
       cmocka_unit_test(test_retention_read_committed),
       cmocka_unit_test(test_options_kept),
+      cmocka_unit_test(test_record_over_max_message_bytes_refused),
+      cmocka_unit_test(test_default_batches_are_producer_sized),
+      cmocka_unit_test(test_write_options_belong_to_the_log),
+      cmocka_unit_test(test_header_nul_bytes_survive_a_copy),
+      cmocka_unit_test(test_headers_of_another_shape_say_the_shape),
+      cmocka_unit_test(test_negative_timestamp_refused),
       cmocka_unit_test(test_named_table_reads_by_default),
       cmocka_unit_test(test_mode_create_then_write),
       cmocka_unit_test(test_readonly_is_mode),
