@@ -858,7 +858,7 @@ static kl_rc restore(kl_writer *w, wmark *m, kl_err *err) {
 }
 
 kl_rc kl_writer_rollback_to(kl_writer *w, int n, kl_err *err) {
-  if (!w->in_txn || n < 0 || n + 1 >= w->nmarks) return KL_OK;
+  if (!w->in_txn || n < -1 || n + 1 >= w->nmarks) return KL_OK;
   drop_marks(w, n + 2);
   return restore(w, &w->marks[n + 1], err);
 }

@@ -104,7 +104,8 @@ kl_rc kl_writer_begin(kl_writer *w, kl_err *err);
 kl_rc kl_writer_append(kl_writer *w, const kl_rec_in *r, int64_t *offset, kl_err *err);
 
 /* Savepoint n (0-based; those >= n are replaced), release (those >= n are
-** dropped), roll back to n (n stays). */
+** dropped), roll back to n (n stays; -1: to the transaction's beginning,
+** which stays open). */
 kl_rc kl_writer_savepoint(kl_writer *w, int n, kl_err *err);
 void kl_writer_release(kl_writer *w, int n);
 kl_rc kl_writer_rollback_to(kl_writer *w, int n, kl_err *err);

@@ -43,8 +43,12 @@ struct kl_append {
   kl_buf hs;                /* ... and its kl_header entries */
   /* DELETE in this transaction: how many rows, the largest offset. */
   sqlite3_int64 del_n, del_max;
-  int del_sp_n;             /* savepoints: del_n and del_max at each */
-  sqlite3_int64 *del_sp;
+  /* SQLite's savepoints open in its transaction, 0 to nsp-1, known from
+  ** xBegin on, before the writer's transaction starts at the first change
+  ** (SQLite sets a statement's savepoint before its first row): del_n and
+  ** del_max at each.  The writer's marks are numbered alike. */
+  int nsp, capsp;
+  struct del_mark { sqlite3_int64 n, max; } *sp;
 };
 
 void kl_append_opts_default(kl_append_opts *o) {
@@ -130,6 +134,7 @@ kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir,
   memset(a, 0, sizeof *a);
   a->db = db;
   a->opt = *o;
+  a->del_max = -1;
   a->name = sqlite3_mprintf("%s", name);
   a->dir = sqlite3_mprintf("%s", dir);
   if (!a->dir || !a->name) {
@@ -146,7 +151,7 @@ void kl_append_free(kl_append *a) {
   kl_writer_close(a->w, NULL);
   kl_buf_free(NULL, &a->hbytes);
   kl_buf_free(NULL, &a->hs);
-  sqlite3_free(a->del_sp);
+  sqlite3_free(a->sp);
   sqlite3_free(a->dir);
   sqlite3_free(a->name);
   sqlite3_free(a);
@@ -346,7 +351,13 @@ static int start(kl_append *a, char **errmsg) {
   if (rc) return fail_kl(errmsg, rc, &err);
   a->del_n = 0;
   a->del_max = -1;
-  a->del_sp_n = 0;
+  /* The savepoints SQLite set before this first change: nothing of the
+  ** table's had changed at any of them. */
+  if (a->nsp > 0 && (rc = kl_writer_savepoint(a->w, a->nsp - 1, &err)) != KL_OK) {
+    kl_err e2 = {0};
+    kl_writer_rollback(a->w, &e2);
+    return fail_kl(errmsg, rc, &err);
+  }
   return SQLITE_OK;
 }
 
@@ -452,12 +463,26 @@ int kl_append_sync(kl_append *a, char **errmsg) {
   return rc ? fail_kl(errmsg, rc, &err) : SQLITE_OK;
 }
 
+/* A transaction of SQLite's ends (or begins): no savepoint, no DELETE. */
+static void forget_txn(kl_append *a) {
+  a->nsp = 0;
+  a->del_n = 0;
+  a->del_max = -1;
+}
+
+int kl_append_begin(kl_append *a) {
+  forget_txn(a);
+  return SQLITE_OK;
+}
+
 int kl_append_commit(kl_append *a) {
   if (a->w) kl_writer_commit(a->w);
+  forget_txn(a);
   return SQLITE_OK;
 }
 
 int kl_append_rollback(kl_append *a, char **errmsg) {
+  forget_txn(a);
   if (!a->w) return SQLITE_OK;
   kl_err err = {0};
   kl_rc rc = kl_writer_rollback(a->w, &err);
@@ -465,35 +490,53 @@ int kl_append_rollback(kl_append *a, char **errmsg) {
 }
 
 int kl_append_savepoint(kl_append *a, int n, char **errmsg) {
-  if (!a->w || !kl_writer_in_txn(a->w)) return SQLITE_OK;
-  if (n >= a->del_sp_n) {
-    sqlite3_int64 *p = sqlite3_realloc64(a->del_sp, (sqlite3_uint64)(n + 8) * 2 * sizeof *p);
+  if (n < 0) return SQLITE_OK;
+  if (n >= a->capsp) {
+    int cap = n + 8;
+    struct del_mark *p = sqlite3_realloc64(a->sp, (sqlite3_uint64)cap * sizeof *p);
     if (!p) return SQLITE_NOMEM;
-    for (int i = a->del_sp_n; i < n + 8; i++) p[2 * i] = 0, p[2 * i + 1] = -1;
-    a->del_sp = p;
-    a->del_sp_n = n + 8;
+    a->sp = p;
+    a->capsp = cap;
   }
-  a->del_sp[2 * n] = a->del_n;
-  a->del_sp[2 * n + 1] = a->del_max;
+  /* Savepoints are numbered densely; one skipped was set when this table
+  ** joined the transaction, with nothing changed since. */
+  for (int i = a->nsp < n ? a->nsp : n; i <= n; i++) {
+    a->sp[i] = (struct del_mark){a->del_n, a->del_max};
+  }
+  a->nsp = n + 1;
+  if (!a->w || !kl_writer_in_txn(a->w)) return SQLITE_OK;
   kl_err err = {0};
   kl_rc rc = kl_writer_savepoint(a->w, n, &err);
   return rc ? fail_kl(errmsg, rc, &err) : SQLITE_OK;
 }
 
 int kl_append_release(kl_append *a, int n) {
+  if (n < 0) return SQLITE_OK;
+  if (n < a->nsp) a->nsp = n;
   if (a->w) kl_writer_release(a->w, n);
   return SQLITE_OK;
 }
 
+/* n is -1 for the transaction's own savepoint (SAVEPOINT outside a
+** transaction begins one): back to the beginning, still open. */
 int kl_append_rollback_to(kl_append *a, int n, char **errmsg) {
-  if (!a->w || !kl_writer_in_txn(a->w)) return SQLITE_OK;
-  if (n < a->del_sp_n) {
-    a->del_n = a->del_sp[2 * n];
-    a->del_max = a->del_sp[2 * n + 1];
+  if (n < -1 || n >= a->nsp) return SQLITE_OK;
+  if (n < 0) {
+    a->del_n = 0;
+    a->del_max = -1;
+  } else {
+    a->del_n = a->sp[n].n;
+    a->del_max = a->sp[n].max;
   }
+  a->nsp = n + 1;
+  if (!a->w || !kl_writer_in_txn(a->w)) return SQLITE_OK;
   kl_err err = {0};
   kl_rc rc = kl_writer_rollback_to(a->w, n, &err);
   return rc ? fail_kl(errmsg, rc, &err) : SQLITE_OK;
+}
+
+int64_t kl_append_deleted_below(const kl_append *a) {
+  return a->del_n > 0 ? a->del_max + 1 : -1;
 }
 
 /* ---- INSERT ---- */

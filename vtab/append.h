@@ -79,8 +79,17 @@ int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64
 ** err, when writing the batch failed. */
 kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err);
 
-/* xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo (xBegin has
-** nothing to do: the lock is taken at the first change). */
+/* The offset below which this table's open transaction has deleted every
+** row (its DELETE so far), for its own readers: its DELETE takes effect
+** for them at once, for everyone else at the commit.  -1: none. */
+int64_t kl_append_deleted_below(const kl_append *a);
+
+/* xBegin, xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo.
+** The lock is taken at the first change, but SQLite's savepoints count
+** from xBegin: a statement's or a savepoint's undo takes away what the
+** table changed after it, wherever the writer's transaction began.
+** xRollbackTo's n is -1 for the savepoint that began the transaction. */
+int kl_append_begin(kl_append *a);
 int kl_append_sync(kl_append *a, char **errmsg);
 int kl_append_commit(kl_append *a);
 int kl_append_rollback(kl_append *a, char **errmsg);

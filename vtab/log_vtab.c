@@ -875,6 +875,9 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   c->pbnd = c->bnd;
   /* Records below the log start offset are deleted for every consumer. */
   if (p->log_start >= 0 && p->log_start > c->pbnd.off_lo) c->pbnd.off_lo = p->log_start;
+  /* And below what this table's own open transaction deleted. */
+  int64_t del = vt->app ? kl_append_deleted_below(vt->app) : -1;
+  if (del >= 0 && del > c->pbnd.off_lo) c->pbnd.off_lo = del;
   /* And below the one a writer keeps (retention, core/commit.h). */
   int64_t ls = kl_log_start_offset(c->ref->log);
   const kl_segment *first = kl_log_first(c->ref->log);
@@ -1360,10 +1363,14 @@ static int kl_update(sqlite3_vtab *base, int argc, sqlite3_value **argv, sqlite3
 /* SQLite calls xSync and xCommit only on tables that have an xBegin.  The
 ** lock waits for the first change (append.c): a table that cannot write
 ** refuses in xUpdate with the reason, and a statement that changes nothing
-** takes no lock. */
+** takes no lock.  The savepoints are counted from here on. */
 static int kl_begin(sqlite3_vtab *base) {
-  (void)base;
-  return SQLITE_OK;
+  kl_vtab *vt = (kl_vtab *)base;
+  if (!vt->name) return SQLITE_OK;
+  if (!vt->app && !(vt->app = kl_append_new(vt->db, vt->name, vt->dir, &vt->wopt))) {
+    return SQLITE_NOMEM;
+  }
+  return kl_append_begin(vt->app);
 }
 static int kl_sync(sqlite3_vtab *base) {
   kl_vtab *vt = (kl_vtab *)base;
