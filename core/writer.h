@@ -30,7 +30,8 @@
 ** lengths, offsets) and rebuilds its indexes.  A directory with segments
 ** and no commit record (written by Kafka) is recovered as Kafka recovers
 ** its last segment: the walk stops at the first invalid batch, the rest
-** is cut off.
+** is cut off.  Then a log-start-offset-checkpoint behind the commit
+** record's log start (a writer stopped after its commit) is brought to it.
 */
 #ifndef KL_WRITER_H
 #define KL_WRITER_H
@@ -61,7 +62,9 @@ typedef struct kl_writer_stats {
   uint64_t rolls;           /* segments started by a roll */
   uint64_t fsyncs;
   uint64_t recoveries;      /* begins that rebuilt a segment's indexes */
-  uint64_t truncated;       /* bytes cut off by recovery and rollback */
+  uint64_t truncated;       /* .log bytes cut off (and of segments removed)
+                            ** by recovery and rollback */
+  uint64_t log_start_repairs; /* checkpoints brought to the commit's start */
 } kl_writer_stats;
 
 /* A writer of the directory dir (it must exist: kl_writer_create makes a
@@ -111,16 +114,21 @@ kl_rc kl_writer_delete_below(kl_writer *w, int64_t start, kl_err *err);
 
 /* Make the transaction durable and visible: write the last batch, fsync
 ** the .log then the indexes (and the directory when files were made),
-** publish the commit record, then apply retention.  On error the
-** transaction is still open (roll it back). */
+** publish the commit record: the commit point, after which nothing can
+** fail.  On error the transaction is still open (roll it back), and
+** nothing a reader sees has changed. */
 kl_rc kl_writer_sync(kl_writer *w, kl_err *err);
 
-/* End a synced transaction: release the lock. */
+/* End a synced transaction: apply its retention (the segments below the
+** new log start renamed .deleted, then the log directory's
+** log-start-offset-checkpoint), release the lock.  What fails here is
+** done by the next kl_writer_begin. */
 void kl_writer_commit(kl_writer *w);
 
-/* End the transaction without its records: truncate back to where it
-** began (and put back the commit record if it was synced), release the
-** lock. */
+/* End the transaction without its records: put back the commit record if
+** it was synced (or its write failed: the slot may hold it), then
+** truncate back to where the transaction began, release the lock.  When
+** the record cannot be put back the files stay as it names them. */
 kl_rc kl_writer_rollback(kl_writer *w, kl_err *err);
 
 /* What the writing connection reads: inside a transaction that has
