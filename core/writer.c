@@ -1049,6 +1049,23 @@ kl_rc kl_writer_rollback(kl_writer *w, kl_err *err) {
   return rc;
 }
 
+kl_rc kl_writer_recover(const kl_env *env, const char *dir, kl_writer_stats *done, kl_err *err) {
+  if (done) memset(done, 0, sizeof *done);
+  kl_writer_opts o;
+  kl_writer_opts_default(&o);
+  kl_writer *w = NULL;
+  kl_commit c;
+  kl_rc rc = kl_writer_open(env, dir, &o, &w, err);
+  if (rc == KL_OK && (rc = kl_commit_read(w->dir, &c, err)) == KL_NOTFOUND) {
+    kl_writer_close(w, NULL);
+    return KL_OK; /* Kafka's own: it recovers it */
+  }
+  if (rc == KL_OK && (rc = kl_writer_begin(w, err)) == KL_OK) kl_writer_commit(w);
+  if (w && done) *done = w->stats;
+  kl_writer_close(w, NULL);
+  return rc;
+}
+
 kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
   if (!w) return KL_OK;
   kl_rc rc = KL_OK;

@@ -23,8 +23,9 @@
 ** commit record; kl_writer_rollback and kl_writer_rollback_to truncate the
 ** files back to where the transaction or the savepoint began.
 **
-** Recovery: kl_writer_begin trusts the commit record's state only when the
-** files have exactly the sizes it names; otherwise (a writer died) it
+** Recovery: kl_writer_begin (and kl_writer_recover) trusts the commit
+** record's state only when the files have exactly the sizes it names;
+** otherwise (a writer died) it
 ** removes segments begun after the committed one, truncates the committed
 ** .log to its committed size, walks it with the scan walker (scan.h: CRC,
 ** lengths, offsets) and rebuilds its indexes.  A directory with segments
@@ -130,6 +131,15 @@ void kl_writer_commit(kl_writer *w);
 ** truncate back to where the transaction began, release the lock.  When
 ** the record cannot be put back the files stay as it names them. */
 kl_rc kl_writer_rollback(kl_writer *w, kl_err *err);
+
+/* Leave dir as its last commit left it, for a Kafka broker (which knows no
+** commit record and would serve whatever lies past it): take the lock,
+** recover as kl_writer_begin does (cut off what was written past the
+** commit, rebuild the indexes, bring the checkpoint to the committed log
+** start), write nothing else.  *done (may be NULL) says what was done.  A
+** directory without a commit record is left alone.  KL_BUSY as
+** kl_writer_begin. */
+kl_rc kl_writer_recover(const kl_env *env, const char *dir, kl_writer_stats *done, kl_err *err);
 
 /* What the writing connection reads: inside a transaction that has
 ** appended, the batch in memory is written (a batch ends there) and *view

@@ -235,6 +235,17 @@ static int64_t committed_start(const char *dir) {
   return c.log_start;
 }
 
+static int count_segments(const char *dir) {
+  char *cmd = malloc(strlen(dir) + 64);
+  sprintf(cmd, "ls '%s' | grep -c '\\.log$'", dir);
+  FILE *f = popen(cmd, "r");
+  int n = -1;
+  if (!f || fscanf(f, "%d", &n) != 1) n = -1;
+  if (f) pclose(f);
+  free(cmd);
+  return n;
+}
+
 /* ---- the sweep ---- */
 
 /* An operation: statements run in turn until one fails (then ROLLBACK);
@@ -465,7 +476,8 @@ static void test_failed_retirement_after_commit_is_no_failed_commit(void **state
 }
 
 /* A writer stopped between its commit record and the checkpoint (here:
-** the checkpoint put back as it was): the next writer brings the checkpoint to the committed log start. */
+** the checkpoint put back as it was): the next writer, or
+** kafka_log_recover, brings the checkpoint to the committed log start. */
 static void test_stale_checkpoint_is_repaired_by_recovery(void **state) {
   char *dir = make_log("stale");
   char ck[4400];
@@ -477,11 +489,94 @@ static void test_stale_checkpoint_is_repaired_by_recovery(void **state) {
   const char stale[] = "0\n1\nevents 0 0\n";
   assert_int_equal(t_write_file(ck, stale, sizeof stale - 1), 0);
 
-  /* The next writer repairs it. */
+  db = st_open();
+  char *j = st_text(db, "SELECT kafka_log_recover(?1)", "t", dir);
+  assert_non_null(strstr(j, "\"log_start_repaired\":1"));
+  free(j);
+  assert_int_equal(checkpoint_of(dir), 300);
+  st_close(db);
+
+  /* The next writer repairs it too. */
+  assert_int_equal(t_write_file(ck, stale, sizeof stale - 1), 0);
   db = open_table(dir, "write");
   assert_int_equal(insert_sql(db, N0, 1), SQLITE_OK);
   st_close(db);
   assert_int_equal(checkpoint_of(dir), 300);
+  drop_dir(dir);
+}
+
+/* A writer died with batches past its commit record: kafka_log_recover
+** cuts them off (and the segment it began), so that the directory read
+** without its commit record (as Kafka reads it) holds the committed
+** records alone. */
+static void test_recover_cuts_what_a_dead_writer_left(void **state) {
+  char *dir = make_log("dead");
+  int segs = count_segments(dir);
+  die_writing(dir, 300);
+  assert_true(count_segments(dir) > segs);
+  sqlite3 *db = st_open();
+
+  /* Not while another writer holds the directory. */
+  kl_writer_opts o;
+  kl_writer_opts_default(&o);
+  kl_writer *w = NULL;
+  kl_err err = {0};
+  if (kl_writer_open(NULL, dir, &o, &w, &err) || kl_writer_begin(w, &err)) fail_msg("%s", err.msg);
+  sqlite3_stmt *st = st_prep(db, "SELECT kafka_log_recover(?1)", "t", dir);
+  assert_int_equal(sqlite3_step(st), SQLITE_BUSY);
+  sqlite3_finalize(st);
+  assert_int_equal(kl_writer_rollback(w, &err), KL_OK); /* recovered by its begin */
+  kl_writer_close(w, NULL);
+  die_writing(dir, 300);
+
+  char *j = st_text(db, "SELECT kafka_log_recover(?1)", "t", dir);
+  print_message("  %s\n", j);
+  long long cut = 0;
+  const char *at = strstr(j, "\"bytes_cut\":");
+  assert_non_null(at);
+  sscanf(at + 12, "%lld", &cut);
+  assert_true(cut > 300 * 10);
+  assert_non_null(strstr(j, "\"indexes_rebuilt\":1"));
+  free(j);
+  assert_int_equal(count_segments(dir), segs);
+  /* Nothing to do the second time. */
+  j = st_text(db, "SELECT kafka_log_recover(?1)", "t", dir);
+  assert_string_equal(j, "{\"bytes_cut\":0,\"indexes_rebuilt\":0,\"log_start_repaired\":0}");
+  free(j);
+  st_close(db);
+
+  char c[4300], away[4300];
+  snprintf(c, sizeof c, "%s/%s", dir, KL_COMMIT_FILE);
+  snprintf(away, sizeof away, "%s.away", dir);
+  assert_int_equal(mkdir(away, 0755), 0);
+  strcat(away, "/" KL_COMMIT_FILE);
+  assert_int_equal(rename(c, away), 0);
+  view v = read_view(dir);
+  assert_int_equal(v.count, N0);
+  assert_int_equal(v.hi, N0 - 1);
+  assert_int_equal(v.wrong, 0);
+  assert_int_equal(rename(away, c), 0);
+  *strrchr(away, '/') = 0;
+  rmdir(away);
+  drop_dir(dir);
+}
+
+/* A directory kafkalog never wrote is Kafka's to recover: left alone. */
+static void test_recover_leaves_kafka_directory_alone(void **state) {
+  char *dir = new_dir("kafka");
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(t_copy_dir(t_fixture("a-tiny"), dir), 0);
+  sqlite3 *db = st_open();
+  char *j = st_text(db, "SELECT kafka_log_recover(?1)", "t", dir);
+  assert_string_equal(j, "{\"bytes_cut\":0,\"indexes_rebuilt\":0,\"log_start_repaired\":0}");
+  free(j);
+  char c[4300];
+  snprintf(c, sizeof c, "%s/%s", dir, KL_COMMIT_FILE);
+  assert_int_equal(access(c, F_OK), -1);
+  sqlite3_stmt *st = st_prep(db, "SELECT kafka_log_recover(?1)", "t", "/nonexistent/x-0");
+  assert_int_equal(sqlite3_step(st), SQLITE_CANTOPEN);
+  sqlite3_finalize(st);
+  st_close(db);
   drop_dir(dir);
 }
 
@@ -490,6 +585,8 @@ int main(void) {
       cmocka_unit_test_setup(test_failed_sync_of_commit_record_keeps_last_commit, no_failures),
       cmocka_unit_test_setup(test_failed_retirement_after_commit_is_no_failed_commit, no_failures),
       cmocka_unit_test_setup(test_stale_checkpoint_is_repaired_by_recovery, no_failures),
+      cmocka_unit_test_setup(test_recover_cuts_what_a_dead_writer_left, no_failures),
+      cmocka_unit_test_setup(test_recover_leaves_kafka_directory_alone, no_failures),
       cmocka_unit_test_setup(test_each_step_of_a_commit_can_fail, no_failures),
       cmocka_unit_test_setup(test_each_step_of_a_retention_can_fail, no_failures),
       cmocka_unit_test_setup(test_each_step_of_recovery_can_fail, no_failures),
