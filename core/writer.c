@@ -60,6 +60,10 @@ struct kl_writer {
   kl_commit com;            /* the commit record as last read or written */
   kl_commit before;         /* ... when the transaction began */
   int synced;               /* the transaction's commit record is out */
+  uint64_t unsure_gen;      /* a commit record write of this generation
+                            ** failed: its slot may hold it (0: none) */
+  int64_t retire_start;     /* retention published, applied at the end of
+                            ** the transaction (-1: none) */
   int committed_any;        /* this writer published something */
   kl_commit st;             /* the files now: active segment and log end */
   int logfd, oidxfd, tidxfd;
@@ -352,6 +356,9 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
     int retire = !drop && below >= 0 && i + 1 < n && bases[i + 1] <= below &&
                  bases[i] < w->st.seg_base;
     if (!drop && !retire) continue;
+    struct stat sb;
+    seg_path(w, bases[i], ".log", p, sizeof p);
+    if (drop && stat(p, &sb) == 0) w->stats.truncated += (uint64_t)sb.st_size;
     for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++) {
       seg_path(w, bases[i], sfx[k], p, sizeof p);
       char to[4300];
@@ -475,6 +482,12 @@ static kl_rc publish(kl_writer *w, kl_commit *c, kl_err *err) {
   if (rc == KL_OK) {
     w->stats.fsyncs++;
     w->com = *c;
+    w->unsure_gen = 0;
+  } else {
+    /* The slot may hold c (a write that reached the page cache and then
+    ** failed to sync is read by everyone): what it names stays until the
+    ** slot is written again (kl_writer_rollback). */
+    w->unsure_gen = c->gen;
   }
   return rc;
 }
@@ -505,9 +518,59 @@ static int file_size_is(int fd, int64_t size) {
   return fstat(fd, &sb) == 0 && (int64_t)sb.st_size == size;
 }
 
-/* Know the state of the files: from the commit record when they are as it
-** says, else by recovering the committed segment. */
+static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err);
+
+/* What a commit does once its record is out (retention's files and the
+** checkpoint): nothing a reader of the module sees depends on it, so a
+** failure here is no failed commit; the next writer finishes the work
+** (repair_log_start). */
+static void after_commit(kl_writer *w) {
+  if (w->retire_start < 0) return;
+  kl_err e = {0};
+  purge_deleted(w);
+  /* Files first: a checkpoint at the log start says they are gone. */
+  if (remove_segments(w, INT64_MAX, w->retire_start, &e) == KL_OK) {
+    write_log_start(w, w->retire_start, &e);
+  }
+  w->retire_start = -1;
+}
+
+/* Finish the work of a commit whose writer stopped (or failed) between
+** its record and the log directory's log-start-offset-checkpoint: the
+** checkpoint's entry behind the committed log start (a broker would serve
+** the records retention removed) retires the segments below it and is
+** brought to it. */
+static kl_rc repair_log_start(kl_writer *w, kl_err *err) {
+  int64_t start = w->com.log_start;
+  int32_t part;
+  size_t tlen = kl_partition_name(w->pname, &part);
+  if (start <= 0 || tlen == 0) return KL_OK;
+  char path[4400], topic[256];
+  snprintf(path, sizeof path, "%s/%s", w->parent, kl_checkpoint_name(KL_CKPT_LOG_START));
+  snprintf(topic, sizeof topic, "%.*s", (int)tlen, w->pname);
+  kl_ckpt ck;
+  kl_rc rc = kl_checkpoint_read(w->env, path, &ck, err);
+  if (rc) return rc;
+  int64_t have = kl_checkpoint_get(&ck, topic, part);
+  kl_checkpoint_free(w->env, &ck);
+  if (have >= start) return KL_OK;
+  rc = remove_segments(w, INT64_MAX, start, err);
+  if (rc == KL_OK) rc = write_log_start(w, start, err);
+  if (rc == KL_OK) w->stats.log_start_repairs++;
+  return rc;
+}
+
+static kl_rc load_state(kl_writer *w, kl_err *err);
+
+/* Know the state of the files, and finish what a commit left undone. */
 static kl_rc load(kl_writer *w, kl_err *err) {
+  kl_rc rc = load_state(w, err);
+  return rc ? rc : repair_log_start(w, err);
+}
+
+/* From the commit record when the files are as it says, else by
+** recovering the committed segment. */
+static kl_rc load_state(kl_writer *w, kl_err *err) {
   kl_commit c;
   kl_rc rc = kl_commit_read(w->dir, &c, err);
   if (rc == KL_NOTFOUND) return adopt(w, err);
@@ -695,6 +758,7 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   w->opt = *opt;
   w->dirfd = w->lockfd = w->brokerfd = w->logfd = w->oidxfd = w->tidxfd = w->commitfd = -1;
   w->pending_start = -1;
+  w->retire_start = -1;
   w->retention_due = 1; /* on open */
   w->dir = kl_strdup(env, dir);
   if (!w->dir) {
@@ -786,6 +850,8 @@ kl_rc kl_writer_begin(kl_writer *w, kl_err *err) {
   if (w->in_txn) return kl_err_set(err, KL_MISUSE, "%s: a transaction is already open", w->dir);
   kl_rc rc = lock_all(w, err);
   if (rc) return rc;
+  w->unsure_gen = 0; /* the record is read afresh */
+  w->retire_start = -1;
   rc = load(w, err);
   if (rc) {
     close_segment(w);
@@ -948,7 +1014,9 @@ kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {
       (rc = roll(w, w->st.next_offset, err)) != KL_OK) {
     return rc;
   }
-  if (!w->dirty && !w->dir_dirty && !retain) return KL_OK; /* nothing was written */
+  if (!w->dirty && !w->dir_dirty && !retain && !w->unsure_gen) {
+    return KL_OK; /* nothing was written */
+  }
   kl_commit c = w->st;
   c.flags = 0;
   c.gen = w->com.gen + 1;
@@ -959,14 +1027,11 @@ kl_rc kl_writer_sync(kl_writer *w, kl_err *err) {
   w->synced = 1;
   w->committed_any = 1;
   w->retention_due = 0;
-  if (retain) {
-    rc = write_log_start(w, start, err);
-    purge_deleted(w);
-    /* Segments below the published start are invisible already; removing
-    ** them only frees the space. */
-    if (rc == KL_OK) rc = remove_segments(w, INT64_MAX, start, err);
-  }
-  return rc;
+  /* Segments below the published start are invisible already; removing
+  ** them (and the checkpoint) waits for the end of the transaction, which
+  ** the database may still roll back. */
+  if (retain) w->retire_start = start;
+  return KL_OK;
 }
 
 static void end_txn(kl_writer *w) {
@@ -976,24 +1041,52 @@ static void end_txn(kl_writer *w) {
   w->in_txn = 0;
   w->synced = 0;
   w->pending_start = -1;
+  w->retire_start = -1;
 }
 
 void kl_writer_commit(kl_writer *w) {
-  if (w->in_txn) end_txn(w);
+  if (!w->in_txn) return;
+  if (w->synced) after_commit(w);
+  end_txn(w);
 }
 
 kl_rc kl_writer_rollback(kl_writer *w, kl_err *err) {
   if (!w->in_txn) return KL_OK;
-  kl_rc rc = w->nmarks ? restore(w, &w->marks[0], err) : KL_OK;
-  if (rc == KL_OK && w->synced) {
-    /* Published, then the database's commit failed: publish the old end
-    ** again (a new generation, so that no one takes it for unchanged). */
+  kl_rc rc = KL_OK;
+  /* The commit record goes back before the data it names goes: a reader
+  ** (or a crash) between the two sees the old end over longer files, never
+  ** a new end over files cut short. */
+  if (w->synced || w->unsure_gen) {
+    /* Published, then the database's commit failed: the old end again in
+    ** a new generation (so that no one takes it for unchanged).  A write that
+    ** failed: its slot is written again with the old end (the other slot
+    ** holds the last good commit, and stays untouched). */
     kl_commit c = w->before;
-    c.gen = w->com.gen + 1;
+    c.gen = w->synced ? w->com.gen + 1 : w->unsure_gen;
     rc = publish(w, &c, err);
   }
+  /* When the old end could not be put back, the files stay as the record
+  ** that may be read names them; the next writer recovers either. */
+  if (rc == KL_OK && w->nmarks) rc = restore(w, &w->marks[0], err);
   kl_builder_reset(&w->b, w->st.next_offset);
   end_txn(w);
+  return rc;
+}
+
+kl_rc kl_writer_recover(const kl_env *env, const char *dir, kl_writer_stats *done, kl_err *err) {
+  if (done) memset(done, 0, sizeof *done);
+  kl_writer_opts o;
+  kl_writer_opts_default(&o);
+  kl_writer *w = NULL;
+  kl_commit c;
+  kl_rc rc = kl_writer_open(env, dir, &o, &w, err);
+  if (rc == KL_OK && (rc = kl_commit_read(w->dir, &c, err)) == KL_NOTFOUND) {
+    kl_writer_close(w, NULL);
+    return KL_OK; /* Kafka's own: it recovers it */
+  }
+  if (rc == KL_OK && (rc = kl_writer_begin(w, err)) == KL_OK) kl_writer_commit(w);
+  if (w && done) *done = w->stats;
+  kl_writer_close(w, NULL);
   return rc;
 }
 

@@ -25,14 +25,16 @@
 ** commit record; kl_writer_rollback and kl_writer_rollback_to truncate the
 ** files back to where the transaction or the savepoint began.
 **
-** Recovery: kl_writer_begin trusts the commit record's state only when the
-** files have exactly the sizes it names; otherwise (a writer died) it
+** Recovery: kl_writer_begin (and kl_writer_recover) trusts the commit
+** record's state only when the files have exactly the sizes it names;
+** otherwise (a writer died) it
 ** removes segments begun after the committed one, truncates the committed
 ** .log to its committed size, walks it with the scan walker (scan.h: CRC,
 ** lengths, offsets) and rebuilds its indexes.  A directory with segments
 ** and no commit record (written by Kafka) is recovered as Kafka recovers
 ** its last segment: the walk stops at the first invalid batch, the rest
-** is cut off.
+** is cut off.  Then a log-start-offset-checkpoint behind the commit
+** record's log start (a writer stopped after its commit) is brought to it.
 */
 #ifndef KL_WRITER_H
 #define KL_WRITER_H
@@ -67,7 +69,9 @@ typedef struct kl_writer_stats {
   uint64_t rolls;           /* segments started by a roll */
   uint64_t fsyncs;
   uint64_t recoveries;      /* begins that rebuilt a segment's indexes */
-  uint64_t truncated;       /* bytes cut off by recovery and rollback */
+  uint64_t truncated;       /* .log bytes cut off (and of segments removed)
+                            ** by recovery and rollback */
+  uint64_t log_start_repairs; /* checkpoints brought to the commit's start */
 } kl_writer_stats;
 
 /* A writer of the directory dir (it must exist: kl_writer_create makes a
@@ -122,17 +126,31 @@ kl_rc kl_writer_delete_below(kl_writer *w, int64_t start, kl_err *err);
 
 /* Make the transaction durable and visible: write the last batch, fsync
 ** the .log then the indexes (and the directory when files were made),
-** publish the commit record, then apply retention.  On error the
-** transaction is still open (roll it back). */
+** publish the commit record: the commit point, after which nothing can
+** fail.  On error the transaction is still open (roll it back), and
+** nothing a reader sees has changed. */
 kl_rc kl_writer_sync(kl_writer *w, kl_err *err);
 
-/* End a synced transaction: release the lock. */
+/* End a synced transaction: apply its retention (the segments below the
+** new log start renamed .deleted, then the log directory's
+** log-start-offset-checkpoint), release the lock.  What fails here is
+** done by the next kl_writer_begin. */
 void kl_writer_commit(kl_writer *w);
 
-/* End the transaction without its records: truncate back to where it
-** began (and put back the commit record if it was synced), release the
-** lock. */
+/* End the transaction without its records: put back the commit record if
+** it was synced (or its write failed: the slot may hold it), then
+** truncate back to where the transaction began, release the lock.  When
+** the record cannot be put back the files stay as it names them. */
 kl_rc kl_writer_rollback(kl_writer *w, kl_err *err);
+
+/* Leave dir as its last commit left it, for a Kafka broker (which knows no
+** commit record and would serve whatever lies past it): take the lock,
+** recover as kl_writer_begin does (cut off what was written past the
+** commit, rebuild the indexes, bring the checkpoint to the committed log
+** start), write nothing else.  *done (may be NULL) says what was done.  A
+** directory without a commit record is left alone.  KL_BUSY as
+** kl_writer_begin. */
+kl_rc kl_writer_recover(const kl_env *env, const char *dir, kl_writer_stats *done, kl_err *err);
 
 /* What the writing connection reads: inside a transaction that has
 ** appended, the batch in memory is written (a batch ends there) and *view

@@ -6,6 +6,8 @@
 **   kafka_log_version()      version and compiled-in codecs
 **   kafka_log_stats()        work counters of this connection's queries (JSON)
 **   kafka_log_stats_reset()  set them back to zero
+**   kafka_log_recover(dir)   leave a partition directory as its last commit
+**                            left it, for a Kafka broker (JSON of the work)
 */
 #include <stdio.h>
 #include <string.h>
@@ -14,6 +16,7 @@
 #include <zstd.h>
 
 #include "glue.h"
+#include "writer.h"
 
 SQLITE_EXTENSION_INIT1
 
@@ -46,6 +49,37 @@ static void fn_stats(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
 static void fn_stats_reset(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   memset(&((kl_conn *)sqlite3_user_data(ctx))->stats, 0, sizeof(kl_stats));
   sqlite3_result_null(ctx);
+}
+
+/* A writer that died leaves batches past the commit record, which Kafka's
+** loader would serve: recovery as the next writer does it, nothing else
+** written (writer.h kl_writer_recover). */
+static void fn_recover(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  const char *dir = (const char *)sqlite3_value_text(argv[0]);
+  if (!dir) {
+    sqlite3_result_error(ctx, "kafka_log_recover: the argument is a partition directory", -1);
+    return;
+  }
+  kl_writer_stats done;
+  kl_err err = {0};
+  kl_rc rc = kl_writer_recover(NULL, dir, &done, &err);
+  if (rc) {
+    char *m = sqlite3_mprintf("kafka_log_recover: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
+    sqlite3_result_error(ctx, m ? m : "kafka_log_recover: out of memory", -1);
+    sqlite3_result_error_code(ctx, kl_sqlite_rc(rc));
+    sqlite3_free(m);
+    return;
+  }
+  char *j = sqlite3_mprintf("{\"bytes_cut\":%llu,\"indexes_rebuilt\":%llu,"
+                            "\"log_start_repaired\":%llu}",
+                            (unsigned long long)done.truncated,
+                            (unsigned long long)done.recoveries,
+                            (unsigned long long)done.log_start_repairs);
+  if (!j) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  sqlite3_result_text(ctx, j, -1, sqlite3_free);
 }
 
 /*
@@ -98,6 +132,7 @@ static const kl_fn_def kl_fns[] = {
     {"kafka_schema_id", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_schema_id},
     {"kafka_payload", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_payload},
     {"kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, fn_stats_reset},
+    {"kafka_log_recover", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, fn_recover},
 };
 #define KL_NFNS (sizeof kl_fns / sizeof *kl_fns)
 

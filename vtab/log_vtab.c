@@ -322,6 +322,8 @@ static char *absolute(const char *path) {
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
   kl_append_free(vt->app);
+  /* A message SQLite did not take (xRollback's, whose result it ignores). */
+  sqlite3_free(vt->base.zErrMsg);
   kl_logcache_free(vt->logs);
   kl_listref_release(vt->bk);
   sqlite3_free(vt->schema);
