@@ -237,21 +237,8 @@ static void test_locks(void **state) {
   txn(w2, 0, 3); /* free again */
   /* A broker: a POSIX lock on <log dir>/.lock held by another process. */
   snprintf(lockp, sizeof lockp, "%s/.lock", root);
-  int pfd[2];
-  assert_int_equal(pipe(pfd), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(lockp, O_RDWR | O_CREAT, 0644);
-    struct flock fl = {0};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    if (fd < 0 || fcntl(fd, F_SETLK, &fl) != 0) _exit(1);
-    if (write(pfd[1], "x", 1) != 1) _exit(1);
-    pause();
-    _exit(0);
-  }
-  char c;
-  assert_int_equal(read(pfd[0], &c, 1), 1);
+  int pid = t_hold_lock(lockp);
+  assert_true(pid > 0);
   kl_err e3 = {0};
   assert_int_equal(kl_writer_begin(w1, &e3), KL_BUSY);
   assert_non_null(strstr(e3.msg, "Kafka broker holds"));
@@ -260,10 +247,7 @@ static void test_locks(void **state) {
   char ours[4300];
   snprintf(ours, sizeof ours, "%s/kafkalog.lock", dir);
   assert_int_equal(access(ours, F_OK), -1);
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-  close(pfd[0]);
-  close(pfd[1]);
+  t_release_lock(pid);
   txn(w1, 3, 2); /* the broker is gone */
   assert_int_equal(check_log(dir), 5);
   assert_int_equal(access(ours, F_OK), -1); /* released with the commit */

@@ -66,20 +66,6 @@ static int no_failures(void **state) {
 
 /* <root>/events-0 under a new temporary root (malloc'd); drop_dir removes
 ** the root. */
-static char *new_dir(const char *tag) {
-  char *root = t_mkdtemp(tag);
-  char *dir = malloc(strlen(root) + 16);
-  sprintf(dir, "%s/events-0", root);
-  free(root);
-  return dir;
-}
-
-static void drop_dir(char *dir) {
-  *strrchr(dir, '/') = 0;
-  t_rmdir(dir);
-  free(dir);
-}
-
 /* A log of n records written by the core's writer (with its commit
 ** record). */
 static void write_log(const char *dir, int n) {
@@ -131,7 +117,7 @@ static void expect_error(sqlite3 *db, const char *sql, const char *p, int want, 
 /* A commit record that is not one: the partition is damaged, not
 ** unreadable. */
 static void test_damaged_commit_record_is_corrupt(void **state) {
-  char *dir = new_dir("commit");
+  char *dir = t_new_partition("commit");
   write_log(dir, 10);
   char path[4300];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
@@ -153,12 +139,12 @@ static void test_damaged_commit_record_is_corrupt(void **state) {
   expect_error(db, "SELECT count(*) FROM kafka_log(?1)", parent, SQLITE_CORRUPT_VTAB,
                KL_COMMIT_FILE, NULL);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A batch whose CRC does not match. */
 static void test_damaged_batch_is_corrupt(void **state) {
-  char *dir = new_dir("batch");
+  char *dir = t_new_partition("batch");
   write_log(dir, 10);
   char path[4300];
   snprintf(path, sizeof path, "%s/%020d.log", dir, 0);
@@ -173,12 +159,12 @@ static void test_damaged_batch_is_corrupt(void **state) {
   expect_error(db, "SELECT count(*) FROM kafka_log(?1)", dir, SQLITE_CORRUPT_VTAB,
                "00000000000000000000.log: position 0", NULL);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A path that is not there, or not a directory of Kafka's. */
 static void test_missing_directory_is_cantopen(void **state) {
-  char *dir = new_dir("missing");
+  char *dir = t_new_partition("missing");
   sqlite3 *db = st_open();
   const char *tables[] = {"kafka_log", "kafka_segments", "kafka_batches", "kafka_partitions"};
   for (size_t i = 0; i < sizeof tables / sizeof *tables; i++) {
@@ -193,12 +179,12 @@ static void test_missing_directory_is_cantopen(void **state) {
   expect_error(db, "SELECT count(*) FROM kafka_log(?1)", empty, SQLITE_CANTOPEN, empty,
                "is not a Kafka partition directory", NULL);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A read that fails is an I/O error, naming the file. */
 static void test_failed_read_is_ioerr(void **state) {
-  char *dir = new_dir("read");
+  char *dir = t_new_partition("read");
   write_log(dir, 10);
   sqlite3 *db = st_open();
   g_read_errno = EIO;
@@ -208,12 +194,12 @@ static void test_failed_read_is_ioerr(void **state) {
   g_read_errno = 0;
   assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 10);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A full disk, when a table makes its log and when it appends. */
 static void test_full_disk_is_full(void **state) {
-  char *dir = new_dir("full");
+  char *dir = t_new_partition("full");
   sqlite3 *db = st_open();
   char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='create')", dir);
   g_write_errno = ENOSPC;
@@ -231,24 +217,24 @@ static void test_full_disk_is_full(void **state) {
   g_write_errno = 0;
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Writing where writing is refused. */
 static void test_refused_write_is_readonly(void **state) {
-  char *dir = new_dir("ro");
+  char *dir = t_new_partition("ro");
   write_log(dir, 1);
   sqlite3 *db = st_open();
   char *sql = sqlite3_mprintf("INSERT INTO kafka_log(dir, value) VALUES (%Q, 'x')", dir);
   expect_error(db, sql, NULL, SQLITE_READONLY, "read-only", NULL);
   sqlite3_free(sql);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Another writer holds the partition. */
 static void test_held_lock_is_busy(void **state) {
-  char *dir = new_dir("busy");
+  char *dir = t_new_partition("busy");
   write_log(dir, 1);
   kl_writer_opts o;
   kl_writer_opts_default(&o);
@@ -268,7 +254,7 @@ static void test_held_lock_is_busy(void **state) {
   st_exec(db, "INSERT INTO t(value) VALUES ('x')");
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 2);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Every core code has one SQLite code (and a name). */

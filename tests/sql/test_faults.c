@@ -142,20 +142,6 @@ static int no_failures(void **state) {
 #define N0 1000                /* records of the fixture */
 
 /* <root>/events-0 under a new temporary root (malloc'd). */
-static char *new_dir(const char *tag) {
-  char *root = t_mkdtemp(tag);
-  char *dir = malloc(strlen(root) + 16);
-  sprintf(dir, "%s/events-0", root);
-  free(root);
-  return dir;
-}
-
-static void drop_dir(char *dir) {
-  *strrchr(dir, '/') = 0;
-  t_rmdir(dir);
-  free(dir);
-}
-
 /* A connection with table t over dir (mode 'write' or 'create'). */
 static sqlite3 *open_table(const char *dir, const char *mode) {
   sqlite3 *db = st_open();
@@ -179,7 +165,7 @@ static int insert_sql(sqlite3 *db, int64_t from, int n) {
 
 /* A log of N0 records in four transactions. */
 static char *make_log(const char *tag) {
-  char *dir = new_dir(tag);
+  char *dir = t_new_partition(tag);
   sqlite3 *db = open_table(dir, "create");
   for (int i = 0; i < 4; i++) assert_int_equal(insert_sql(db, i * (N0 / 4), N0 / 4), SQLITE_OK);
   st_close(db);
@@ -262,7 +248,7 @@ typedef struct op_case {
 ** next writer goes on. */
 static void run_case(const op_case *oc, const char *src, int op, long at, int stays,
                      long *calls) {
-  char *dir = new_dir("trial");
+  char *dir = t_new_partition("trial");
   assert_int_equal(mkdir(dir, 0755), 0);
   assert_int_equal(t_copy_dir(src, dir), 0);
   char parent[4300];
@@ -333,7 +319,7 @@ static void run_case(const op_case *oc, const char *src, int op, long at, int st
     fail_msg("%s: after the next writer the checkpoint says %lld, the commit record %lld", what,
              (long long)cp, (long long)cs);
   }
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Every call of every kind the operation makes, failed in turn: that call
@@ -364,7 +350,7 @@ static void test_each_step_of_a_commit_can_fail(void **state) {
   op_case one = {"INSERT 1", {"INSERT INTO t(value) VALUES ('v1000')", NULL},
                  {N0, 0, N0 - 1, 0}, {N0 + 1, 0, N0, 0}};
   sweep(&one, src);
-  drop_dir(src);
+  t_drop_partition(src);
 }
 
 static void test_each_step_of_a_retention_can_fail(void **state) {
@@ -378,7 +364,7 @@ static void test_each_step_of_a_retention_can_fail(void **state) {
   op_case alone = {"DELETE < 700", {"DELETE FROM t WHERE offset < 700", NULL},
                    {N0, 0, N0 - 1, 0}, {300, 700, N0 - 1, 0}};
   sweep(&alone, src);
-  drop_dir(src);
+  t_drop_partition(src);
 }
 
 /* A writer that dies in a transaction, leaving n records past the commit
@@ -417,7 +403,7 @@ static void test_each_step_of_recovery_can_fail(void **state) {
   op_case oc = {"recovery, INSERT 1", {"INSERT INTO t(value) VALUES ('v1000')", NULL},
                 {N0, 0, N0 - 1, 0}, {N0 + 1, 0, N0, 0}};
   sweep(&oc, src);
-  drop_dir(src);
+  t_drop_partition(src);
 }
 
 /* ---- the cases, one by one ---- */
@@ -439,7 +425,7 @@ static void test_failed_sync_of_commit_record_keeps_last_commit(void **state) {
   st_close(db);
   v = read_view(dir);
   assert_int_equal(v.count, N0 + 1);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Renaming a retired segment to .deleted fails after the commit: the
@@ -472,7 +458,7 @@ static void test_failed_retirement_after_commit_is_no_failed_commit(void **state
   assert_int_equal(access(first, F_OK), -1);
   v = read_view(dir);
   assert_int_equal(v.count, 502);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A writer stopped between its commit record and the checkpoint (here:
@@ -502,7 +488,7 @@ static void test_stale_checkpoint_is_repaired_by_recovery(void **state) {
   assert_int_equal(insert_sql(db, N0, 1), SQLITE_OK);
   st_close(db);
   assert_int_equal(checkpoint_of(dir), 300);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A writer died with batches past its commit record: kafka_log_recover
@@ -558,12 +544,12 @@ static void test_recover_cuts_what_a_dead_writer_left(void **state) {
   assert_int_equal(rename(away, c), 0);
   *strrchr(away, '/') = 0;
   rmdir(away);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A directory kafkalog never wrote is Kafka's to recover: left alone. */
 static void test_recover_leaves_kafka_directory_alone(void **state) {
-  char *dir = new_dir("kafka");
+  char *dir = t_new_partition("kafka");
   assert_int_equal(mkdir(dir, 0755), 0);
   assert_int_equal(t_copy_dir(t_fixture("a-tiny"), dir), 0);
   sqlite3 *db = st_open();
@@ -577,7 +563,7 @@ static void test_recover_leaves_kafka_directory_alone(void **state) {
   assert_int_equal(sqlite3_step(st), SQLITE_CANTOPEN);
   sqlite3_finalize(st);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 int main(void) {

@@ -80,34 +80,15 @@ static void test_writers_of_partitions_share_broker_lock(void **state) {
   assert_int_equal(st_int(b, "SELECT count(*) FROM t", NULL), 1);
 
   /* A broker running: neither writes. */
-  int go[2], done[2];
-  assert_int_equal(pipe(go), 0);
-  assert_int_equal(pipe(done), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(go[0]);
-    close(done[1]);
-    int fd = open(lock, O_RDWR);
-    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
-    char c = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0 ? 'y' : 'n';
-    if (write(go[1], &c, 1) != 1) _exit(2);
-    if (read(done[0], &c, 1) < 0) _exit(2); /* until told (or EOF) */
-    _exit(0);
-  }
-  close(go[1]);
-  close(done[0]);
-  char c = 0;
-  assert_int_equal(read(go[0], &c, 1), 1);
-  assert_int_equal(c, 'y');
+  int pid = t_hold_lock(lock);
+  assert_true(pid > 0);
   char *m = expect_rc(a, "INSERT INTO t(value) VALUES ('a2')", SQLITE_BUSY);
   assert_non_null(strstr(m, "a Kafka broker holds"));
   free(m);
   m = expect_rc(b, "DELETE FROM t", SQLITE_BUSY);
   assert_non_null(strstr(m, "a Kafka broker holds"));
   free(m);
-  close(done[1]);
-  close(go[0]);
-  waitpid(pid, NULL, 0);
+  t_release_lock(pid);
   st_exec(a, "INSERT INTO t(value) VALUES ('a2')");
   assert_int_equal(st_int(a, "SELECT count(*) FROM t", NULL), 2);
   st_close(a);

@@ -18,21 +18,6 @@
 /* Kills of the crash test (KL_CRASH_KILLS overrides). */
 #define CRASH_KILLS 200
 
-static char *new_dir(const char *tag) {
-  char *root = t_mkdtemp(tag);
-  char *dir = malloc(strlen(root) + 16);
-  sprintf(dir, "%s/events-0", root);
-  free(root);
-  return dir;
-}
-
-static void drop_dir(char *dir) {
-  char *slash = strrchr(dir, '/');
-  *slash = 0;
-  t_rmdir(dir);
-  free(dir);
-}
-
 /* gs(value): 0 to 1000, for INSERT ... SELECT (the library has no
 ** generate_series). */
 static void add_gs(sqlite3 *db) {
@@ -92,7 +77,7 @@ static const char *const codecs[] = {"none", "gzip", "snappy", "lz4", "zstd"};
 static void test_round_trip(void **state) {
   (void)state;
   for (int k = 0; k < 5; k++) {
-    char *dir = new_dir("wr-rt");
+    char *dir = t_new_partition("wr-rt");
     sqlite3 *db = st_open();
     make_source(db, 3000);
     char opts[200];
@@ -155,7 +140,7 @@ static void test_round_trip(void **state) {
                             "t", dir), 0);
     st_buf_free(&want);
     st_close(db);
-    drop_dir(dir);
+    t_drop_partition(dir);
   }
 }
 
@@ -163,7 +148,7 @@ static void test_round_trip(void **state) {
 ** the append time; keys and values of every SQL type. */
 static void test_values(void **state) {
   (void)state;
-  char *dir = new_dir("wr-val");
+  char *dir = t_new_partition("wr-val");
   sqlite3 *db = st_open();
   create(db, "t", dir, NULL);
   struct timeval tv;
@@ -182,7 +167,7 @@ static void test_values(void **state) {
   assert_string_equal(r = st_text(db, "SELECT headers FROM t WHERE offset = 0", NULL), "[]");
   free(r);
   /* log_append_time */
-  char *dir2 = new_dir("wr-lat");
+  char *dir2 = t_new_partition("wr-lat");
   create(db, "l", dir2, "timestamp_type='log_append_time'");
   st_exec(db, "INSERT INTO l(value, timestamp) VALUES ('a', 5), ('b', 6)");
   assert_true(st_int(db, "SELECT min(timestamp) FROM l", NULL) >= before);
@@ -190,15 +175,15 @@ static void test_values(void **state) {
   assert_string_equal(r, "LogAppendTime,LogAppendTime");
   free(r);
   st_close(db);
-  drop_dir(dir);
-  drop_dir(dir2);
+  t_drop_partition(dir);
+  t_drop_partition(dir2);
 }
 
 /* Every limit and wrong column is a clear error, and nothing of the
 ** statement is written. */
 static void test_errors(void **state) {
   (void)state;
-  char *dir = new_dir("wr-err");
+  char *dir = t_new_partition("wr-err");
   sqlite3 *db = st_open();
   create(db, "t", dir, "batch_bytes=1024, max_message_bytes=4096");
   st_exec(db, "INSERT INTO t(value) VALUES ('one')");
@@ -234,14 +219,14 @@ static void test_errors(void **state) {
   free(expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', fsync='never')",
                  SQLITE_ERROR));
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* ROLLBACK leaves nothing; savepoints roll back to their mark; a failing
 ** statement inside a transaction takes only its own rows away. */
 static void test_transactions(void **state) {
   (void)state;
-  char *dir = new_dir("wr-tx");
+  char *dir = t_new_partition("wr-tx");
   sqlite3 *db = st_open();
   add_gs(db);
   create(db, "t", dir, "segment_bytes=4096, batch_bytes=512, index_interval_bytes=100");
@@ -288,14 +273,14 @@ static void test_transactions(void **state) {
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 8);
   st_close(other);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* One writer at a time; readers of other connections see committed
 ** transactions only, whole. */
 static void test_writers_and_readers(void **state) {
   (void)state;
-  char *dir = new_dir("wr-conc");
+  char *dir = t_new_partition("wr-conc");
   sqlite3 *a = st_open(), *b = st_open();
   add_gs(a);
   create(a, "t", dir, "batch_bytes=300, segment_bytes=8192, index_interval_bytes=100");
@@ -361,14 +346,14 @@ static void test_writers_and_readers(void **state) {
   waitpid(pid, NULL, 0);
   print_message("  reader process: %s (error, reads)\n", buf);
   assert_int_equal(atoi(buf), 0);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Retention: DELETE ... WHERE offset < N removes whole segments below N,
 ** records the log start; other DELETEs are refused. */
 static void test_retention(void **state) {
   (void)state;
-  char *dir = new_dir("wr-ret");
+  char *dir = t_new_partition("wr-ret");
   sqlite3 *db = st_open();
   add_gs(db);
   create(db, "t", dir, "segment_bytes=4096");
@@ -408,11 +393,11 @@ static void test_retention(void **state) {
   st_exec(db, "INSERT INTO t(value) VALUES ('after')");
   assert_int_equal(st_int(db, "SELECT offset FROM t", NULL), 1000);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 
   /* retention_bytes: the oldest segments go while the log stays at least
   ** that large; retention_ms: segments whose records are older go. */
-  dir = new_dir("wr-retb");
+  dir = t_new_partition("wr-retb");
   db = st_open();
   add_gs(db);
   create(db, "t", dir, "segment_bytes=4096, retention_bytes=10000");
@@ -432,8 +417,8 @@ static void test_retention(void **state) {
   assert_int_equal(st_int(db, "SELECT min(offset) FROM t", NULL), first);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1000 - first);
   st_close(db);
-  drop_dir(dir);
-  dir = new_dir("wr-retm");
+  t_drop_partition(dir);
+  dir = t_new_partition("wr-retm");
   db = st_open();
   add_gs(db);
   create(db, "t", dir, "segment_bytes=4096, retention_ms=86400000");
@@ -448,7 +433,7 @@ static void test_retention(void **state) {
   assert_true(st_int(db, "SELECT count(*) FROM t", NULL) > 0);
   (void)lastseg;
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Retention is by offset whatever the table shows: on a read_committed
@@ -457,7 +442,7 @@ static void test_retention(void **state) {
 ** too), and a DELETE that is not a prefix of its rows is still refused. */
 static void test_retention_read_committed(void **state) {
   (void)state;
-  char *dir = new_dir("wr-retrc");
+  char *dir = t_new_partition("wr-retrc");
   char cmd[9000];
   snprintf(cmd, sizeof cmd, "cp -a '%s' '%s'", t_fixture("g-transactions"), dir);
   assert_int_equal(system(cmd), 0);
@@ -482,7 +467,7 @@ static void test_retention_read_committed(void **state) {
   assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE offset <= ?2", "ti", dir, last),
                    0);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A writer committing transactions in a loop, killed with SIGKILL at
@@ -492,7 +477,7 @@ static void test_crash(void **state) {
   (void)state;
   int kills = CRASH_KILLS;
   if (getenv("KL_CRASH_KILLS")) kills = atoi(getenv("KL_CRASH_KILLS"));
-  char *dir = new_dir("wr-crash");
+  char *dir = t_new_partition("wr-crash");
   srand(12345);
   int64_t reported = -1, survived = 0, torn = 0;
   sqlite3 *first = st_open();
@@ -608,7 +593,7 @@ static void test_crash(void **state) {
                 "transactions committed\n", (long long)survived, (long long)torn,
                 (long long)reported + 1);
   if (survived >= 50) assert_true(torn * 5 >= survived); /* kills land inside transactions */
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* The records of a partition Kafka wrote (b-multi-segment: 789 batches in
@@ -621,7 +606,7 @@ static void test_kafka_bytes(void **state) {
   (void)state;
   char src[4096];
   snprintf(src, sizeof src, "%s", t_fixture("b-multi-segment"));
-  char *dir = new_dir("wr-kafka");
+  char *dir = t_new_partition("wr-kafka");
   sqlite3 *db = st_open();
   create(db, "t", dir, "segment_bytes=65536, index_interval_bytes=4096");
   sqlite3_stmt *b = st_prep(db, "SELECT base_offset, last_offset FROM kafka_batches(?1)"
@@ -674,7 +659,7 @@ static void test_kafka_bytes(void **state) {
   sqlite3_finalize(seg);
   assert_int_equal(segs, 9);
   st_close(r);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Appending to a partition Kafka wrote: offsets go on from its end, the
@@ -683,7 +668,7 @@ static void test_kafka_bytes(void **state) {
 ** Kafka's recovery rebuilds them: the same bytes here). */
 static void test_append_to_kafka(void **state) {
   (void)state;
-  char *dir = new_dir("wr-adopt");
+  char *dir = t_new_partition("wr-adopt");
   char src[4200];
   snprintf(src, sizeof src, "%s", t_fixture("d-jitter-nulls-headers"));
   char cmd[9000];
@@ -712,14 +697,14 @@ static void test_append_to_kafka(void **state) {
   assert_memory_equal(before, after, n0); /* Kafka's bytes untouched */
   free(before);
   free(after);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A named table in a database file keeps its write options: reopened,
 ** it rolls, compresses and refuses as it was created to. */
 static void test_options_kept(void **state) {
   (void)state;
-  char *dir = new_dir("wr-keep");
+  char *dir = t_new_partition("wr-keep");
   char dbp[4200];
   snprintf(dbp, sizeof dbp, "%.*s/saved.db", (int)(strrchr(dir, '/') - dir), dir);
   sqlite3 *db = NULL;
@@ -747,7 +732,7 @@ static void test_options_kept(void **state) {
   free(expect_rc(db, "INSERT INTO r(value) VALUES ('x')", SQLITE_READONLY));
   assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 1000);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* Every file of dir with its size, sorted: what a refused write must leave
@@ -792,7 +777,7 @@ static void make_broker_copy(const char *root, const char *dir) {
 ** allow it, and no file of the partition or its log directory changes. */
 static void test_named_table_reads_by_default(void **state) {
   (void)state;
-  char *dir = new_dir("wr-ro");
+  char *dir = t_new_partition("wr-ro");
   char root[4200];
   snprintf(root, sizeof root, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
   make_broker_copy(root, dir);
@@ -820,7 +805,7 @@ static void test_named_table_reads_by_default(void **state) {
   free(after);
   free(root_before);
   free(root_after);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* mode='create' makes a new log, and only where none is: an existing log,
@@ -829,7 +814,7 @@ static void test_named_table_reads_by_default(void **state) {
 ** the database; mode='write' needs a log to be there. */
 static void test_mode_create_then_write(void **state) {
   (void)state;
-  char *dir = new_dir("wr-mode");
+  char *dir = t_new_partition("wr-mode");
   char root[4200], dbp[4300], p[4300];
   snprintf(root, sizeof root, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
   snprintf(dbp, sizeof dbp, "%s/saved.db", root);
@@ -892,14 +877,14 @@ static void test_mode_create_then_write(void **state) {
   st_exec(db, "DELETE FROM w WHERE offset < 1");
   assert_int_equal(st_int(db, "SELECT min(offset) FROM t", NULL), 1);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* readonly is another name for mode: readonly=1 reads, readonly=0
 ** writes, and giving both is an option given twice. */
 static void test_readonly_is_mode(void **state) {
   (void)state;
-  char *dir = new_dir("wr-syn");
+  char *dir = t_new_partition("wr-syn");
   sqlite3 *db = st_open();
   create(db, "t", dir, NULL);
   create(db, "r", dir, "readonly=1");
@@ -918,7 +903,7 @@ static void test_readonly_is_mode(void **state) {
   assert_non_null(strstr(m, "given twice"));
   free(m);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* kafka_log(dir='...') puts an option where the path belongs: an error
@@ -957,7 +942,7 @@ static void test_path_given_as_option(void **state) {
 ** leaves no kafkalog.lock; a commit leaves none either. */
 static void test_refused_write_leaves_no_lock(void **state) {
   (void)state;
-  char *dir = new_dir("wr-brk");
+  char *dir = t_new_partition("wr-brk");
   char root[4200], lockp[4300], ours[4300];
   snprintf(root, sizeof root, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
   snprintf(lockp, sizeof lockp, "%s/.lock", root);
@@ -966,21 +951,8 @@ static void test_refused_write_leaves_no_lock(void **state) {
   create(db, "t", dir, NULL);
   st_exec(db, "INSERT INTO t(value) VALUES ('a')");
   assert_int_equal(access(ours, F_OK), -1);
-  int pfd[2];
-  assert_int_equal(pipe(pfd), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    int fd = open(lockp, O_RDWR | O_CREAT, 0644);
-    struct flock fl = {0};
-    fl.l_type = F_WRLCK;
-    fl.l_whence = SEEK_SET;
-    if (fd < 0 || fcntl(fd, F_SETLK, &fl) != 0) _exit(1);
-    if (write(pfd[1], "x", 1) != 1) _exit(1);
-    pause();
-    _exit(0);
-  }
-  char c;
-  assert_int_equal(read(pfd[0], &c, 1), 1);
+  int pid = t_hold_lock(lockp);
+  assert_true(pid > 0);
   char *before = dir_state(dir);
   char *m = expect_rc(db, "INSERT INTO t(value) VALUES ('b')", SQLITE_BUSY);
   assert_non_null(strstr(m, "Kafka broker"));
@@ -989,15 +961,12 @@ static void test_refused_write_leaves_no_lock(void **state) {
   assert_string_equal(before, after);
   free(before);
   free(after);
-  kill(pid, SIGKILL);
-  waitpid(pid, NULL, 0);
-  close(pfd[0]);
-  close(pfd[1]);
+  t_release_lock(pid);
   st_exec(db, "INSERT INTO t(value) VALUES ('b')");
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 2);
   assert_int_equal(access(ours, F_OK), -1);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A DELETE by timestamp is exact: when the records it selects are a
@@ -1005,7 +974,7 @@ static void test_refused_write_leaves_no_lock(void **state) {
 ** gives the offset form. */
 static void test_delete_by_timestamp_suggests_offset(void **state) {
   (void)state;
-  char *dir = new_dir("wr-delts");
+  char *dir = t_new_partition("wr-delts");
   sqlite3 *db = st_open();
   create(db, "t", dir, NULL);
   st_exec(db, "INSERT INTO t(value, timestamp) VALUES ('a', 1), ('b', 2), ('c', 5), ('d', 3),"
@@ -1023,7 +992,7 @@ static void test_delete_by_timestamp_suggests_offset(void **state) {
   st_exec(db, "DELETE FROM t WHERE offset < (SELECT min(offset) FROM t WHERE timestamp >= 6)");
   assert_int_equal(st_int(db, "SELECT group_concat(offset) FROM t", NULL), 4);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A record larger than batch_bytes has a batch of its own; one larger
@@ -1031,7 +1000,7 @@ static void test_delete_by_timestamp_suggests_offset(void **state) {
 ** max_message_bytes past what a reader decompresses. */
 static void test_record_over_max_message_bytes_refused(void **state) {
   (void)state;
-  char *dir = new_dir("wr-maxmsg");
+  char *dir = t_new_partition("wr-maxmsg");
   sqlite3 *db = st_open();
   create(db, "t", dir, "batch_bytes=512, max_message_bytes=4096");
   st_exec(db, "INSERT INTO t(value) VALUES ('a'), (randomblob(3000)), ('b'), ('c')");
@@ -1049,14 +1018,14 @@ static void test_record_over_max_message_bytes_refused(void **state) {
   assert_non_null(strstr(m, "from 128 to 268435517"));
   free(m);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* With the defaults, batches are a producer's (16 KiB), not 1 MiB: a
 ** point lookup decodes one small batch. */
 static void test_default_batches_are_producer_sized(void **state) {
   (void)state;
-  char *dir = new_dir("wr-batch");
+  char *dir = t_new_partition("wr-batch");
   sqlite3 *db = st_open();
   add_gs(db);
   create(db, "t", dir, NULL);
@@ -1066,7 +1035,7 @@ static void test_default_batches_are_producer_sized(void **state) {
   assert_true(st_int(db, "SELECT count(*) FROM kafka_batches(?1)", "t", dir) >= 60);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 10010);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* The write options are the log's: a table of another database appending
@@ -1074,7 +1043,7 @@ static void test_default_batches_are_producer_sized(void **state) {
 ** options given at CREATE replace them for what is written next. */
 static void test_write_options_belong_to_the_log(void **state) {
   (void)state;
-  char *dir = new_dir("wr-logopt");
+  char *dir = t_new_partition("wr-logopt");
   sqlite3 *a = st_open(), *b = st_open(), *c = st_open();
   add_gs(b);
   add_gs(c);
@@ -1111,14 +1080,14 @@ static void test_write_options_belong_to_the_log(void **state) {
   free(m);
   st_close(b);
   st_close(c);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A header with a NUL byte reads as "a\u0000b" and that JSON, inserted,
 ** stores the three bytes: headers copied between tables stay whole. */
 static void test_header_nul_bytes_survive_a_copy(void **state) {
   (void)state;
-  char *dir = new_dir("wr-hnul"), *dir2 = new_dir("wr-hnul2");
+  char *dir = t_new_partition("wr-hnul"), *dir2 = t_new_partition("wr-hnul2");
   sqlite3 *db = st_open();
   create(db, "t", dir, NULL);
   create(db, "u", dir2, NULL);
@@ -1133,15 +1102,15 @@ static void test_header_nul_bytes_survive_a_copy(void **state) {
   free(h);
   free(h2);
   st_close(db);
-  drop_dir(dir);
-  drop_dir(dir2);
+  t_drop_partition(dir);
+  t_drop_partition(dir2);
 }
 
 /* JSON of another shape is refused saying which shape is expected;
 ** text that is not JSON says so. */
 static void test_headers_of_another_shape_say_the_shape(void **state) {
   (void)state;
-  char *dir = new_dir("wr-hshape");
+  char *dir = t_new_partition("wr-hshape");
   sqlite3 *db = st_open();
   create(db, "t", dir, NULL);
   struct { const char *headers, *words; int shape; } cases[] = {
@@ -1165,14 +1134,14 @@ static void test_headers_of_another_shape_say_the_shape(void **state) {
   }
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 0);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 /* A negative timestamp is refused, as Kafka's producer refuses it; NULL
 ** is now. */
 static void test_negative_timestamp_refused(void **state) {
   (void)state;
-  char *dir = new_dir("wr-negts");
+  char *dir = t_new_partition("wr-negts");
   sqlite3 *db = st_open();
   create(db, "t", dir, NULL);
   char *m = expect_rc(db, "INSERT INTO t(value, timestamp) VALUES ('x', -1)", SQLITE_CONSTRAINT);
@@ -1182,7 +1151,7 @@ static void test_negative_timestamp_refused(void **state) {
   assert_int_equal(st_int(db, "SELECT count(*) FROM t WHERE timestamp >= 0", NULL), 2);
   assert_int_equal(st_int(db, "SELECT timestamp > 1700000000000 FROM t WHERE offset = 1", NULL), 1);
   st_close(db);
-  drop_dir(dir);
+  t_drop_partition(dir);
 }
 
 int main(void) {

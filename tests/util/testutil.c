@@ -10,7 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void *t_fail_realloc(void *ud, void *p, size_t n) {
@@ -177,4 +179,45 @@ const char *t_fixture_expected(const char *set) {
   static char buf[4096];
   snprintf(buf, sizeof buf, "%s/%s/expected.json", KL_FIXTURES, set);
   return buf;
+}
+
+int t_hold_lock(const char *path) {
+  int pfd[2];
+  if (pipe(pfd) != 0) return -1;
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(pfd[0]);
+    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    char c = fd >= 0 && fcntl(fd, F_SETLK, &fl) == 0 ? 'y' : 'n';
+    if (write(pfd[1], &c, 1) != 1 || c != 'y') _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(pfd[1]);
+  char c = 0;
+  int ok = pid > 0 && read(pfd[0], &c, 1) == 1 && c == 'y';
+  close(pfd[0]);
+  if (!ok && pid > 0) t_release_lock(pid);
+  return ok ? pid : -1;
+}
+
+void t_release_lock(int pid) {
+  kill(pid, SIGKILL);
+  waitpid(pid, NULL, 0);
+}
+
+char *t_new_partition(const char *tag) {
+  char *root = t_mkdtemp(tag);
+  if (!root) return NULL;
+  char *dir = malloc(strlen(root) + 16);
+  if (dir) sprintf(dir, "%s/events-0", root);
+  free(root);
+  return dir;
+}
+
+void t_drop_partition(char *dir) {
+  *strrchr(dir, '/') = 0;
+  t_rmdir(dir);
+  free(dir);
 }

@@ -45,6 +45,19 @@ void t_poke(const char *path, int64_t pos, const void *p, size_t n);
 void t_poke32(const char *path, int64_t pos, uint32_t v);
 void t_fix_crc(const char *path, int64_t pos, int64_t size);
 
+/* A process holding an exclusive classic POSIX lock on the whole of path
+** (made when missing), as a Kafka broker holds <log dir>/.lock with
+** FileChannel.tryLock: its pid once the lock is held, or -1 when it could
+** not be taken.  t_release_lock ends the process, and so the lock. */
+int t_hold_lock(const char *path);
+void t_release_lock(int pid);
+
+/* A path <fresh temporary directory>/events-0 (malloc'd; the partition
+** directory itself is not made); t_drop_partition removes the temporary
+** directory and frees the path. */
+char *t_new_partition(const char *tag);
+void t_drop_partition(char *dir);
+
 /* Path of a fixture partition directory, e.g. t_fixture("a-tiny"):
 ** KL_FIXTURES "/a-tiny/orders-0" (static buffer). */
 const char *t_fixture(const char *set);
