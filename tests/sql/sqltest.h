@@ -94,6 +94,18 @@ static inline void st_exec(sqlite3 *db, const char *sql) {
     fail_msg("%s\n  in: %s", err ? err : "?", sql);
 }
 
+/* Run sql expecting it to fail with rc want; returns the message
+** (malloc'd). */
+static inline char *st_expect_rc(sqlite3 *db, const char *sql, int want) {
+  char *err = NULL;
+  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
+  print_message("  %s\n    -> rc %d: %s\n", sql, rc, err ? err : "");
+  if (rc != want) fail_msg("expected rc %d, got %d (%s) from %s", want, rc, err ? err : "", sql);
+  char *m = strdup(err ? err : "");
+  sqlite3_free(err);
+  return m;
+}
+
 static inline void st_vbind(sqlite3_stmt *st, const char *fmt, va_list ap) {
   for (int i = 0; fmt && fmt[i]; i++) {
     int rc;

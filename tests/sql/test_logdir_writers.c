@@ -18,17 +18,6 @@
 #include "commit.h"
 #include "sqltest.h"
 
-/* Run sql expecting failure with rc; returns the message (malloc'd). */
-static char *expect_rc(sqlite3 *db, const char *sql, int want) {
-  char *err = NULL;
-  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-  print_message("  %s\n    -> rc %d: %s\n", sql, rc, err ? err : "");
-  if (rc != want) fail_msg("expected rc %d, got %d (%s) from %s", want, rc, err ? err : "", sql);
-  char *m = strdup(err ? err : "");
-  sqlite3_free(err);
-  return m;
-}
-
 static void table(sqlite3 *db, const char *name, const char *dir, const char *mode) {
   char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE %s USING kafka_log(%Q, mode=%Q)", name, dir,
                               mode);
@@ -82,10 +71,10 @@ static void test_writers_of_partitions_share_broker_lock(void **state) {
   /* A broker running: neither writes. */
   int pid = t_hold_lock(lock);
   assert_true(pid > 0);
-  char *m = expect_rc(a, "INSERT INTO t(value) VALUES ('a2')", SQLITE_BUSY);
+  char *m = st_expect_rc(a, "INSERT INTO t(value) VALUES ('a2')", SQLITE_BUSY);
   assert_non_null(strstr(m, "a Kafka broker holds"));
   free(m);
-  m = expect_rc(b, "DELETE FROM t", SQLITE_BUSY);
+  m = st_expect_rc(b, "DELETE FROM t", SQLITE_BUSY);
   assert_non_null(strstr(m, "a Kafka broker holds"));
   free(m);
   t_release_lock(pid);
@@ -280,7 +269,7 @@ static void test_create_refuses_invalid_topic(void **state) {
     char dir[4200];
     snprintf(dir, sizeof dir, "%s/%s", root, bad[i]);
     char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='create')", dir);
-    char *m = expect_rc(db, sql, SQLITE_ERROR);
+    char *m = st_expect_rc(db, sql, SQLITE_ERROR);
     sqlite3_free(sql);
     assert_non_null(strstr(m, "is not a topic name Kafka accepts"));
     free(m);

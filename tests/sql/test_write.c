@@ -41,17 +41,6 @@ static void create(sqlite3 *db, const char *name, const char *dir, const char *o
   sqlite3_free(sql);
 }
 
-/* Run sql expecting failure with rc; returns the message (malloc'd). */
-static char *expect_rc(sqlite3 *db, const char *sql, int want) {
-  char *err = NULL;
-  int rc = sqlite3_exec(db, sql, NULL, NULL, &err);
-  print_message("  %s\n    -> rc %d: %s\n", sql, rc, err ? err : "");
-  if (rc != want) fail_msg("expected rc %d, got %d (%s) from %s", want, rc, err ? err : "", sql);
-  char *m = strdup(err ? err : "");
-  sqlite3_free(err);
-  return m;
-}
-
 /* The source rows of the round trip: sizes, nulls, text and blobs, headers
 ** with null and binary values, timestamps out of order. */
 static void make_source(sqlite3 *db, int n) {
@@ -207,16 +196,16 @@ static void test_errors(void **state) {
        "max_message_bytes"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    char *m = expect_rc(db, cases[i].sql, cases[i].rc);
+    char *m = st_expect_rc(db, cases[i].sql, cases[i].rc);
     if (!strstr(m, cases[i].words)) fail_msg("%s: message lacks '%s'", m, cases[i].words);
     free(m);
     assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1);
   }
-  free(expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', compression='brotli')",
+  free(st_expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', compression='brotli')",
                  SQLITE_ERROR));
-  free(expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', segment_bytes=10)",
+  free(st_expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', segment_bytes=10)",
                  SQLITE_ERROR));
-  free(expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', fsync='never')",
+  free(st_expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', fsync='never')",
                  SQLITE_ERROR));
   st_close(db);
   t_drop_partition(dir);
@@ -243,7 +232,7 @@ static void test_transactions(void **state) {
   free(r);
   /* The second statement fails on its 200th row (bad headers). */
   sqlite3_exec(db, "BEGIN; INSERT INTO t(value) VALUES ('v3')", NULL, NULL, NULL);
-  char *m = expect_rc(db, "INSERT INTO t(value, headers) SELECT 'no', CASE WHEN value = 200 THEN"
+  char *m = st_expect_rc(db, "INSERT INTO t(value, headers) SELECT 'no', CASE WHEN value = 200 THEN"
                           " 'bad' ELSE '[]' END FROM gs WHERE value BETWEEN 1 AND 300", SQLITE_MISMATCH);
   free(m);
   st_exec(db, "INSERT INTO t(value) VALUES ('v4'); COMMIT");
@@ -289,7 +278,7 @@ static void test_writers_and_readers(void **state) {
   /* the batches are in the files already, past the commit: not rows, not damage */
   assert_int_equal(st_int(b, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 0);
   assert_int_equal(st_int(b, "SELECT count(*) FROM kafka_log_check(?1)", "t", dir), 0);
-  char *m = expect_rc(b, "INSERT INTO t(value) VALUES ('y')", SQLITE_BUSY);
+  char *m = st_expect_rc(b, "INSERT INTO t(value) VALUES ('y')", SQLITE_BUSY);
   assert_non_null(strstr(m, "another writer"));
   free(m);
   st_exec(a, "COMMIT");
@@ -360,7 +349,7 @@ static void test_retention(void **state) {
   st_exec(db, "INSERT INTO t(value, timestamp) SELECT printf('value-%05d', value), 1700000000000 + value"
               " FROM gs WHERE value BETWEEN 0 AND 999");
   int64_t segs = st_int(db, "SELECT count(*) FROM kafka_segments(?1)", "t", dir);
-  char *m = expect_rc(db, "DELETE FROM t WHERE CAST(value AS TEXT) LIKE '%5'", SQLITE_CONSTRAINT);
+  char *m = st_expect_rc(db, "DELETE FROM t WHERE CAST(value AS TEXT) LIKE '%5'", SQLITE_CONSTRAINT);
   assert_non_null(strstr(m, "WHERE offset < N"));
   free(m);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 1000);
@@ -455,7 +444,7 @@ static void test_retention_read_committed(void **state) {
   print_message("  below 600: %lld rows shown of %lld records, the last at %lld\n",
                 (long long)shown, (long long)all, (long long)last);
   assert_true(shown > 0 && shown < all); /* the case: fewer rows than records */
-  char *m = expect_rc(db, "DELETE FROM t WHERE offset < 600 AND offset % 2 = 0", SQLITE_CONSTRAINT);
+  char *m = st_expect_rc(db, "DELETE FROM t WHERE offset < 600 AND offset % 2 = 0", SQLITE_CONSTRAINT);
   assert_non_null(strstr(m, "WHERE offset < N"));
   free(m);
   st_exec(db, "DELETE FROM t WHERE offset < 600");
@@ -729,7 +718,7 @@ static void test_options_kept(void **state) {
   assert_non_null(strstr(v, "segment_bytes=2048"));
   assert_non_null(strstr(v, "retention_bytes=1000000"));
   free(v);
-  free(expect_rc(db, "INSERT INTO r(value) VALUES ('x')", SQLITE_READONLY));
+  free(st_expect_rc(db, "INSERT INTO r(value) VALUES ('x')", SQLITE_READONLY));
   assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 1000);
   st_close(db);
   t_drop_partition(dir);
@@ -787,10 +776,10 @@ static void test_named_table_reads_by_default(void **state) {
   st_exec(db, sql);
   sqlite3_free(sql);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 300);
-  char *m = expect_rc(db, "DELETE FROM t WHERE offset < 200", SQLITE_READONLY);
+  char *m = st_expect_rc(db, "DELETE FROM t WHERE offset < 200", SQLITE_READONLY);
   assert_non_null(strstr(m, "mode='write'"));
   free(m);
-  m = expect_rc(db, "INSERT INTO t(value) VALUES ('x')", SQLITE_READONLY);
+  m = st_expect_rc(db, "INSERT INTO t(value) VALUES ('x')", SQLITE_READONLY);
   assert_non_null(strstr(m, "mode='write'"));
   free(m);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 300);
@@ -823,7 +812,7 @@ static void test_mode_create_then_write(void **state) {
   assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
   /* mode='write' where there is no log: an error, no directory made. */
   char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='write')", dir);
-  char *m = expect_rc(db, sql, SQLITE_CANTOPEN);
+  char *m = st_expect_rc(db, sql, SQLITE_CANTOPEN);
   sqlite3_free(sql);
   assert_non_null(strstr(m, "mode='create'"));
   free(m);
@@ -831,7 +820,7 @@ static void test_mode_create_then_write(void **state) {
   /* A missing parent is not made. */
   snprintf(p, sizeof p, "%s/nope/events-0", root);
   sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log(%Q, mode='create')", p);
-  m = expect_rc(db, sql, SQLITE_CANTOPEN);
+  m = st_expect_rc(db, sql, SQLITE_CANTOPEN);
   sqlite3_free(sql);
   assert_non_null(strstr(m, "does not exist"));
   free(m);
@@ -839,7 +828,7 @@ static void test_mode_create_then_write(void **state) {
   assert_int_equal(access(p, F_OK), -1);
   /* Several paths, and a log directory, are not one partition. */
   sql = sqlite3_mprintf("CREATE VIRTUAL TABLE t USING kafka_log('%q,%q', mode='create')", dir, dir);
-  free(expect_rc(db, sql, SQLITE_ERROR));
+  free(st_expect_rc(db, sql, SQLITE_ERROR));
   sqlite3_free(sql);
   assert_int_equal(access(dir, F_OK), -1);
   /* The new log. */
@@ -855,12 +844,12 @@ static void test_mode_create_then_write(void **state) {
   /* Not twice: a second create over it is refused and changes nothing. */
   char *before = dir_state(dir);
   sql = sqlite3_mprintf("CREATE VIRTUAL TABLE u USING kafka_log(%Q, mode='create')", dir);
-  m = expect_rc(db, sql, SQLITE_ERROR);
+  m = st_expect_rc(db, sql, SQLITE_ERROR);
   sqlite3_free(sql);
   assert_non_null(strstr(m, "already holds a log"));
   free(m);
   sql = sqlite3_mprintf("CREATE VIRTUAL TABLE u USING kafka_log(%Q, mode='create')", root);
-  m = expect_rc(db, sql, SQLITE_ERROR);
+  m = st_expect_rc(db, sql, SQLITE_ERROR);
   sqlite3_free(sql);
   assert_non_null(strstr(m, "log directory"));
   free(m);
@@ -889,7 +878,7 @@ static void test_readonly_is_mode(void **state) {
   create(db, "t", dir, NULL);
   create(db, "r", dir, "readonly=1");
   create(db, "w", dir, "readonly=0");
-  free(expect_rc(db, "INSERT INTO r(value) VALUES ('x')", SQLITE_READONLY));
+  free(st_expect_rc(db, "INSERT INTO r(value) VALUES ('x')", SQLITE_READONLY));
   st_exec(db, "INSERT INTO w(value) VALUES ('x')");
   assert_int_equal(st_int(db, "SELECT count(*) FROM r", NULL), 1);
   char *v = st_text(db, "SELECT group_concat(v) FROM (SELECT v FROM r_config WHERE k = 'mode'"
@@ -898,7 +887,7 @@ static void test_readonly_is_mode(void **state) {
   free(v);
   char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE x USING kafka_log(%Q, mode='write', readonly=1)",
                               dir);
-  char *m = expect_rc(db, sql, SQLITE_ERROR);
+  char *m = st_expect_rc(db, sql, SQLITE_ERROR);
   sqlite3_free(sql);
   assert_non_null(strstr(m, "given twice"));
   free(m);
@@ -921,11 +910,11 @@ static void test_path_given_as_option(void **state) {
       "CREATE VIRTUAL TABLE t USING kafka_log(mode='create')",
   };
   for (size_t i = 0; i < sizeof sqls / sizeof *sqls; i++) {
-    char *m = expect_rc(db, sqls[i], SQLITE_ERROR);
+    char *m = st_expect_rc(db, sqls[i], SQLITE_ERROR);
     assert_non_null(strstr(m, "the path is the first argument"));
     free(m);
   }
-  char *m = expect_rc(db, "CREATE VIRTUAL TABLE t USING kafka_log('.', dir='/x/orders-0')",
+  char *m = st_expect_rc(db, "CREATE VIRTUAL TABLE t USING kafka_log('.', dir='/x/orders-0')",
                       SQLITE_ERROR);
   assert_non_null(strstr(m, "the path is the first argument"));
   free(m);
@@ -954,7 +943,7 @@ static void test_refused_write_leaves_no_lock(void **state) {
   int pid = t_hold_lock(lockp);
   assert_true(pid > 0);
   char *before = dir_state(dir);
-  char *m = expect_rc(db, "INSERT INTO t(value) VALUES ('b')", SQLITE_BUSY);
+  char *m = st_expect_rc(db, "INSERT INTO t(value) VALUES ('b')", SQLITE_BUSY);
   assert_non_null(strstr(m, "Kafka broker"));
   free(m);
   char *after = dir_state(dir);
@@ -979,7 +968,7 @@ static void test_delete_by_timestamp_suggests_offset(void **state) {
   create(db, "t", dir, NULL);
   st_exec(db, "INSERT INTO t(value, timestamp) VALUES ('a', 1), ('b', 2), ('c', 5), ('d', 3),"
               " ('e', 9)");
-  char *m = expect_rc(db, "DELETE FROM t WHERE timestamp < 4", SQLITE_CONSTRAINT);
+  char *m = st_expect_rc(db, "DELETE FROM t WHERE timestamp < 4", SQLITE_CONSTRAINT);
   assert_non_null(strstr(m, "DELETE FROM t WHERE offset < N"));
   assert_non_null(strstr(m, "DELETE FROM t WHERE offset < (SELECT min(offset) FROM t WHERE "
                             "timestamp >= T)"));
@@ -1009,11 +998,11 @@ static void test_record_over_max_message_bytes_refused(void **state) {
             &got);
   assert_string_equal(got.p, "0|1\n1|1\n2|2\n");
   st_buf_free(&got);
-  char *m = expect_rc(db, "INSERT INTO t(value) VALUES (randomblob(4100))", SQLITE_TOOBIG);
+  char *m = st_expect_rc(db, "INSERT INTO t(value) VALUES (randomblob(4100))", SQLITE_TOOBIG);
   assert_non_null(strstr(m, "max_message_bytes=4096"));
   free(m);
   assert_int_equal(st_int(db, "SELECT count(*) FROM t", NULL), 4);
-  m = expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', max_message_bytes=268435518)",
+  m = st_expect_rc(db, "CREATE VIRTUAL TABLE x USING kafka_log('/tmp/kl-x', max_message_bytes=268435518)",
                 SQLITE_ERROR);
   assert_non_null(strstr(m, "from 128 to 268435517"));
   free(m);
@@ -1075,7 +1064,7 @@ static void test_write_options_belong_to_the_log(void **state) {
   fputs("# comment\nsegment_bytes=4096\ncompression=brotli\nsome_later_option=1\n", f);
   fclose(f);
   create(c, "w", dir, "mode='write'");
-  char *m = expect_rc(c, "INSERT INTO w(value) VALUES ('x')", SQLITE_CORRUPT);
+  char *m = st_expect_rc(c, "INSERT INTO w(value) VALUES ('x')", SQLITE_CORRUPT);
   assert_non_null(strstr(m, "kafkalog.config: line 3: compression='brotli'"));
   free(m);
   st_close(b);
@@ -1124,7 +1113,7 @@ static void test_headers_of_another_shape_say_the_shape(void **state) {
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char *sql = sqlite3_mprintf("INSERT INTO t(value, headers) VALUES ('x', %Q)", cases[i].headers);
-    char *m = expect_rc(db, sql, SQLITE_MISMATCH);
+    char *m = st_expect_rc(db, sql, SQLITE_MISMATCH);
     if (!strstr(m, cases[i].words)) fail_msg("%s: message lacks '%s'", m, cases[i].words);
     if (cases[i].shape && !strstr(m, "[name, value] pairs, such as")) {
       fail_msg("%s: message lacks the shape", m);
@@ -1144,7 +1133,7 @@ static void test_negative_timestamp_refused(void **state) {
   char *dir = t_new_partition("wr-negts");
   sqlite3 *db = st_open();
   create(db, "t", dir, NULL);
-  char *m = expect_rc(db, "INSERT INTO t(value, timestamp) VALUES ('x', -1)", SQLITE_CONSTRAINT);
+  char *m = st_expect_rc(db, "INSERT INTO t(value, timestamp) VALUES ('x', -1)", SQLITE_CONSTRAINT);
   assert_non_null(strstr(m, "timestamp -1 is negative"));
   free(m);
   st_exec(db, "INSERT INTO t(value, timestamp) VALUES ('zero', 0), ('now', NULL)");
