@@ -298,7 +298,7 @@ static double write_by_insert(const char *native_db, const char *dir, const char
                               native_db, dir, *wopt ? ", " : "", wopt);
   sql_exec(db, sql);
   sqlite3_free(sql);
-  sqlite3_stmt *st;
+  sqlite3_stmt *st = NULL;
   char *q = sqlite3_mprintf("SELECT count(*), sum(size), count(DISTINCT segment) FROM "
                             "kafka_batches(%Q)", dir);
   if (!q || sqlite3_prepare_v2(db, q, -1, &st, NULL) != SQLITE_OK ||
