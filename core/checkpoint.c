@@ -232,15 +232,12 @@ static kl_rc put_line(const kl_env *env, kl_buf *b, const char *topic, int32_t p
 
 kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const char *topic,
                         int32_t partition, int64_t offset, kl_err *err) {
-  char path[4200], tmp[4300];
+  char path[4200];
   snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(which));
   if (!is_field(topic, strlen(topic))) {
     return kl_err_set(err, KL_MISUSE, "%s: topic \"%s\" cannot be an entry (empty, or with "
                       "whitespace)", path, topic);
   }
-  /* A name of this writer's own: one that died mid-write leaves its file
-  ** to no one else's rename. */
-  snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
   int d;
   kl_rc rc = kl_fd_open(logdir, O_RDONLY | O_DIRECTORY, 0, &d, err);
   if (rc == KL_NOTFOUND) return kl_err_set(err, KL_IO, "cannot open %s: no such directory", logdir);
@@ -274,21 +271,10 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
     close(d);
     return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
   }
-  int fd;
-  rc = kl_fd_open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644, &fd, err);
-  if (rc == KL_OK) rc = kl_write_at(fd, b.p, b.len, 0, tmp, err);
-  if (rc == KL_OK && fsync(fd) != 0) {
-    rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
-  }
-  if (fd >= 0) close(fd);
+  /* A temporary name of this writer's own: one that died mid-write leaves
+  ** its file to no one else's rename. */
+  rc = kl_file_replace(d, logdir, path, b.p, b.len, err);
   kl_buf_free(env, &b);
-  if (rc == KL_OK && rename(tmp, path) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
-  }
-  if (rc) unlink(tmp);
-  else if (fsync(d) != 0) {
-    rc = kl_err_set(err, KL_IO, "%s: fsync failed: %s", logdir, strerror(errno));
-  }
   close(d);
   return rc;
 }

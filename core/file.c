@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -235,4 +236,39 @@ void kl_window_free(kl_window *w, const kl_env *env) {
   kl_buf_free(env, &w->buf);
   w->f = NULL;
   w->len = 0;
+}
+
+kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
+                      kl_err *err) {
+  char tmp[4400];
+  int fd = -1;
+  kl_rc rc = KL_OK;
+  for (unsigned i = 0; fd < 0; i++) {
+    snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(), i);
+    rc = kl_fd_open(tmp, O_RDWR | O_CREAT | O_EXCL, 0644, &fd, err);
+    if (rc == KL_OK) break;
+    if (errno != EEXIST || i == 100) return rc;
+    kl_err_clear(err);
+  }
+  rc = kl_write_at(fd, p, n, 0, tmp, err);
+  if (rc == KL_OK && fdatasync(fd) != 0) {
+    rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
+  }
+  close(fd);
+  if (rc == KL_OK && rename(tmp, path) != 0) {
+    rc = kl_err_set(err, kl_write_rc(errno), "%s: cannot rename to %s: %s", tmp, path,
+                    strerror(errno));
+  }
+  if (rc) {
+    unlink(tmp);
+    return rc;
+  }
+  int d = dirfd;
+  if (d < 0 && (rc = kl_fd_open(dir, O_RDONLY | O_DIRECTORY, 0, &d, err)) != KL_OK) return rc;
+  if (fsync(d) != 0) {
+    rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync of the directory failed: %s", dir,
+                    strerror(errno));
+  }
+  if (dirfd < 0) close(d);
+  return rc;
 }

@@ -66,6 +66,15 @@ kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *e
 ** Failures as kl_write_rc says, naming path and the position. */
 kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err);
 
+/* Replace the file path, in the directory dir (open as dirfd, or -1 to
+** open it here), with the n bytes at p, so that a crash leaves the old file
+** or the new one whole, never a part: a temporary file only this process
+** writes (path.<pid>-<i>.tmp, made with O_EXCL), synced, renamed over path,
+** then the directory synced.  A failure removes the temporary file; errors
+** as kl_write_rc says, naming the file. */
+kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
+                      kl_err *err);
+
 /* The result code of making or writing a file (open with O_CREAT, mkdir,
 ** write, fsync, ftruncate, rename) that failed with errno e: KL_NOSPACE
 ** when the disk or the quota is full, KL_READONLY when the file system or
