@@ -247,7 +247,8 @@ static kl_rc open_legacy_wrapper(kl_records *it, const kl_env *env, kl_codec_ctx
                            scratch, KL_MAX_BATCH_BYTES, err);
   if (rc) return rc;
   if (stats) stats->bytes_decompressed += scratch->len;
-  const uint8_t *p = scratch->p, *end = scratch->p + scratch->len;
+  /* An empty result may leave the buffer unallocated (NULL + 0 is not C). */
+  const uint8_t *p = scratch->p, *end = p ? p + scratch->len : p;
   int32_t count = 0;
   int64_t first = 0, last = 0;
   while (p < end) {
