@@ -41,14 +41,19 @@ struct kl_append {
   kl_writer *w;
   kl_buf hbytes;            /* an INSERT's header names and values */
   kl_buf hs;                /* ... and its kl_header entries */
-  /* DELETE in this transaction: how many rows, the largest offset. */
-  sqlite3_int64 del_n, del_max;
+  /* DELETE in this transaction: how many rows, the largest offset, and
+  ** the offset its WHERE said the prefix ends at (-1: not known). */
+  sqlite3_int64 del_n, del_max, del_hi;
+  /* The latest scan of this table: the largest offset its bounds admit
+  ** (INT64_MAX: none), and whether it has read all it admits. */
+  int64_t scan_hi;
+  int scan_done;
   /* SQLite's savepoints open in its transaction, 0 to nsp-1, known from
   ** xBegin on, before the writer's transaction starts at the first change
   ** (SQLite sets a statement's savepoint before its first row): del_n and
   ** del_max at each.  The writer's marks are numbered alike. */
   int nsp, capsp;
-  struct del_mark { sqlite3_int64 n, max; } *sp;
+  struct del_mark { sqlite3_int64 n, max, hi; } *sp;
 };
 
 void kl_append_opts_default(kl_append_opts *o) {
@@ -134,7 +139,7 @@ kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir,
   memset(a, 0, sizeof *a);
   a->db = db;
   a->opt = *o;
-  a->del_max = -1;
+  a->del_max = a->del_hi = -1;
   a->name = sqlite3_mprintf("%s", name);
   a->dir = sqlite3_mprintf("%s", dir);
   if (!a->dir || !a->name) {
@@ -350,7 +355,7 @@ static int start(kl_append *a, char **errmsg) {
   rc = kl_writer_begin(a->w, &err);
   if (rc) return fail_kl(errmsg, rc, &err);
   a->del_n = 0;
-  a->del_max = -1;
+  a->del_max = a->del_hi = -1;
   /* The savepoints SQLite set before this first change: nothing of the
   ** table's had changed at any of them. */
   if (a->nsp > 0 && (rc = kl_writer_savepoint(a->w, a->nsp - 1, &err)) != KL_OK) {
@@ -387,66 +392,105 @@ static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, int64_t *hw
   return rc;
 }
 
-/* The rows a DELETE removed must be every row from the log start to the
-** largest that its scan could see: count the records there (without
-** decoding them), all of them and those a read_committed table shows.
-** Retention is by offset: the log start then moves past the largest, and
-** every record below it goes, whichever of them the table showed.  A count
-** equal to all the records is the whole range whatever the scan's
-** isolation; one equal to the committed ones is for a read_committed
-** table, whose scans select from those only. */
-static int check_prefix(kl_append *a, int64_t *new_start, char **errmsg) {
-  kl_err err = {0};
-  kl_log *log = NULL;
-  kl_cursor *cur = NULL;
-  kl_txns txns = {0};
-  int64_t start = 0, hw = -1, rows = 0, shown = 0;
+/* What a DELETE's check reads: the log as this transaction sees it, its
+** start, and the offset below which a read_committed table shows what is
+** committed (the last stable offset, the high watermark). */
+typedef struct del_view {
+  kl_log *log;
+  kl_txns txns;
+  int64_t start, cap;
+} del_view;
+
+static kl_rc del_view_open(kl_append *a, del_view *d, kl_err *err) {
+  memset(d, 0, sizeof *d);
   kl_commit view;
-  int v = kl_writer_view(a->w, &view, &err);
-  kl_rc rc = v < 0 ? (err.rc ? err.rc : KL_IO)
-                   : kl_log_open_view(NULL, a->dir, NULL, v ? &view : NULL, &log, &err);
-  if (rc == KL_OK) rc = reader_start(a, log, &start, &hw, &err);
-  if (rc == KL_OK && a->opt.read_committed) {
-    kl_reader rd;
-    kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
-    rc = kl_txns_load(log, &rd, &txns, &err);
-    kl_reader_free(&rd);
-  }
-  int64_t cap = txns.lso; /* below it and the high watermark: committed */
-  if (hw >= 0 && hw < cap) cap = hw;
-  if (rc == KL_OK) rc = kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &cur);
+  int v = kl_writer_view(a->w, &view, err);
+  if (v < 0) return err->rc ? err->rc : KL_IO;
+  int64_t hw = -1;
+  kl_rc rc = kl_log_open_view(NULL, a->dir, NULL, v ? &view : NULL, &d->log, err);
+  if (rc == KL_OK) rc = reader_start(a, d->log, &d->start, &hw, err);
+  kl_reader rd;
+  kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+  if (rc == KL_OK && a->opt.read_committed) rc = kl_txns_load(d->log, &rd, &d->txns, err);
+  d->cap = a->opt.read_committed ? d->txns.lso : INT64_MAX;
+  if (rc == KL_OK && !a->opt.read_committed) rc = kl_log_end_offset(d->log, &rd, &d->cap, err);
+  kl_reader_free(&rd);
+  if (hw >= 0 && hw < d->cap) d->cap = hw;
+  return rc;
+}
+
+static void del_view_close(del_view *d) {
+  kl_txns_free(NULL, &d->txns);
+  kl_log_close(d->log);
+}
+
+/* Count the records from lo to hi (without decoding them), all of them
+** and those this table shows. */
+static kl_rc count_rows(kl_append *a, del_view *d, int64_t lo, int64_t hi, int64_t *rows,
+                        int64_t *shown, kl_err *err) {
+  *rows = *shown = 0;
+  kl_cursor *cur = NULL;
+  kl_rc rc = kl_cursor_new(d->log, NULL, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds b = kl_bounds_all();
-  b.off_lo = start;
-  b.off_hi = a->del_max;
-  if (rc == KL_OK) rc = kl_cursor_start(cur, &b, &err);
-  while (rc == KL_OK && (rc = kl_cursor_next(cur, &err)) == KL_OK) {
-    rows++;
-    if (a->opt.read_committed && !kl_txns_aborted(&txns, kl_cursor_batch(cur))) {
-      int64_t off, ts;
-      if (!kl_cursor_peek(cur, &off, &ts)) {
-        if ((rc = kl_cursor_load(cur, &err)) != KL_OK) break;
-        off = kl_cursor_record(cur)->offset;
-      }
-      shown += off < cap;
+  b.off_lo = lo;
+  b.off_hi = hi;
+  if (rc == KL_OK) rc = kl_cursor_start(cur, &b, err);
+  while (rc == KL_OK && (rc = kl_cursor_next(cur, err)) == KL_OK) {
+    ++*rows;
+    if (a->opt.read_committed && kl_txns_aborted(&d->txns, kl_cursor_batch(cur))) continue;
+    int64_t off, ts;
+    if (!kl_cursor_peek(cur, &off, &ts)) {
+      if ((rc = kl_cursor_load(cur, err)) != KL_OK) break;
+      off = kl_cursor_record(cur)->offset;
     }
+    *shown += off < d->cap;
   }
   kl_cursor_free(cur);
-  kl_txns_free(NULL, &txns);
-  kl_log_close(log);
-  if (rc != KL_DONE) return fail_kl(errmsg, rc, &err);
+  return rc == KL_DONE ? KL_OK : rc;
+}
+
+/* The rows a DELETE removed must be every row from the log start to the
+** largest that its scan could see.  A count equal to all the records is
+** the whole range whatever the scan's isolation; one equal to those shown
+** is for a read_committed table, whose scans select from those only. */
+static int check_prefix(kl_append *a, del_view *d, char **errmsg) {
+  kl_err err = {0};
+  int64_t rows = 0, shown = 0;
+  kl_rc rc = count_rows(a, d, d->start, a->del_max, &rows, &shown, &err);
+  if (rc) return fail_kl(errmsg, rc, &err);
   if (a->opt.read_committed && rows != a->del_n) rows = shown;
-  if (rows != a->del_n) {
-    /* A WHERE on anything but the offset (timestamps go back and forth)
-    ** is a prefix only by chance: say how to ask for one. */
-    return fail(errmsg, SQLITE_CONSTRAINT, "kafka_log: DELETE removes a prefix of the log only: "
-                "this one selected %lld of the %lld rows from offset %lld to %lld; say where the "
-                "prefix ends by offset, DELETE FROM %s WHERE offset < N (for the records before "
-                "the first at or after time T: DELETE FROM %s WHERE offset < (SELECT min(offset) "
-                "FROM %s WHERE timestamp >= T))", (long long)a->del_n, (long long)rows,
-                (long long)start, (long long)a->del_max, a->name, a->name, a->name);
+  if (rows == a->del_n) return SQLITE_OK;
+  /* A WHERE on anything but the offset (timestamps go back and forth) is a
+  ** prefix only by chance: say how to ask for one. */
+  return fail(errmsg, SQLITE_CONSTRAINT, "kafka_log: DELETE removes a prefix of the log only: "
+              "this one selected %lld of the %lld rows from offset %lld to %lld; say where the "
+              "prefix ends by offset, DELETE FROM %s WHERE offset < N (for the records before "
+              "the first at or after time T: DELETE FROM %s WHERE offset < (SELECT min(offset) "
+              "FROM %s WHERE timestamp >= T))", (long long)a->del_n, (long long)rows,
+              (long long)d->start, (long long)a->del_max, a->name, a->name, a->name);
+}
+
+/* Retention is by offset: the log start moves past the largest row
+** removed and, when the WHERE said where the prefix ends (offset < N),
+** on to N over records the table does not show (control records; aborted
+** ones, reading committed), so that they go as Kafka's DeleteRecords(N)
+** takes them.  Never past a record the table shows, nor past what it may
+** yet show (the last stable offset, the high watermark, the log end). */
+static int new_start(kl_append *a, int64_t *out, char **errmsg) {
+  kl_err err = {0};
+  del_view d;
+  kl_rc k = del_view_open(a, &d, &err);
+  int rc = k ? fail_kl(errmsg, k, &err) : check_prefix(a, &d, errmsg);
+  *out = a->del_max + 1;
+  int64_t hi = a->del_hi < d.cap ? a->del_hi : d.cap;
+  if (rc == SQLITE_OK && hi > *out) {
+    int64_t rows = 0, shown = 0;
+    k = count_rows(a, &d, *out, hi - 1, &rows, &shown, &err);
+    if (k) rc = fail_kl(errmsg, k, &err);
+    else if ((a->opt.read_committed ? shown : rows) == 0) *out = hi;
   }
-  *new_start = a->del_max + 1;
-  return SQLITE_OK;
+  del_view_close(&d);
+  return rc;
 }
 
 int kl_append_sync(kl_append *a, char **errmsg) {
@@ -454,7 +498,7 @@ int kl_append_sync(kl_append *a, char **errmsg) {
   kl_err err = {0};
   if (a->del_n > 0) {
     int64_t s = 0;
-    int rc = check_prefix(a, &s, errmsg);
+    int rc = new_start(a, &s, errmsg);
     if (rc) return rc;
     kl_rc k = kl_writer_delete_below(a->w, s, &err);
     if (k) return fail_kl(errmsg, k, &err);
@@ -467,7 +511,7 @@ int kl_append_sync(kl_append *a, char **errmsg) {
 static void forget_txn(kl_append *a) {
   a->nsp = 0;
   a->del_n = 0;
-  a->del_max = -1;
+  a->del_max = a->del_hi = -1;
 }
 
 int kl_append_begin(kl_append *a) {
@@ -501,7 +545,7 @@ int kl_append_savepoint(kl_append *a, int n, char **errmsg) {
   /* Savepoints are numbered densely; one skipped was set when this table
   ** joined the transaction, with nothing changed since. */
   for (int i = a->nsp < n ? a->nsp : n; i <= n; i++) {
-    a->sp[i] = (struct del_mark){a->del_n, a->del_max};
+    a->sp[i] = (struct del_mark){a->del_n, a->del_max, a->del_hi};
   }
   a->nsp = n + 1;
   if (!a->w || !kl_writer_in_txn(a->w)) return SQLITE_OK;
@@ -523,10 +567,11 @@ int kl_append_rollback_to(kl_append *a, int n, char **errmsg) {
   if (n < -1 || n >= a->nsp) return SQLITE_OK;
   if (n < 0) {
     a->del_n = 0;
-    a->del_max = -1;
+    a->del_max = a->del_hi = -1;
   } else {
     a->del_n = a->sp[n].n;
     a->del_max = a->sp[n].max;
+    a->del_hi = a->sp[n].hi;
   }
   a->nsp = n + 1;
   if (!a->w || !kl_writer_in_txn(a->w)) return SQLITE_OK;
@@ -534,6 +579,13 @@ int kl_append_rollback_to(kl_append *a, int n, char **errmsg) {
   kl_rc rc = kl_writer_rollback_to(a->w, n, &err);
   return rc ? fail_kl(errmsg, rc, &err) : SQLITE_OK;
 }
+
+void kl_append_scan_begin(kl_append *a, int64_t off_hi) {
+  a->scan_hi = off_hi;
+  a->scan_done = 0;
+}
+
+void kl_append_scan_end(kl_append *a) { a->scan_done = 1; }
 
 int64_t kl_append_deleted_below(const kl_append *a) {
   return a->del_n > 0 ? a->del_max + 1 : -1;
@@ -649,6 +701,11 @@ int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64
     sqlite3_int64 r = sqlite3_value_int64(argv[0]);
     a->del_n++;
     if (r > a->del_max) a->del_max = r;
+    /* SQLite reads a DELETE's scan to its end before it removes a row (a
+    ** scan of one row aside): the last scan is this statement's. */
+    if (a->scan_done && a->scan_hi != INT64_MAX && a->scan_hi >= r && a->scan_hi + 1 > a->del_hi) {
+      a->del_hi = a->scan_hi + 1;
+    }
     return SQLITE_OK;
   }
   return insert(a, argc, argv, rowid, errmsg);

@@ -84,6 +84,15 @@ kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err);
 ** for them at once, for everyone else at the commit.  -1: none. */
 int64_t kl_append_deleted_below(const kl_append *a);
 
+/* The scans of this table, for retention: a DELETE's WHERE offset < N
+** says where the prefix ends, even when the records just below N are
+** ones the table does not show.  kl_append_scan_begin at each scan's
+** start, with the largest offset its bounds admit (INT64_MAX: no bound;
+** -1 for a scan that is not a range of offsets), kl_append_scan_end when
+** it has read all it admits. */
+void kl_append_scan_begin(kl_append *a, int64_t off_hi);
+void kl_append_scan_end(kl_append *a);
+
 /* xBegin, xSync, xCommit, xRollback, xSavepoint, xRelease, xRollbackTo.
 ** The lock is taken at the first change, but SQLite's savepoints count
 ** from xBegin: a statement's or a savepoint's undo takes away what the

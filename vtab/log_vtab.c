@@ -1032,12 +1032,23 @@ static kl_rc next_partition(kl_vcursor *c, kl_err *err) {
   return KL_DONE;
 }
 
+/* The scan has read every row its plan admits. */
+static int scan_end(kl_vcursor *c) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  if (vt->app) kl_append_scan_end(vt->app);
+  c->eof = 1;
+  return SQLITE_OK;
+}
+
 /* Move to the next row that the plan admits. */
 static int step(kl_vcursor *c) {
   kl_err err; /* per row: set up without clearing its 512 bytes */
   kl_err_clear(&err);
   for (;;) {
-    if (c->limit == 0) break;
+    if (c->limit == 0) {
+      c->eof = 1;
+      return SQLITE_OK;
+    }
     kl_rc rc = advance(c, &err);
     if (rc == KL_OK) {
       if (c->skip > 0) {
@@ -1062,8 +1073,7 @@ static int step(kl_vcursor *c) {
       return report(c, rc, &err);
     }
   }
-  c->eof = 1;
-  return SQLITE_OK;
+  return scan_end(c);
 }
 
 static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
@@ -1188,6 +1198,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     }
     c->n_in = m;
   }
+  if (vt->app) kl_append_scan_begin(vt->app, in_list ? -1 : c->bnd.off_hi);
   c->eof = 0;
   if (idx & KL_P_TS_ORDER) {
     c->tsd = 1;
@@ -1222,10 +1233,7 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   }
   kl_err err = {0};
   kl_rc krc = next_partition(c, &err);
-  if (krc == KL_DONE) {
-    c->eof = 1;
-    return SQLITE_OK;
-  }
+  if (krc == KL_DONE) return scan_end(c);
   if (krc) {
     c->eof = 1;
     return report(c, krc, &err);
