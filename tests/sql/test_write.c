@@ -492,6 +492,110 @@ static void test_retention_ends_where_the_where_says(void **state) {
   t_drop_partition(dir);
 }
 
+/* A VFS over the default one whose files refuse every write while
+** ff_fail is set: SQLite's own commit then fails after the tables'
+** xSync, as on a full or failing disk under the database file. */
+typedef struct ff_file {
+  sqlite3_file base;
+  sqlite3_file *real; /* the default VFS's file, just after this struct */
+} ff_file;
+static int ff_fail;
+static sqlite3_vfs ff_vfs;
+
+static sqlite3_file *ff_real(sqlite3_file *f) { return ((ff_file *)f)->real; }
+static int ff_close(sqlite3_file *f) { return ff_real(f)->pMethods->xClose(ff_real(f)); }
+static int ff_read(sqlite3_file *f, void *p, int n, sqlite3_int64 o) {
+  return ff_real(f)->pMethods->xRead(ff_real(f), p, n, o);
+}
+static int ff_write(sqlite3_file *f, const void *p, int n, sqlite3_int64 o) {
+  return ff_fail ? SQLITE_IOERR_WRITE : ff_real(f)->pMethods->xWrite(ff_real(f), p, n, o);
+}
+static int ff_truncate(sqlite3_file *f, sqlite3_int64 n) {
+  return ff_real(f)->pMethods->xTruncate(ff_real(f), n);
+}
+static int ff_sync(sqlite3_file *f, int fl) { return ff_real(f)->pMethods->xSync(ff_real(f), fl); }
+static int ff_size(sqlite3_file *f, sqlite3_int64 *n) {
+  return ff_real(f)->pMethods->xFileSize(ff_real(f), n);
+}
+static int ff_lock(sqlite3_file *f, int l) { return ff_real(f)->pMethods->xLock(ff_real(f), l); }
+static int ff_unlock(sqlite3_file *f, int l) { return ff_real(f)->pMethods->xUnlock(ff_real(f), l); }
+static int ff_reserved(sqlite3_file *f, int *r) {
+  return ff_real(f)->pMethods->xCheckReservedLock(ff_real(f), r);
+}
+static int ff_control(sqlite3_file *f, int op, void *a) {
+  return ff_real(f)->pMethods->xFileControl(ff_real(f), op, a);
+}
+static int ff_sector(sqlite3_file *f) { return ff_real(f)->pMethods->xSectorSize(ff_real(f)); }
+static int ff_device(sqlite3_file *f) {
+  return ff_real(f)->pMethods->xDeviceCharacteristics(ff_real(f));
+}
+static const sqlite3_io_methods ff_methods = {
+    .iVersion = 1, .xClose = ff_close, .xRead = ff_read, .xWrite = ff_write,
+    .xTruncate = ff_truncate, .xSync = ff_sync, .xFileSize = ff_size, .xLock = ff_lock,
+    .xUnlock = ff_unlock, .xCheckReservedLock = ff_reserved, .xFileControl = ff_control,
+    .xSectorSize = ff_sector, .xDeviceCharacteristics = ff_device};
+
+static int ff_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *f, int flags, int *out) {
+  sqlite3_vfs *real = vfs->pAppData;
+  ff_file *x = (ff_file *)f;
+  x->real = (sqlite3_file *)(x + 1);
+  int rc = real->xOpen(real, name, x->real, flags, out);
+  x->base.pMethods = rc == SQLITE_OK ? &ff_methods : NULL;
+  return rc;
+}
+
+static void ff_register(void) {
+  if (ff_vfs.zName) return;
+  sqlite3_vfs *real = sqlite3_vfs_find(NULL);
+  ff_vfs = *real;
+  ff_vfs.iVersion = 1;
+  ff_vfs.szOsFile = (int)sizeof(ff_file) + real->szOsFile;
+  ff_vfs.zName = "kl-failwrite";
+  ff_vfs.pAppData = real;
+  ff_vfs.xOpen = ff_open;
+  assert_int_equal(sqlite3_vfs_register(&ff_vfs, 0), SQLITE_OK);
+}
+
+/* SQLite's commit fails after the table's xSync made its records durable
+** and published them (the database file cannot be written): xRollback
+** takes them back, so no reader ever sees them and the next transaction
+** continues from the old end. */
+static void test_failed_database_commit_after_sync_publishes_nothing(void **state) {
+  (void)state;
+  ff_register();
+  char *dir = t_new_partition("wr-dbfail");
+  char path[4200];
+  snprintf(path, sizeof path, "%s.db", dir);
+  sqlite3 *db = NULL;
+  assert_int_equal(sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE,
+                                   "kl-failwrite"), SQLITE_OK);
+  assert_int_equal(sqlite3_kafkalog_init(db, NULL, NULL), SQLITE_OK);
+  create(db, "t", dir, NULL);
+  st_exec(db, "CREATE TABLE plain(x); INSERT INTO t(value) VALUES ('before')");
+  st_exec(db, "BEGIN; INSERT INTO t(value) VALUES ('lost-1'), ('lost-2'); INSERT INTO plain VALUES (1)");
+  ff_fail = 1;
+  int rc = sqlite3_exec(db, "COMMIT", NULL, NULL, NULL);
+  ff_fail = 0;
+  assert_int_equal(rc & 0xff, SQLITE_IOERR);
+  if (!sqlite3_get_autocommit(db)) st_exec(db, "ROLLBACK");
+  sqlite3 *other = st_open();
+  const char *values = "SELECT group_concat(CAST(value AS TEXT), ',') FROM kafka_log(?1)";
+  st_buf b = {0};
+  assert_int_equal(st_render(other, st_prep(other, values, "t", dir), &b), 1);
+  assert_string_equal(b.p, "'before'\n");
+  st_buf_free(&b);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM plain", NULL), 0);
+  st_exec(db, "INSERT INTO t(value) VALUES ('after')");
+  assert_int_equal(sqlite3_last_insert_rowid(db), 1);
+  assert_int_equal(st_render(other, st_prep(other, values, "t", dir), &b), 1);
+  assert_string_equal(b.p, "'before,after'\n");
+  st_buf_free(&b);
+  st_close(other);
+  st_close(db);
+  unlink(path);
+  t_drop_partition(dir);
+}
+
 /* A writer committing transactions in a loop, killed with SIGKILL at
 ** random moments: after each kill every transaction it reported committed
 ** is there whole, no other record is, and the indexes agree with the log. */
@@ -1195,6 +1299,7 @@ int main(void) {
       cmocka_unit_test(test_retention),
       cmocka_unit_test(test_retention_read_committed),
       cmocka_unit_test(test_retention_ends_where_the_where_says),
+      cmocka_unit_test(test_failed_database_commit_after_sync_publishes_nothing),
       cmocka_unit_test(test_options_kept),
       cmocka_unit_test(test_record_over_max_message_bytes_refused),
       cmocka_unit_test(test_default_batches_are_producer_sized),
