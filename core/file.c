@@ -4,9 +4,12 @@
 */
 #include "file.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -238,6 +241,33 @@ void kl_window_free(kl_window *w, const kl_env *env) {
   w->len = 0;
 }
 
+/* The temporary files of replacements of path by processes that no longer
+** run (killed between making one and renaming it) are removed; one of a
+** process that runs, this one's included, may be about to be renamed. */
+static void sweep_dead_tmps(const char *dir, const char *path) {
+  const char *base = strrchr(path, '/');
+  base = base ? base + 1 : path;
+  size_t bn = strlen(base);
+  DIR *d = opendir(dir);
+  if (!d) return;
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    const char *nm = e->d_name;
+    if (strncmp(nm, base, bn) != 0 || nm[bn] != '.') continue;
+    char *end = NULL;
+    long pid = strtol(nm + bn + 1, &end, 10);
+    unsigned i;
+    char tail[8];
+    if (end == nm + bn + 1 || pid <= 0 || pid == (long)getpid()) continue;
+    if (sscanf(end, "-%u%7s", &i, tail) != 2 || strcmp(tail, ".tmp") != 0) continue;
+    if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
+    char full[4400];
+    snprintf(full, sizeof full, "%s/%s", dir, nm);
+    unlink(full);
+  }
+  closedir(d);
+}
+
 kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
                       kl_err *err) {
   char tmp[4400];
@@ -263,6 +293,7 @@ kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *
     unlink(tmp);
     return rc;
   }
+  sweep_dead_tmps(dir, path);
   int d = dirfd;
   if (d < 0 && (rc = kl_fd_open(dir, O_RDONLY | O_DIRECTORY, 0, &d, err)) != KL_OK) return rc;
   if (fsync(d) != 0) {

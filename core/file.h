@@ -70,7 +70,9 @@ kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path
 ** open it here), with the n bytes at p, so that a crash leaves the old file
 ** or the new one whole, never a part: a temporary file only this process
 ** writes (path.<pid>-<i>.tmp, made with O_EXCL), synced, renamed over path,
-** then the directory synced.  A failure removes the temporary file; errors
+** then the directory synced; temporary files of path that processes no
+** longer running left (killed before their rename) are removed.  A
+** failure removes the temporary file; errors
 ** as kl_write_rc says, naming the file. */
 kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
                       kl_err *err);

@@ -492,6 +492,38 @@ static void test_retention_ends_where_the_where_says(void **state) {
   t_drop_partition(dir);
 }
 
+/* A writer killed between writing a checkpoint's temporary file and
+** renaming it leaves the file behind: the next replacement removes those of
+** processes that no longer run, and leaves one of a running process. */
+static void test_dead_writers_checkpoint_tmp_removed(void **state) {
+  (void)state;
+  char *dir = t_new_partition("wr-tmpsweep");
+  char root[4200], dead[4400], live[4400];
+  snprintf(root, sizeof root, "%.*s", (int)(strrchr(dir, '/') - dir), dir);
+  pid_t pid = fork();
+  if (pid == 0) _exit(0);
+  assert_true(pid > 0);
+  waitpid(pid, NULL, 0);
+  snprintf(dead, sizeof dead, "%s/log-start-offset-checkpoint.%ld-0.tmp", root, (long)pid);
+  snprintf(live, sizeof live, "%s/log-start-offset-checkpoint.%ld-3.tmp", root, (long)getppid());
+  sqlite3 *db = st_open();
+  create(db, "t", dir, NULL);
+  st_exec(db, "INSERT INTO t(value) VALUES ('a'), ('b'), ('c')");
+  for (int k = 0; k < 2; k++) {
+    FILE *f = fopen(k ? live : dead, "w");
+    assert_non_null(f);
+    fputs("0\n1\nevents 0 1\n", f);
+    fclose(f);
+  }
+  st_exec(db, "DELETE FROM t WHERE offset < 2");
+  struct stat sb;
+  assert_int_equal(stat(dead, &sb), -1);
+  assert_int_equal(stat(live, &sb), 0);
+  unlink(live);
+  st_close(db);
+  t_drop_partition(dir);
+}
+
 /* A VFS over the default one whose files refuse every write while
 ** ff_fail is set: SQLite's own commit then fails after the tables'
 ** xSync, as on a full or failing disk under the database file. */
@@ -1300,6 +1332,7 @@ int main(void) {
       cmocka_unit_test(test_retention_read_committed),
       cmocka_unit_test(test_retention_ends_where_the_where_says),
       cmocka_unit_test(test_failed_database_commit_after_sync_publishes_nothing),
+      cmocka_unit_test(test_dead_writers_checkpoint_tmp_removed),
       cmocka_unit_test(test_options_kept),
       cmocka_unit_test(test_record_over_max_message_bytes_refused),
       cmocka_unit_test(test_default_batches_are_producer_sized),
