@@ -8,6 +8,8 @@
 **   kafka_log_stats_reset()  set them back to zero
 **   kafka_log_recover(dir)   leave a partition directory as its last commit
 **                            left it, for a Kafka broker (JSON of the work)
+**   kafka_partition_for(key, n)  the partition Kafka's default partitioner
+**                            sends key to among n
 */
 #include <stdio.h>
 #include <string.h>
@@ -16,6 +18,7 @@
 #include <zstd.h>
 
 #include "glue.h"
+#include "partitioner.h"
 #include "writer.h"
 
 SQLITE_EXTENSION_INIT1
@@ -111,6 +114,27 @@ static void fn_payload(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (p) sqlite3_result_blob(ctx, n > 5 ? p + 5 : (const void *)"", n - 5, SQLITE_TRANSIENT);
 }
 
+/* The key's bytes as a record stores them (a BLOB's, a TEXT's UTF-8, a
+** number's text), so that WHERE partition = kafka_partition_for('c42', 12)
+** names the partition a producer sent key c42 to. */
+static void fn_partition_for(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  sqlite3_int64 n = sqlite3_value_int64(argv[1]);
+  if (sqlite3_value_numeric_type(argv[1]) != SQLITE_INTEGER || n < 1 || n > INT32_MAX) {
+    sqlite3_result_error(ctx, "kafka_partition_for: the partition count must be an integer "
+                         "from 1 to 2147483647", -1);
+    return;
+  }
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return; /* no key: no partition */
+  const void *p = sqlite3_value_type(argv[0]) == SQLITE_BLOB ? sqlite3_value_blob(argv[0])
+                                                             : sqlite3_value_text(argv[0]);
+  int len = sqlite3_value_bytes(argv[0]);
+  if (!p && len > 0) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  sqlite3_result_int(ctx, kl_partition_for(p, (size_t)len, (int32_t)n));
+}
+
 /*
 ** What the extension registers, in order.  Registration succeeds whole or
 ** takes back what it made: a function left behind would point at a module
@@ -131,6 +155,7 @@ static const kl_fn_def kl_fns[] = {
     {"kafka_log_stats", 0, KL_INNOCUOUS, 1, fn_stats},
     {"kafka_schema_id", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_schema_id},
     {"kafka_payload", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_payload},
+    {"kafka_partition_for", 2, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_partition_for},
     {"kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, fn_stats_reset},
     {"kafka_log_recover", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, fn_recover},
 };

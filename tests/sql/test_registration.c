@@ -21,7 +21,7 @@ static const char *const g_functions[] = {
     "SELECT kafka_log_max_skew('/nonexistent')", "SELECT kafka_log_version()",
     "SELECT kafka_log_stats()", "SELECT kafka_schema_id(x'00000000')",
     "SELECT kafka_payload(x'00000000')", "SELECT kafka_log_stats_reset()",
-    "SELECT kafka_log_recover('/nonexistent')",
+    "SELECT kafka_log_recover('/nonexistent')", "SELECT kafka_partition_for('k', 3)",
 };
 static const char *const g_modules[] = {
     "kafka_log", "kafka_log_check", "kafka_batches", "kafka_segments", "kafka_consumer_offsets",

@@ -520,6 +520,27 @@ static void test_max_skew(void **state) {
   st_close(db);
 }
 
+/* Kafka's default partitioner in SQL: a key's bytes whatever its type (a
+** TEXT's UTF-8, a number's text), no partition for no key, and a count that
+** is not a positive integer refused. */
+static void test_partition_for(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  assert_int_equal(st_int(db, "SELECT kafka_partition_for('foobar', 50)", NULL), 16);
+  assert_int_equal(st_int(db, "SELECT kafka_partition_for(x'666f6f626172', 50)", NULL), 16);
+  assert_int_equal(st_int(db, "SELECT kafka_partition_for(21, 1000) = kafka_partition_for('21', 1000)"
+                              " AND kafka_partition_for(NULL, 3) IS NULL", NULL), 1);
+  static const char *const bad[] = {"0", "-1", "2.5", "'x'", "NULL", "2147483648"};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    char *q = sqlite3_mprintf("SELECT kafka_partition_for('k', %s)", bad[i]);
+    char *m = st_expect_rc(db, q, SQLITE_ERROR);
+    assert_non_null(strstr(m, "partition count"));
+    free(m);
+    sqlite3_free(q);
+  }
+  st_close(db);
+}
+
 /* Confluent's wire format: a zero byte, a 4-byte big-endian schema id,
 ** the payload.  Anything else is NULL, never a guess. */
 static void test_confluent_wire(void **state) {
@@ -839,6 +860,7 @@ int main(void) {
       cmocka_unit_test(test_quoted_number_option),
       cmocka_unit_test(test_repeated_option_is_error),
       cmocka_unit_test(test_confluent_wire),
+      cmocka_unit_test(test_partition_for),
       cmocka_unit_test(test_batches),
       cmocka_unit_test(test_truncated_log),
       cmocka_unit_test(test_corrupt_log),
