@@ -45,6 +45,7 @@
 #include "logcache.h"
 #include "options.h"
 #include "plan.h"
+#include "terms.h"
 #include "txn.h"
 #include "utf8.h"
 
@@ -105,6 +106,7 @@ typedef struct kl_vcursor {
   int n_in, i_in;
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
   sqlite3_int64 skip;       /* rows to skip first (OFFSET) */
+  int64_t pid_lo, pid_hi;   /* producer_id bounds (inclusive) */
   int eof;
   kl_buf json;              /* headers column scratch */
   int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */
@@ -652,6 +654,16 @@ static int report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
                    err->msg[0] ? err->msg : kl_rc_name(rc));
 }
 
+/* Is the current record not a row of the query, on its batch's header
+** alone (no record is decoded): a record of an aborted transaction, which
+** a read_committed consumer never sees, or of a producer the query does
+** not ask for (producer_id = ?). */
+static int passed_over(const kl_vcursor *c) {
+  const kl_batch *b = kl_cursor_batch(c->cur);
+  if (b->producer_id < c->pid_lo || b->producer_id > c->pid_hi) return 1;
+  return c->read_committed && kl_txns_aborted(&c->ref->txns, b);
+}
+
 /* Start the core cursor on the next IN value (or the only range). */
 static kl_rc start_range(kl_vcursor *c, kl_err *err) {
   kl_bounds b = c->pbnd;
@@ -699,6 +711,7 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
   *found = 0;
   const kl_bounds *b0 = &c->pbnd;
   if (c->merge || c->on_corrupt != KL_ON_CORRUPT_ERROR || c->read_committed ||
+      c->pid_lo != INT64_MIN || c->pid_hi != INT64_MAX ||
       b0->off_lo != INT64_MIN || b0->off_hi != INT64_MAX || b0->ts_lo != INT64_MIN ||
       b0->ts_hi != INT64_MAX) {
     return KL_OK;
@@ -767,7 +780,7 @@ static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
       if (rc == KL_OK) rc = start_range(c, err);
       while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
         int64_t off, ts;
-        if (c->read_committed && kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) continue;
+        if (passed_over(c)) continue;
         if (!kl_cursor_peek(c->cur, &off, &ts)) {
           if ((rc = kl_cursor_load(c->cur, err)) != KL_OK) break;
           off = kl_cursor_record(c->cur)->offset;
@@ -823,10 +836,7 @@ static kl_rc advance(kl_vcursor *c, kl_err *err) {
   if (c->heap) return merge_next(c, err);
   if (c->tsd) return tsd_next(c, err);
   kl_rc rc;
-  while ((rc = kl_cursor_next(c->cur, err)) == KL_OK && c->read_committed &&
-         kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) {
-    /* A record of an aborted transaction: a read_committed consumer
-    ** never sees it. */
+  while ((rc = kl_cursor_next(c->cur, err)) == KL_OK && passed_over(c)) {
   }
   return rc;
 }
@@ -948,10 +958,7 @@ static kl_rc lane_step(kl_vcursor *c, kl_err *err) {
   kl_rc rc;
   for (;;) {
     rc = kl_cursor_next(c->cur, err);
-    if (rc == KL_OK && c->read_committed &&
-        kl_txns_aborted(&c->ref->txns, kl_cursor_batch(c->cur))) {
-      continue;
-    }
+    if (rc == KL_OK && passed_over(c)) continue;
     if (rc == KL_DONE && c->in && c->i_in < c->n_in) {
       if ((rc = start_range(c, err)) != KL_OK) return rc;
       continue;
@@ -1066,6 +1073,141 @@ static int step(kl_vcursor *c) {
   return SQLITE_OK;
 }
 
+/* What one xFilter's terms ask for, besides the bounds in c->bnd. */
+typedef struct kl_args {
+  const char *dir;          /* the path */
+  sqlite3_value *in_list;   /* offset IN (...), or NULL */
+  kl_part_filter pf;        /* topic and partition constraints */
+  int64_t opt[KL_OPT_COUNT];/* the options, the table's unless a term
+                            ** gives one (options.h) */
+} kl_args;
+
+/* Read the terms of the plan (idx_str, terms.h) from argv into c and a. */
+static int read_args(kl_vcursor *c, const char *idx_str, int argc, sqlite3_value **argv,
+                     kl_args *a) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  kl_term_use use[KL_TERMS_MAX];
+  int n;
+  int rc = kl_terms_decode(kl_log_terms, kl_log_nterms, kl_log_phrases, idx_str, argc, use, &n,
+                           &vt->base, "kafka_log");
+  for (int i = 0; rc == SQLITE_OK && i < n; i++) {
+    const kl_term *t = &kl_log_terms[use[i].term];
+    sqlite3_value *v = argv[i];
+    switch (t->act) {
+      case KL_ACT_PATH: a->dir = (const char *)sqlite3_value_text(v); break;
+      case KL_ACT_TOPIC: a->pf.topic = v, a->pf.topic_in = use[i].in; break;
+      case KL_ACT_PARTITION:
+        if (t->arg == KL_CMP_EQ) a->pf.part = v, a->pf.part_in = use[i].in;
+        else kl_fold_bound((enum kl_cmp_op)t->arg, v, &a->pf.lo, &a->pf.hi);
+        break;
+      case KL_ACT_OFFSET:
+        if (use[i].in) a->in_list = v;
+        else kl_fold_bound((enum kl_cmp_op)t->arg, v, &c->bnd.off_lo, &c->bnd.off_hi);
+        break;
+      case KL_ACT_TIMESTAMP:
+        kl_fold_bound((enum kl_cmp_op)t->arg, v, &c->bnd.ts_lo, &c->bnd.ts_hi);
+        break;
+      case KL_ACT_PRODUCER:
+        kl_fold_bound((enum kl_cmp_op)t->arg, v, &c->pid_lo, &c->pid_hi);
+        break;
+      case KL_ACT_OPTION: {
+        /* A hidden-column option, read as CREATE reads it (options.h). */
+        char *m = NULL;
+        if ((rc = kl_option_value(kl_option_of((kl_opt_id)t->arg), v, &a->opt[t->arg], &m))) {
+          sqlite3_free(vt->base.zErrMsg);
+          vt->base.zErrMsg = m;
+        }
+        break;
+      }
+      case KL_ACT_LIMIT:
+        c->limit = sqlite3_value_int64(v);
+        if (c->limit < 0) c->limit = -1;
+        break;
+      case KL_ACT_SKIP:
+        c->skip = sqlite3_value_int64(v);
+        if (c->skip < 0) c->skip = 0;
+        break;
+      case KL_ACT_OWN: break;
+    }
+  }
+  return rc;
+}
+
+/* The IN list's values, sorted and distinct, into c->in: rows then come
+** out in offset order. */
+static int read_in_list(kl_vcursor *c, sqlite3_value *in_list) {
+  sqlite3_value *v;
+  int n = 0, cap = 0, rc;
+  for (rc = sqlite3_vtab_in_first(in_list, &v); rc == SQLITE_OK && v;
+       rc = sqlite3_vtab_in_next(in_list, &v)) {
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    kl_fold_bound(KL_CMP_EQ, v, &lo, &hi);
+    if (lo != hi) continue; /* NULL, text, or a fraction: matches nothing */
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      sqlite3_int64 *p = sqlite3_realloc64(c->in, (sqlite3_uint64)cap * sizeof *p);
+      if (!p) return SQLITE_NOMEM;
+      c->in = p;
+    }
+    c->in[n++] = lo;
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_DONE) return rc;
+  if (n == 0) return SQLITE_OK;
+  qsort(c->in, (size_t)n, sizeof *c->in, cmp_i64);
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (m == 0 || c->in[m - 1] != c->in[i]) c->in[m++] = c->in[i];
+  }
+  c->n_in = m;
+  return SQLITE_OK;
+}
+
+/* The files are checked for changes once per statement: the same cursor
+** filtered again (once per row of an outer loop) keeps its listing, its
+** log, its buffers and the batch it decompressed last. */
+static int use_listing(kl_vcursor *c, const kl_args *a) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  int on_corrupt = (int)a->opt[KL_OPT_ON_CORRUPT], read_committed = (int)a->opt[KL_OPT_ISOLATION];
+  if (!c->bk || c->stale || c->on_corrupt != on_corrupt || c->read_committed != read_committed ||
+      strcmp(c->bk->path, a->dir) != 0) {
+    end_scan(c);
+    kl_err err;
+    kl_err_clear(&err);
+    kl_rc krc = kl_listref_get(&vt->bk, a->dir, vt->no_checkpoints, &c->bk, &err);
+    if (krc) return kl_vtab_error(&vt->base, "kafka_log", krc, &err);
+    c->on_corrupt = on_corrupt;
+    c->read_committed = read_committed;
+  }
+  return SQLITE_OK;
+}
+
+/* The plan consumed an order over several partitions (a log directory of
+** few partitions, or a parameter path taken for one partition): their
+** ordered streams are merged here. */
+static int start_merge(kl_vcursor *c, int idx) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  end_partition(c);
+  c->merge = 1;
+  c->by_offset = (idx & KL_P_ORDERED) != 0;
+  c->lanes = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->lanes);
+  if (!c->lanes) return SQLITE_NOMEM;
+  memset(c->lanes, 0, c->nsel * sizeof *c->lanes);
+  c->isel = c->nsel; /* the lanes read them all */
+  if (c->by_offset && c->nsel <= (size_t)vt->set.max_open) {
+    /* Every lane stays open: the rows are the merge of the lanes. */
+    c->heap = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->heap);
+    if (!c->heap) return SQLITE_NOMEM;
+  } else {
+    /* Timestamp order, or more partitions than may be open at once: every
+    ** row comes from the sorted pairs, read by offset in its lane. */
+    c->tsd = 1;
+    c->tsd_desc = (idx & KL_P_DESC) != 0;
+    c->bnd.desc = 0;
+  }
+  c->eof = 0;
+  return step(c);
+}
+
 static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
                      sqlite3_value **argv) {
   kl_vcursor *c = (kl_vcursor *)cur;
@@ -1077,149 +1219,33 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   c->eof = 1;
   c->limit = -1;
   c->skip = 0;
+  c->pid_lo = INT64_MIN;
+  c->pid_hi = INT64_MAX;
   c->bnd = kl_bounds_all();
   c->bnd.desc = (idx & KL_P_DESC) != 0 && !(idx & KL_P_TS_ORDER);
-  const char *dir = vt->dir;
-  int a = 0;
-  sqlite3_value *in_list = NULL;
-  kl_part_filter pf; /* topic and partition constraints */
-  kl_part_filter_init(&pf);
-  int on_corrupt = vt->on_corrupt;
-  int read_committed = vt->read_committed;
-  int text[2] = {vt->text[0], vt->text[1]};
-  sqlite3_int64 max_skew = vt->max_skew;
-  for (int b = 0; b < KL_P_ARGV_COUNT; b++) {
-    if (!(idx & (1 << b))) continue;
-    if (a >= argc) return SQLITE_ERROR;
-    sqlite3_value *v = argv[a++];
-    int bit = 1 << b;
-    if (bit == KL_P_DIR) {
-      dir = (const char *)sqlite3_value_text(v);
-    } else if (bit == KL_P_OFF_EQ && (idx & KL_P_IN)) {
-      in_list = v;
-    } else if (bit >= KL_P_OFF_EQ && bit <= KL_P_OFF_LE) {
-      kl_fold_bound((enum kl_cmp_op)(b - 1), v, &c->bnd.off_lo, &c->bnd.off_hi);
-    } else if (bit >= KL_P_TS_EQ && bit <= KL_P_TS_LE) {
-      kl_fold_bound((enum kl_cmp_op)(b - 6), v, &c->bnd.ts_lo, &c->bnd.ts_hi);
-    } else if (bit == KL_P_LIMIT) {
-      c->limit = sqlite3_value_int64(v);
-      if (c->limit < 0) c->limit = -1;
-    } else if (bit == KL_P_OFFSET) {
-      c->skip = sqlite3_value_int64(v);
-      if (c->skip < 0) c->skip = 0;
-    } else if (bit == KL_P_ON_CORRUPT || bit == KL_P_SKEW || bit == KL_P_ISOLATION ||
-               bit == KL_P_KEY_TYPE || bit == KL_P_VALUE_TYPE) {
-      /* A hidden-column option, read as CREATE reads it (options.h). */
-      kl_opt_id id = bit == KL_P_ON_CORRUPT ? KL_OPT_ON_CORRUPT
-                     : bit == KL_P_SKEW     ? KL_OPT_MAX_SKEW
-                     : bit == KL_P_ISOLATION ? KL_OPT_ISOLATION
-                     : bit == KL_P_KEY_TYPE ? KL_OPT_KEY_TYPE
-                                            : KL_OPT_VALUE_TYPE;
-      int64_t n = get_option(vt, id);
-      char *m = NULL;
-      int rc = kl_option_value(kl_option_of(id), v, &n, &m);
-      if (rc) {
-        sqlite3_free(cur->pVtab->zErrMsg);
-        cur->pVtab->zErrMsg = m;
-        return rc;
-      }
-      if (id == KL_OPT_ON_CORRUPT) on_corrupt = (int)n;
-      else if (id == KL_OPT_MAX_SKEW) max_skew = n;
-      else if (id == KL_OPT_ISOLATION) read_committed = (int)n;
-      else text[id == KL_OPT_VALUE_TYPE] = (int)n;
-    } else if (bit == KL_P_TOPIC_EQ) {
-      pf.topic = v;
-      pf.topic_in = (idx & KL_P_TOPIC_IN) != 0;
-    } else if (bit == KL_P_PART_EQ) {
-      pf.part = v;
-      pf.part_in = (idx & KL_P_PART_IN) != 0;
-    } else if (bit >= KL_P_PART_GT && bit <= KL_P_PART_LE) {
-      kl_fold_bound((enum kl_cmp_op)(b - 17), v, &pf.lo, &pf.hi);
-    }
-  }
-  c->bnd.max_skew = max_skew;
-  c->max_skew = max_skew;
-  c->text[0] = text[0];
-  c->text[1] = text[1];
-  (void)idx_str;
-  if (!dir) {
+  kl_args a = {.dir = vt->dir};
+  kl_part_filter_init(&a.pf);
+  for (int id = 0; id < KL_OPT_COUNT; id++) a.opt[id] = get_option(vt, (kl_opt_id)id);
+  int rc = read_args(c, idx_str, argc, argv, &a);
+  if (rc) return rc;
+  c->bnd.max_skew = c->max_skew = a.opt[KL_OPT_MAX_SKEW];
+  c->text[0] = (int)a.opt[KL_OPT_KEY_TYPE];
+  c->text[1] = (int)a.opt[KL_OPT_VALUE_TYPE];
+  if (!a.dir) {
     return set_error(cur->pVtab, SQLITE_ERROR, "%s",
                      "kafka_log: a path is required: kafka_log('<partition or log directory>')");
   }
-  /* The files are checked for changes once per statement: the same cursor
-  ** filtered again (once per row of an outer loop) keeps its listing, its
-  ** log, its buffers and the batch it decompressed last. */
-  int rc;
-  if (!c->bk || c->stale || c->on_corrupt != on_corrupt ||
-      c->read_committed != read_committed || strcmp(c->bk->path, dir) != 0) {
-    end_scan(c);
-    kl_err err;
-    kl_err_clear(&err);
-    kl_rc krc = kl_listref_get(&vt->bk, dir, vt->no_checkpoints, &c->bk, &err);
-    if (krc) return kl_vtab_error(cur->pVtab, "kafka_log", krc, &err);
-    c->on_corrupt = on_corrupt;
-    c->read_committed = read_committed;
-  }
+  if ((rc = use_listing(c, &a)) != SQLITE_OK) return rc;
   /* Partitions are chosen by name before any is opened. */
-  if ((rc = kl_choose_parts(c->bk->b, &pf, &c->sel, &c->nsel)) != SQLITE_OK) return rc;
-  if (in_list) {
-    /* All IN values at once, sorted, so rows come out in offset order. */
-    sqlite3_value *v;
-    int n = 0, cap = 0;
-    for (rc = sqlite3_vtab_in_first(in_list, &v); rc == SQLITE_OK && v;
-         rc = sqlite3_vtab_in_next(in_list, &v)) {
-      int64_t lo = INT64_MIN, hi = INT64_MAX;
-      kl_fold_bound(KL_CMP_EQ, v, &lo, &hi);
-      if (lo != hi) continue; /* NULL, text, or a fraction: matches nothing */
-      if (n == cap) {
-        cap = cap ? cap * 2 : 16;
-        sqlite3_int64 *p = sqlite3_realloc64(c->in, (sqlite3_uint64)cap * sizeof *p);
-        if (!p) return SQLITE_NOMEM;
-        c->in = p;
-      }
-      c->in[n++] = lo;
-    }
-    if (rc != SQLITE_OK && rc != SQLITE_DONE) return rc;
-    if (n == 0) return SQLITE_OK;
-    qsort(c->in, (size_t)n, sizeof *c->in, cmp_i64);
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-      if (m == 0 || c->in[m - 1] != c->in[i]) c->in[m++] = c->in[i];
-    }
-    c->n_in = m;
-  }
+  if ((rc = kl_choose_parts(c->bk->b, &a.pf, &c->sel, &c->nsel)) != SQLITE_OK) return rc;
+  if (a.in_list && ((rc = read_in_list(c, a.in_list)) != SQLITE_OK || c->n_in == 0)) return rc;
   c->eof = 0;
   if (idx & KL_P_TS_ORDER) {
     c->tsd = 1;
     c->tsd_desc = (idx & KL_P_DESC) != 0;
     c->tsd_pairs = (idx & KL_P_PAIRS) != 0;
   }
-  if ((idx & (KL_P_ORDERED | KL_P_TS_ORDER)) && c->nsel > 1) {
-    /* The plan consumed an order over several partitions (a log directory
-    ** of few partitions, or a parameter path taken for one partition):
-    ** their ordered streams are merged here. */
-    end_partition(c);
-    c->merge = 1;
-    c->by_offset = (idx & KL_P_ORDERED) != 0;
-    c->lanes = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->lanes);
-    if (!c->lanes) return SQLITE_NOMEM;
-    memset(c->lanes, 0, c->nsel * sizeof *c->lanes);
-    c->isel = c->nsel; /* the lanes read them all */
-    if (c->by_offset && c->nsel <= (size_t)vt->set.max_open) {
-      /* Every lane stays open: the rows are the merge of the lanes. */
-      c->heap = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->heap);
-      if (!c->heap) return SQLITE_NOMEM;
-    } else {
-      /* Timestamp order, or more partitions than may be open at once:
-      ** every row comes from the sorted pairs, read by offset in its
-      ** lane. */
-      c->tsd = 1;
-      c->tsd_desc = (idx & KL_P_DESC) != 0;
-      c->bnd.desc = 0;
-    }
-    c->eof = 0;
-    return step(c);
-  }
+  if ((idx & (KL_P_ORDERED | KL_P_TS_ORDER)) && c->nsel > 1) return start_merge(c, idx);
   kl_err err = {0};
   kl_rc krc = next_partition(c, &err);
   if (krc == KL_DONE) {
