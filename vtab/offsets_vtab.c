@@ -20,6 +20,7 @@
 #include "broker.h"
 #include "cursor.h"
 #include "glue.h"
+#include "listing.h"
 #include "log.h"
 #include "offsets.h"
 #include "scan.h"

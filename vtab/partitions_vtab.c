@@ -30,6 +30,7 @@
 #include "utf8.h"
 #include "cursor.h"
 #include "glue.h"
+#include "listing.h"
 #include "log.h"
 #include "txn.h"
 

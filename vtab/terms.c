@@ -60,7 +60,7 @@ int kl_terms_used(const kl_term *t, int n, const kl_terms_plan *p, kl_term_act a
 
 void kl_terms_drop(const kl_term *t, int n, kl_terms_plan *p, int flag) {
   for (int k = 0; k < n; k++) {
-    if (t[k].flags & flag) p->used[k] = -1, p->in[k] = 0;
+    if (!flag || (t[k].flags & flag)) p->used[k] = -1, p->in[k] = 0;
   }
 }
 

@@ -19,7 +19,7 @@
 
 #include <stddef.h>
 
-#include "glue.h"
+#include "bounds.h"
 #include "sqlite3ext.h"
 
 #define KL_TERMS_MAX 48      /* rows of a table, at most */
@@ -109,7 +109,7 @@ int kl_terms_find(const kl_term *t, int n, int allow, int rowid_col, int col, in
 ** in t, or -1. */
 int kl_terms_used(const kl_term *t, int n, const kl_terms_plan *p, kl_term_act act, int arg);
 
-/* Unchoose every chosen term with flag. */
+/* Unchoose every chosen term with flag (0: every term). */
 void kl_terms_drop(const kl_term *t, int n, kl_terms_plan *p, int flag);
 
 /* x divided by the narrow factors of the chosen terms, once per group. */
