@@ -25,25 +25,35 @@ static int i64_of(double x, int64_t *out) {
 ** double), which may lie outside int64_t: the +-1 of a strict comparison
 ** is then taken on an integer known to have room for it.
 */
-void kl_fold_bound(enum kl_cmp_op op, sqlite3_value *v, int64_t *lo, int64_t *hi) {
+/* v as the integers floor(v) *fl and ceil(v) *cl, where they lie in *fw,
+** *cw (i64_of): 1, or 0 when "column op v" admits no integer (NULL, NaN,
+** text for =, >, >=; a fraction for =), or -1 when it admits every one
+** ("< text"). */
+static int as_integers(enum kl_cmp_op op, sqlite3_value *v, int64_t *fl, int64_t *cl, int *fw,
+                       int *cw) {
   int t = sqlite3_value_numeric_type(v);
-  int64_t nlo = INT64_MIN, nhi = INT64_MAX, fl = 0, cl = 0;
-  int fw = 0, cw = 0; /* where floor(v) and ceil(v) lie (i64_of) */
+  *fw = *cw = 0;
   if (t == SQLITE_TEXT || t == SQLITE_BLOB) {
-    if (op == KL_CMP_EQ || op == KL_CMP_GT || op == KL_CMP_GE) goto empty;
-    return; /* "< text" holds for every number */
+    return op == KL_CMP_EQ || op == KL_CMP_GT || op == KL_CMP_GE ? 0 : -1;
   }
   if (t == SQLITE_INTEGER) {
-    fl = cl = sqlite3_value_int64(v);
-  } else if (t == SQLITE_FLOAT) {
-    double r = sqlite3_value_double(v);
-    if (isnan(r)) goto empty;
-    fw = i64_of(floor(r), &fl);
-    cw = i64_of(ceil(r), &cl);
-    if (op == KL_CMP_EQ && floor(r) != r) goto empty;
-  } else {
-    goto empty; /* NULL */
+    *fl = *cl = sqlite3_value_int64(v);
+    return 1;
   }
+  if (t != SQLITE_FLOAT) return 0; /* NULL */
+  double r = sqlite3_value_double(v);
+  if (isnan(r)) return 0;
+  *fw = i64_of(floor(r), fl);
+  *cw = i64_of(ceil(r), cl);
+  return op != KL_CMP_EQ || floor(r) == r;
+}
+
+void kl_fold_bound(enum kl_cmp_op op, sqlite3_value *v, int64_t *lo, int64_t *hi) {
+  int64_t nlo = INT64_MIN, nhi = INT64_MAX, fl = 0, cl = 0;
+  int fw, cw; /* where floor(v) and ceil(v) lie (i64_of) */
+  int k = as_integers(op, v, &fl, &cl, &fw, &cw);
+  if (k < 0) return;
+  if (k == 0) goto empty;
   switch (op) {
     case KL_CMP_EQ:
       if (fw) goto empty;

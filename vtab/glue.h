@@ -46,7 +46,7 @@ char *kl_stats_json(const kl_stats *s);
 ** log_vtab.c */
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn);
 
-/* kafka_log_max_skew('<dir>'), its user data the kl_conn.  log_vtab.c */
+/* kafka_log_max_skew('<dir>'), its user data the kl_conn.  log_maxskew.c */
 void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv);
 
 /* Register the kafka_log_check table-valued function, counting its work

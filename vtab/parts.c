@@ -73,47 +73,60 @@ static int part_admitted(const kl_part *p, const kl_part_filter *f, sqlite3_valu
   return 0;
 }
 
+/* The values a partition = constraint lists (pv, np) or none. */
+typedef struct part_values {
+  sqlite3_value **v;
+  int n;
+} part_values;
+
+/* By topic: each distinct topic value (tv, nt, sorted) binary-searches the
+** listing, its partitions taken in order; into sel, *k of them. */
+static int choose_by_topic(const kl_broker *b, const kl_part_filter *f, sqlite3_value **tv, int nt,
+                           const part_values *pv, size_t *sel, size_t *k) {
+  size_t n = kl_broker_count(b);
+  int32_t from = f->lo < 0 ? 0 : f->lo > INT32_MAX ? INT32_MAX : (int32_t)f->lo;
+  for (int t = 0; t < nt && f->lo <= INT32_MAX; t++) {
+    if (sqlite3_value_type(tv[t]) != SQLITE_TEXT) break; /* sorted last */
+    if (t > 0 && cmp_topic(&tv[t - 1], &tv[t]) == 0) continue;
+    const char *name = (const char *)sqlite3_value_text(tv[t]);
+    size_t len = (size_t)sqlite3_value_bytes(tv[t]);
+    if (!name) return SQLITE_NOMEM;
+    for (size_t i = kl_broker_seek(b, name, len, from); i < n; i++) {
+      const kl_part *p = kl_broker_part(b, i);
+      if (!p->topic || strlen(p->topic) != len || memcmp(p->topic, name, len) != 0) break;
+      if (p->partition > f->hi) break;
+      if (part_admitted(p, f, pv->v, pv->n)) sel[(*k)++] = i;
+    }
+  }
+  return SQLITE_OK;
+}
+
 int kl_choose_parts(const kl_broker *b, const kl_part_filter *f, size_t **out, size_t *nout) {
   size_t n = kl_broker_count(b);
-  sqlite3_value **tv = NULL, **pv = NULL;
-  int nt = 0, np = 0, rc = SQLITE_OK;
+  sqlite3_value **tv = NULL;
+  part_values pv = {NULL, 0};
+  int nt = 0, rc = SQLITE_OK;
   *out = NULL;
   *nout = 0;
   if (f->topic) rc = in_values(f->topic, f->topic_in, &tv, &nt);
-  if (rc == SQLITE_OK && f->part) rc = in_values(f->part, f->part_in, &pv, &np);
+  if (rc == SQLITE_OK && f->part) rc = in_values(f->part, f->part_in, &pv.v, &pv.n);
   size_t *sel = rc == SQLITE_OK ? sqlite3_malloc64((sqlite3_uint64)n * sizeof *sel + 1) : NULL;
   if (!sel) rc = rc ? rc : SQLITE_NOMEM;
   size_t k = 0;
   if (rc == SQLITE_OK && f->topic) {
     /* Topics in listing order, so the chosen ones come out in it too. */
     if (nt > 1) qsort(tv, (size_t)nt, sizeof *tv, cmp_topic);
-    int32_t from = f->lo < 0 ? 0 : f->lo > INT32_MAX ? INT32_MAX : (int32_t)f->lo;
-    for (int t = 0; t < nt && f->lo <= INT32_MAX; t++) {
-      if (sqlite3_value_type(tv[t]) != SQLITE_TEXT) break; /* sorted last */
-      if (t > 0 && cmp_topic(&tv[t - 1], &tv[t]) == 0) continue;
-      const char *name = (const char *)sqlite3_value_text(tv[t]);
-      size_t len = (size_t)sqlite3_value_bytes(tv[t]);
-      if (!name) {
-        rc = SQLITE_NOMEM;
-        break;
-      }
-      for (size_t i = kl_broker_seek(b, name, len, from); i < n; i++) {
-        const kl_part *p = kl_broker_part(b, i);
-        if (!p->topic || strlen(p->topic) != len || memcmp(p->topic, name, len) != 0) break;
-        if (p->partition > f->hi) break;
-        if (part_admitted(p, f, pv, np)) sel[k++] = i;
-      }
-    }
+    rc = choose_by_topic(b, f, tv, nt, &pv, sel, &k);
   } else if (rc == SQLITE_OK) {
     int named = f->part || f->lo > INT64_MIN || f->hi < INT64_MAX;
     for (size_t i = 0; i < n; i++) {
       const kl_part *p = kl_broker_part(b, i);
       if (named && !p->topic) continue; /* NULL compares with nothing */
-      if (part_admitted(p, f, pv, np)) sel[k++] = i;
+      if (part_admitted(p, f, pv.v, pv.n)) sel[k++] = i;
     }
   }
   free_values(tv, nt);
-  free_values(pv, np);
+  free_values(pv.v, pv.n);
   if (rc != SQLITE_OK) {
     sqlite3_free(sel);
     return rc;

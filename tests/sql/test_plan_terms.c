@@ -59,7 +59,7 @@ static char *answer(sqlite3 *db, const char *sql, const char *dir) {
 /* EXPLAIN QUERY PLAN of sql, its details one a line. */
 static char *plan_of(sqlite3 *db, const char *sql, const char *dir) {
   char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
-  sqlite3_stmt *st = st_prep(db, q, "t", dir);
+  sqlite3_stmt *st = dir ? st_prep(db, q, "t", dir) : st_prep(db, q, NULL);
   st_buf b = {0};
   st_buf_printf(&b, "%s", "");
   while (sqlite3_step(st) == SQLITE_ROW) {
@@ -220,6 +220,15 @@ static void test_plan_text(void **state) {
     if (!strstr(p, cases[i].want)) fail_msg("%s: plan\n%swithout %s", cases[i].sql, p, cases[i].want);
     free(p);
   }
+  /* README.md's example, on a path known when planning. */
+  char *q = sqlite3_mprintf("SELECT offset, value FROM kafka_log(%Q) WHERE offset >= 100 AND"
+                            " timestamp >= 1700000001000 ORDER BY offset DESC LIMIT 5 OFFSET 2",
+                            t_fixture("b-multi-segment"));
+  char *p = plan_of(db, q, NULL);
+  assert_string_equal(p, "SCAN kafka_log VIRTUAL TABLE INDEX 3:dir=? offset>=? timestamp>=? ORDER"
+                         " BY offset DESC LIMIT ? OFFSET ?\n");
+  free(p);
+  sqlite3_free(q);
   st_close(db);
 }
 
