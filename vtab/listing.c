@@ -56,22 +56,6 @@ void kl_listing_end(kl_listing *l) {
   sqlite3_free(l->sel);
   memset(l, 0, sizeof *l);
 }
-int kl_best_index_dir(sqlite3_index_info *info, int dir_col) {
-  for (int i = 0; i < info->nConstraint; i++) {
-    if (info->aConstraint[i].iColumn != dir_col) continue;
-    if (!info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
-    if (info->aConstraint[i].op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    info->aConstraintUsage[i].argvIndex = 1;
-    info->aConstraintUsage[i].omit = 1;
-    info->idxNum = 1;
-    info->estimatedCost = 1000;
-    return SQLITE_OK;
-  }
-  info->idxNum = 0; /* no directory: xFilter says it is required */
-  info->estimatedCost = 1e12;
-  return SQLITE_OK;
-}
-
 /* ---- the plan of a listing table ---- */
 
 /* No path: nothing is pushed down, and xFilter says the path is required. */
@@ -116,5 +100,29 @@ int kl_listing_args_read(const kl_term *t, int n, const char *idx_str, int argc,
       default: a->own[a->nown] = tk, a->own_v[a->nown++] = v; break;
     }
   }
+  return rc;
+}
+
+int kl_best_index_dir(sqlite3_index_info *info, const kl_term *dir) {
+  kl_terms_plan p;
+  kl_terms_choose(info, dir, 1, 0, -1, &p);
+  for (int i = 0; i < info->nConstraint; i++) {
+    if (info->aConstraint[i].iColumn != dir->col) continue;
+    if (!info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
+    if (info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ) break;
+  }
+  info->idxNum = 0;
+  /* No directory: xFilter says it is required. */
+  info->estimatedCost = p.used[0] >= 0 ? 1000 : 1e12;
+  return kl_terms_emit(info, dir, 1, &p, no_path[0], NULL);
+}
+
+int kl_dir_arg(const kl_term *dir, const char *idx_str, int argc, sqlite3_value **argv,
+               sqlite3_vtab *vt, const char *module, const char **path) {
+  kl_term_use use[KL_TERMS_MAX];
+  int n;
+  *path = NULL;
+  int rc = kl_terms_decode(dir, 1, no_path, idx_str, argc, use, &n, vt, module);
+  if (rc == SQLITE_OK && n == 1) *path = (const char *)sqlite3_value_text(argv[0]);
   return rc;
 }

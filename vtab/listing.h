@@ -15,10 +15,17 @@
 ** sqlite3_vtab) and mark it DIRECTONLY (they read files named in SQL). */
 int kl_listing_connect(sqlite3 *db, const char *schema, size_t size, sqlite3_vtab **out);
 
-/* xBestIndex of a table whose only constraint is its path (column
-** dir_col; kafka_consumer_offsets): dir = ? becomes argv 1 (idxNum 1).
-** Refusal and cost as kl_best_index_listing's. */
-int kl_best_index_dir(sqlite3_index_info *info, int dir_col);
+/* The term of a table whose only constraint is its path (column col). */
+#define KL_DIR_TERM(col) {"dir=?", col, SQLITE_INDEX_CONSTRAINT_EQ, KL_ACT_PATH, 0, 0, 0, 0, 0, 0, 0}
+
+/* xBestIndex of a table whose only constraint is its path, the term dir
+** (kafka_consumer_offsets, kafka_partitions): idxStr "dir=?", idxNum 0.
+** Refusal and cost as kl_best_index_listing's; kl_dir_arg reads the path
+** back in xFilter (NULL when not given; a plan it did not make is
+** SQLITE_ERROR with vt's message). */
+int kl_best_index_dir(sqlite3_index_info *info, const kl_term *dir);
+int kl_dir_arg(const kl_term *dir, const char *idx_str, int argc, sqlite3_value **argv,
+               sqlite3_vtab *vt, const char *module, const char **path);
 
 /* The first terms of a listing table whose columns dir, topic and
 ** partition are dir, topic and part: its path, then which partitions of it

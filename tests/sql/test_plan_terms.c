@@ -213,6 +213,8 @@ static void test_plan_text(void **state) {
        "INDEX 0:dir=? partition>=? offset>?"},
       {"SELECT * FROM kafka_segments(?1) WHERE topic IN ('orders', 'x')",
        "INDEX 0:dir=? topic IN (...)"},
+      {"SELECT * FROM kafka_partitions(?1)", "INDEX 0:dir=?"},
+      {"SELECT * FROM kafka_consumer_offsets(?1)", "INDEX 0:dir=?"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
     char *p = plan_of(db, cases[i].sql, dir);
