@@ -89,6 +89,7 @@ static void end_scan(kl_vcursor *c) {
 int lv_close(sqlite3_vtab_cursor *cur) {
   kl_vcursor *c = (kl_vcursor *)cur;
   end_scan(c);
+  sqlite3_free(c->plan);
   kl_buf_free(NULL, &c->json);
   sqlite3_free(c);
   return SQLITE_OK;
@@ -239,15 +240,25 @@ typedef struct kl_args {
                             ** gives one (options.h) */
 } kl_args;
 
+/* The terms of idx_str into c->plan_use, decoded once per plan. */
+static int decode_plan(kl_vcursor *c, const char *idx_str, int argc) {
+  const char *s = idx_str ? idx_str : "";
+  if (c->plan && strcmp(c->plan, s) == 0 && c->plan_n == argc) return SQLITE_OK;
+  sqlite3_free(c->plan);
+  c->plan = NULL;
+  int rc = kl_terms_decode(kl_log_terms, kl_log_nterms, kl_log_phrases, idx_str, argc, c->plan_use,
+                           &c->plan_n, c->base.pVtab, "kafka_log");
+  if (rc == SQLITE_OK && !(c->plan = sqlite3_mprintf("%s", s))) rc = SQLITE_NOMEM;
+  return rc;
+}
+
 /* Read the terms of the plan (idx_str, terms.h) from argv into c and a. */
 static int read_args(kl_vcursor *c, const char *idx_str, int argc, sqlite3_value **argv,
                      kl_args *a) {
   kl_vtab *vt = (kl_vtab *)c->base.pVtab;
-  kl_term_use use[KL_TERMS_MAX];
-  int n;
-  int rc = kl_terms_decode(kl_log_terms, kl_log_nterms, kl_log_phrases, idx_str, argc, use, &n,
-                           &vt->base, "kafka_log");
-  for (int i = 0; rc == SQLITE_OK && i < n; i++) {
+  int rc = decode_plan(c, idx_str, argc);
+  const kl_term_use *use = c->plan_use;
+  for (int i = 0; rc == SQLITE_OK && i < c->plan_n; i++) {
     const kl_term *t = &kl_log_terms[use[i].term];
     sqlite3_value *v = argv[i];
     switch (t->act) {

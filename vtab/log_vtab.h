@@ -24,6 +24,7 @@
 #include "glue.h"
 #include "logcache.h"
 #include "options.h"
+#include "terms.h"
 
 /* Rowids of a path with several partitions carry the partition's place in
 ** the listing above the offset, so that rows stay distinct (SQLite's OR
@@ -111,6 +112,10 @@ typedef struct kl_vcursor {
                             ** c->cur is not on it */
   int stale;                /* a read failed: the next xFilter opens the
                             ** log afresh */
+  char *plan;               /* the idxStr last decoded (a join filters once
+                            ** per outer row with the same plan) */
+  int plan_n;               /* its terms, in argv order */
+  kl_term_use plan_use[KL_TERMS_MAX];
 } kl_vcursor;
 
 /* ---- log_vtab.c ---- */

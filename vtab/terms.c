@@ -3,7 +3,6 @@
 */
 #include "terms.h"
 
-#include <stdio.h>
 #include <string.h>
 
 SQLITE_EXTENSION_INIT3
@@ -145,10 +144,11 @@ static size_t word_at(const kl_term *t, int n, const char *const *phrases, const
   for (int k = 0; k < n; k++) {
     size_t len = strlen(t[k].label);
     if (len > best && at(s, t[k].label, len)) best = len, *term = k, *in = 0;
-    char w[80];
-    if ((t[k].flags & KL_T_IN) && len > 2 && len < 60) {
-      int m = snprintf(w, sizeof w, "%.*s IN (...)", (int)(len - 2), t[k].label);
-      if ((size_t)m > best && at(s, w, (size_t)m)) best = (size_t)m, *term = k, *in = 1;
+    static const char in_list[] = " IN (...)";
+    size_t m = len - 2 + sizeof in_list - 1; /* "<column> IN (...)" */
+    if ((t[k].flags & KL_T_IN) && len > 2 && m > best && strncmp(s, t[k].label, len - 2) == 0 &&
+        at(s + len - 2, in_list, sizeof in_list - 1)) {
+      best = m, *term = k, *in = 1;
     }
   }
   for (int i = 0; phrases && phrases[i]; i++) {
