@@ -117,17 +117,21 @@ static int invalid_text(const kl_option *o, const char *text, char **errmsg) {
   return rc;
 }
 
+/* s past its spaces (as SQLite's affinity skips them). */
+static const char *skip_spaces(const char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
+  return s;
+}
+
 /* text as an integer the way INTEGER affinity reads it: an integer, or a
 ** real number with an integral value in range, spaces around allowed. */
 static int text_int(const char *t, int64_t *out) {
-  while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r') t++;
+  t = skip_spaces(t);
   if (!*t) return 0;
   char *end;
   errno = 0;
   long long n = strtoll(t, &end, 10);
-  const char *e = end;
-  while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r') e++;
-  if (end != t && !*e && errno == 0) {
+  if (end != t && !*skip_spaces(end) && errno == 0) {
     *out = n;
     return 1;
   }
@@ -135,9 +139,8 @@ static int text_int(const char *t, int64_t *out) {
     return 0; /* hexadecimal, nan, inf: not numbers to SQLite */
   }
   double d = strtod(t, &end);
-  e = end;
-  while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r') e++;
-  if (end == t || *e || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0) {
+  if (end == t || *skip_spaces(end) || d != floor(d) || d < -9223372036854775808.0 ||
+      d >= 9223372036854775808.0) {
     return 0;
   }
   *out = (int64_t)d;

@@ -111,8 +111,9 @@ static int choose_order(sqlite3_index_info *info, const kl_terms_plan *p, const 
                         int single, int *order_ok) {
   /* A path not known yet (a parameter) is taken for a partition: its order
   ** is consumed, and should it hold several, xFilter orders their rows
-  ** itself (read.c: a merge of their streams, or a sort).  A log directory
-  ** known to have few enough partitions: xFilter merges them by offset. */
+  ** itself (a merge of their streams, log_merge.c, or a sort,
+  ** log_tsorder.c).  A log directory known to have few enough partitions:
+  ** xFilter merges them by offset. */
   int ordered_ok = single || pi->partitions == 0;
   int merge_ok = pi->partitions > 0 && pi->partitions <= pi->max_merge;
   int by_offset = info->nOrderBy == 1 && (info->aOrderBy[0].iColumn == KL_COL_OFFSET ||
@@ -184,7 +185,7 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   kl_terms_plan p;
   int allow = pi->need_dir ? KL_T_NEED_DIR : 0;
   /* The rowid is the offset for one partition only (several carry the
-  ** partition in it, see read.c): elsewhere SQLite compares it. */
+  ** partition in it, see log_vtab.h): elsewhere SQLite compares it. */
   int rowid_col = pi->single ? KL_COL_OFFSET : -1;
   kl_terms_choose(info, T, allow, rowid_col, &p);
   if (pi->need_dir && kl_terms_used(T, &p, KL_ACT_PATH, -1) < 0) {
