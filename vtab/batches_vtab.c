@@ -26,6 +26,7 @@
 
 #include "codec.h"
 #include "glue.h"
+#include "listing.h"
 #include "log.h"
 #include "scan.h"
 
@@ -37,17 +38,6 @@ enum {
   KB_COMPRESSION, KB_TIMESTAMP_TYPE, KB_PRODUCER_ID, KB_PRODUCER_EPOCH, KB_BASE_SEQUENCE,
   KB_LEADER_EPOCH, KB_IS_TRANSACTIONAL, KB_IS_CONTROL, KB_CONTROL_TYPE, KB_COORDINATOR_EPOCH,
   KB_TOPIC, KB_PARTITION, KB_DIR, KB_OFFSET
-};
-
-/* Plan bits: the listing's (glue.h, KL_L_*), then these.  KB_P_LO and
-** KB_P_HI carry one argv value each, in this order, after the listing's;
-** the other two say the bound is strict (> rather than >=, < rather than
-** <=). */
-enum {
-  KB_P_LO = KL_L_OWN,       /* last_offset >= ? (> with KB_P_LO_GT) */
-  KB_P_HI = KL_L_OWN << 1,  /* base_offset <= ? (< with KB_P_HI_LT) */
-  KB_P_LO_GT = KL_L_OWN << 2,
-  KB_P_HI_LT = KL_L_OWN << 3
 };
 
 typedef struct kb_vtab {
@@ -97,38 +87,39 @@ static int kb_disconnect(sqlite3_vtab *vt) {
 /* The path is required; topic and partition constraints are the
 ** listing's; last_offset >= / > and base_offset <= / < are handled exactly
 ** (one of each kind; SQLite checks any other). */
+/* The listing's terms, then bounds on the batches' offsets: offset is
+** last_offset under the name kafka_log's readers use, offset >= x lists the
+** batches holding offsets from x on.  One lower and one upper bound are
+** taken (KL_T_ONE), the first given. */
+enum { G_LO = 10, G_HI };
+static const kl_term kb_terms[] = {
+    KL_LISTING_TERMS(KB_DIR, KB_TOPIC, KB_PARTITION),
+    {"last_offset>?", KB_LAST_OFFSET, SQLITE_INDEX_CONSTRAINT_GT, KL_ACT_OWN, KL_CMP_GT, KL_T_ONE,
+     G_LO, 0, 0, 0, 0},
+    {"last_offset>=?", KB_LAST_OFFSET, SQLITE_INDEX_CONSTRAINT_GE, KL_ACT_OWN, KL_CMP_GE, KL_T_ONE,
+     G_LO, 0, 0, 0, 0},
+    {"offset>?", KB_OFFSET, SQLITE_INDEX_CONSTRAINT_GT, KL_ACT_OWN, KL_CMP_GT, KL_T_ONE, G_LO, 0, 0,
+     0, 0},
+    {"offset>=?", KB_OFFSET, SQLITE_INDEX_CONSTRAINT_GE, KL_ACT_OWN, KL_CMP_GE, KL_T_ONE, G_LO, 0,
+     0, 0, 0},
+    {"base_offset<?", KB_BASE_OFFSET, SQLITE_INDEX_CONSTRAINT_LT, KL_ACT_OWN, KL_CMP_LT, KL_T_ONE,
+     G_HI, 0, 0, 0, 0},
+    {"base_offset<=?", KB_BASE_OFFSET, SQLITE_INDEX_CONSTRAINT_LE, KL_ACT_OWN, KL_CMP_LE, KL_T_ONE,
+     G_HI, 0, 0, 0, 0},
+};
+#define NTERMS ((int)(sizeof kb_terms / sizeof *kb_terms))
+
 static int kb_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  int argv;
-  int rc = kl_best_index_listing(info, KB_DIR, KB_TOPIC, KB_PARTITION, &argv);
-  if (rc != SQLITE_OK || !(info->idxNum & KL_L_DIR)) return rc;
-  int use[2] = {-1, -1};
-  for (int i = 0; i < info->nConstraint; i++) {
-    const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-    if (!c->usable) continue;
-    /* offset is last_offset under the name kafka_log's readers use:
-    ** offset >= x lists the batches holding offsets from x on. */
-    if ((c->iColumn == KB_LAST_OFFSET || c->iColumn == KB_OFFSET) && use[0] < 0 &&
-        (c->op == SQLITE_INDEX_CONSTRAINT_GE || c->op == SQLITE_INDEX_CONSTRAINT_GT)) {
-      use[0] = i;
-    }
-    if (c->iColumn == KB_BASE_OFFSET && use[1] < 0 &&
-        (c->op == SQLITE_INDEX_CONSTRAINT_LE || c->op == SQLITE_INDEX_CONSTRAINT_LT)) {
-      use[1] = i;
+  int rc = kl_best_index_listing(info, kb_terms, NTERMS);
+  /* A bound on offsets reads the batches of an index interval or two. */
+  for (int i = 0; rc == SQLITE_OK && i < info->nConstraint; i++) {
+    int col = info->aConstraint[i].iColumn;
+    if (info->aConstraintUsage[i].argvIndex > 0 &&
+        (col == KB_LAST_OFFSET || col == KB_OFFSET || col == KB_BASE_OFFSET)) {
+      info->estimatedCost /= 100;
+      break;
     }
   }
-  for (int k = 0; k < 2; k++) {
-    if (use[k] < 0) continue;
-    info->idxNum |= k == 0 ? KB_P_LO : KB_P_HI;
-    info->aConstraintUsage[use[k]].argvIndex = ++argv;
-    info->aConstraintUsage[use[k]].omit = 1;
-  }
-  int gt = use[0] >= 0 && info->aConstraint[use[0]].op == SQLITE_INDEX_CONSTRAINT_GT;
-  int lt = use[1] >= 0 && info->aConstraint[use[1]].op == SQLITE_INDEX_CONSTRAINT_LT;
-  if (gt) info->idxNum |= KB_P_LO_GT;
-  if (lt) info->idxNum |= KB_P_HI_LT;
-  if (use[0] >= 0) rc = kl_append_idx_str(info, gt ? "last_offset>?" : "last_offset>=?");
-  if (rc == SQLITE_OK && use[1] >= 0) rc = kl_append_idx_str(info, lt ? "base_offset<?" : "base_offset<=?");
-  if (info->idxNum & (KB_P_LO | KB_P_HI)) info->estimatedCost /= 100;
   return rc;
 }
 
@@ -276,21 +267,22 @@ static int kb_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   c->rowno = 0;
   c->lo = INT64_MIN;
   c->hi = INT64_MAX;
-  const char *dir;
-  kl_part_filter f;
-  int a = kl_listing_args(idx, argc, argv, &dir, &f);
-  if (a < 0 || a + ((idx & KB_P_LO) != 0) + ((idx & KB_P_HI) != 0) > argc) return SQLITE_ERROR;
-  /* last_offset >= x and base_offset <= y, as kafka_log folds its bounds. */
-  int64_t ignore_lo = INT64_MIN, ignore_hi = INT64_MAX;
-  if (idx & KB_P_LO) {
-    kl_fold_bound((idx & KB_P_LO_GT) ? KL_CMP_GT : KL_CMP_GE, argv[a++], &c->lo, &ignore_hi);
-    if (ignore_hi < c->lo) return SQLITE_OK; /* NULL: no rows */
+  kl_listing_args a;
+  int rc0 = kl_listing_args_read(kb_terms, NTERMS, idx_str, argc, argv, cur->pVtab,
+                                 "kafka_batches", &a);
+  if (rc0) return rc0;
+  const char *dir = a.dir;
+  const kl_part_filter f = a.f;
+  /* last_offset >= x and base_offset <= y, as kafka_log folds its bounds;
+  ** NULL: no rows. */
+  for (int i = 0; i < a.nown; i++) {
+    enum kl_cmp_op op = (enum kl_cmp_op)a.own[i]->arg;
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    kl_fold_bound(op, a.own_v[i], &lo, &hi);
+    if (lo > hi) return SQLITE_OK;
+    if (op == KL_CMP_GT || op == KL_CMP_GE) c->lo = lo;
+    else c->hi = hi;
   }
-  if (idx & KB_P_HI) {
-    kl_fold_bound((idx & KB_P_HI_LT) ? KL_CMP_LT : KL_CMP_LE, argv[a++], &ignore_lo, &c->hi);
-    if (c->hi < ignore_lo) return SQLITE_OK;
-  }
-  (void)idx_str;
   if (!dir) {
     sqlite3_free(cur->pVtab->zErrMsg);
     cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_batches: a path is required: "

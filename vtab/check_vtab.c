@@ -19,6 +19,7 @@
 
 #include "check.h"
 #include "glue.h"
+#include "listing.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -62,9 +63,11 @@ static int ck_disconnect(sqlite3_vtab *vt) {
   return SQLITE_OK;
 }
 
+static const kl_term ck_terms[] = {KL_LISTING_TERMS(CK_DIR, CK_TOPIC, CK_PARTITION)};
+#define NTERMS ((int)(sizeof ck_terms / sizeof *ck_terms))
+
 static int ck_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  int nargv;
-  return kl_best_index_listing(info, CK_DIR, CK_TOPIC, CK_PARTITION, &nargv);
+  return kl_best_index_listing(info, ck_terms, NTERMS);
 }
 
 static void clear_rows(ck_cursor *c) {
@@ -145,10 +148,11 @@ static int ck_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   ck_end(c);
   c->rowno = 0;
   memset(&c->alone, 0, sizeof c->alone);
-  (void)idx_str;
-  const char *dir;
-  kl_part_filter f;
-  if (kl_listing_args(idx, argc, argv, &dir, &f) < 0) return SQLITE_ERROR;
+  kl_listing_args a;
+  int rc0 = kl_listing_args_read(ck_terms, NTERMS, idx_str, argc, argv, cur->pVtab, "kafka_log_check", &a);
+  if (rc0) return rc0;
+  const char *dir = a.dir;
+  const kl_part_filter f = a.f;
   if (!dir) {
     sqlite3_free(cur->pVtab->zErrMsg);
     cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_log_check: a path is required: "

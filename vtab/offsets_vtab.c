@@ -20,6 +20,7 @@
 #include "broker.h"
 #include "cursor.h"
 #include "glue.h"
+#include "listing.h"
 #include "log.h"
 #include "offsets.h"
 #include "scan.h"
@@ -62,10 +63,12 @@ static int ko_disconnect(sqlite3_vtab *vt) {
   return SQLITE_OK;
 }
 
+static const kl_term ko_dir = KL_DIR_TERM(KO_PATH);
+
 /* The path is required; ORDER BY group_id, topic, partition (a prefix of
 ** it, ascending) is the order the rows come in. */
 static int ko_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  int rc = kl_best_index_dir(info, KO_PATH);
+  int rc = kl_best_index_dir(info, &ko_dir);
   if (rc != SQLITE_OK) return rc;
   int ours = info->nOrderBy > 0 && info->nOrderBy <= 3;
   for (int i = 0; ours && i < info->nOrderBy; i++) {
@@ -152,8 +155,9 @@ static int ko_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
                      sqlite3_value **argv) {
   ko_cursor *c = (ko_cursor *)cur;
   ko_end(c);
-  (void)idx_str;
-  const char *path = idx && argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
+  const char *path;
+  int rc0 = kl_dir_arg(&ko_dir, idx_str, argc, argv, cur->pVtab, "kafka_consumer_offsets", &path);
+  if (rc0) return rc0;
   if (!path) {
     sqlite3_free(cur->pVtab->zErrMsg);
     cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_consumer_offsets: a path is required: "

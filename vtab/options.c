@@ -25,6 +25,8 @@ struct kl_option {
   const kl_opt_word *words; /* a word option's words (NULL-terminated), or NULL */
   const char *expected;     /* what a valid value is; NULL: an integer from
                             ** lo to hi */
+  int64_t def;              /* the default of an option the writer does not
+                            ** keep (append.h keeps Kafka's for its own) */
 };
 
 static const kl_opt_word w_on_corrupt[] = {
@@ -47,28 +49,28 @@ static const kl_opt_word w_ts_type[] = {
 
 /* In the order of kl_opt_id; synonyms after. */
 static const kl_option options[] = {
-    {"on_corrupt", KL_OPT_ON_CORRUPT, 0, 0, w_on_corrupt, "'error' or 'skip'"},
-    {"max_skew_ms", KL_OPT_MAX_SKEW, 0, INT64_MAX, NULL, "an integer of milliseconds, 0 or more"},
-    {"isolation", KL_OPT_ISOLATION, 0, 0, w_isolation, "'read_uncommitted' or 'read_committed'"},
-    {"key_type", KL_OPT_KEY_TYPE, 0, 0, w_type, "'blob' or 'text'"},
-    {"value_type", KL_OPT_VALUE_TYPE, 0, 0, w_type, "'blob' or 'text'"},
-    {"mode", KL_OPT_MODE, 0, 0, w_mode, "'read', 'write' or 'create'"},
+    {"on_corrupt", KL_OPT_ON_CORRUPT, 0, 0, w_on_corrupt, "'error' or 'skip'", KL_ON_CORRUPT_ERROR},
+    {"max_skew_ms", KL_OPT_MAX_SKEW, 0, INT64_MAX, NULL, "an integer of milliseconds, 0 or more", -1},
+    {"isolation", KL_OPT_ISOLATION, 0, 0, w_isolation, "'read_uncommitted' or 'read_committed'", 0},
+    {"key_type", KL_OPT_KEY_TYPE, 0, 0, w_type, "'blob' or 'text'", 0},
+    {"value_type", KL_OPT_VALUE_TYPE, 0, 0, w_type, "'blob' or 'text'", 0},
+    {"mode", KL_OPT_MODE, 0, 0, w_mode, "'read', 'write' or 'create'", KL_MODE_READ},
     /* Positions in Kafka's indexes are int32; 14 is Kafka's own minimum. */
-    {"segment_bytes", KL_OPT_SEGMENT_BYTES, 14, INT32_MAX, NULL, "an integer from 14 to 2147483647"},
+    {"segment_bytes", KL_OPT_SEGMENT_BYTES, 14, INT32_MAX, NULL, "an integer from 14 to 2147483647", 0},
     {"index_interval_bytes", KL_OPT_INDEX_INTERVAL, 0, INT32_MAX, NULL,
-     "an integer from 0 to 2147483647"},
-    {"batch_bytes", KL_OPT_BATCH_BYTES, 128, INT32_MAX, NULL, "an integer from 128 to 2147483647"},
-    {"compression", KL_OPT_COMPRESSION, 0, 0, w_codec, "'none', 'gzip', 'snappy', 'lz4' or 'zstd'"},
-    {"timestamp_type", KL_OPT_TIMESTAMP_TYPE, 0, 0, w_ts_type, "'create_time' or 'log_append_time'"},
+     "an integer from 0 to 2147483647", 0},
+    {"batch_bytes", KL_OPT_BATCH_BYTES, 128, INT32_MAX, NULL, "an integer from 128 to 2147483647", 0},
+    {"compression", KL_OPT_COMPRESSION, 0, 0, w_codec, "'none', 'gzip', 'snappy', 'lz4' or 'zstd'", 0},
+    {"timestamp_type", KL_OPT_TIMESTAMP_TYPE, 0, 0, w_ts_type, "'create_time' or 'log_append_time'", 0},
     {"retention_bytes", KL_OPT_RETENTION_BYTES, -1, INT64_MAX, NULL,
-     "an integer of bytes, or -1 for none"},
+     "an integer of bytes, or -1 for none", 0},
     {"retention_ms", KL_OPT_RETENTION_MS, -1, INT64_MAX, NULL,
-     "an integer of milliseconds, or -1 for none"},
-    {"checkpoints", KL_OPT_CHECKPOINTS, 0, 0, w_checkpoints, "'read' or 'ignore'"},
+     "an integer of milliseconds, or -1 for none", 0},
+    {"checkpoints", KL_OPT_CHECKPOINTS, 0, 0, w_checkpoints, "'read' or 'ignore'", 0},
     /* Kafka's message.max.bytes, bounded by what a reader decompresses. */
     {"max_message_bytes", KL_OPT_MAX_MESSAGE_BYTES, 128,
-     (int64_t)(KL_V2_HEADER + KL_MAX_BATCH_BYTES), NULL, NULL},
-    {"readonly", KL_OPT_MODE, 0, 0, w_readonly, "1 (mode='read') or 0 (mode='write')"},
+     (int64_t)(KL_V2_HEADER + KL_MAX_BATCH_BYTES), NULL, NULL, 0},
+    {"readonly", KL_OPT_MODE, 0, 0, w_readonly, "1 (mode='read') or 0 (mode='write')", 0},
 };
 #define NOPTIONS (sizeof options / sizeof *options)
 
@@ -80,6 +82,20 @@ const kl_option *kl_option_find(const char *name, size_t n) {
 }
 
 const kl_option *kl_option_of(kl_opt_id id) { return &options[id]; }
+
+int64_t kl_option_default(kl_opt_id id) { return options[id].def; }
+
+void kl_option_result(sqlite3_context *ctx, kl_opt_id id, int64_t v) {
+  const kl_option *o = &options[id];
+  for (const kl_opt_word *w = o->words; w && w->word; w++) {
+    if (w->value == v) {
+      sqlite3_result_text(ctx, w->word, -1, SQLITE_STATIC);
+      return;
+    }
+  }
+  if (id == KL_OPT_MAX_SKEW && v < 0) sqlite3_result_null(ctx);
+  else sqlite3_result_int64(ctx, v);
+}
 
 kl_opt_id kl_option_id(const kl_option *o) { return o->id; }
 const char *kl_option_name(const kl_option *o) { return o->name; }
@@ -101,17 +117,21 @@ static int invalid_text(const kl_option *o, const char *text, char **errmsg) {
   return rc;
 }
 
+/* s past its spaces (as SQLite's affinity skips them). */
+static const char *skip_spaces(const char *s) {
+  while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r') s++;
+  return s;
+}
+
 /* text as an integer the way INTEGER affinity reads it: an integer, or a
 ** real number with an integral value in range, spaces around allowed. */
 static int text_int(const char *t, int64_t *out) {
-  while (*t == ' ' || *t == '\t' || *t == '\n' || *t == '\r') t++;
+  t = skip_spaces(t);
   if (!*t) return 0;
   char *end;
   errno = 0;
   long long n = strtoll(t, &end, 10);
-  const char *e = end;
-  while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r') e++;
-  if (end != t && !*e && errno == 0) {
+  if (end != t && !*skip_spaces(end) && errno == 0) {
     *out = n;
     return 1;
   }
@@ -119,9 +139,8 @@ static int text_int(const char *t, int64_t *out) {
     return 0; /* hexadecimal, nan, inf: not numbers to SQLite */
   }
   double d = strtod(t, &end);
-  e = end;
-  while (*e == ' ' || *e == '\t' || *e == '\n' || *e == '\r') e++;
-  if (end == t || *e || d != floor(d) || d < -9223372036854775808.0 || d >= 9223372036854775808.0) {
+  if (end == t || *skip_spaces(end) || d != floor(d) || d < -9223372036854775808.0 ||
+      d >= 9223372036854775808.0) {
     return 0;
   }
   *out = (int64_t)d;
@@ -179,7 +198,7 @@ char *kl_option_literal(kl_opt_id id, int64_t v) {
       if (w->value == v) return sqlite3_mprintf("'%s'", w->word);
     }
   }
-  if (id == KL_OPT_MAX_SKEW && v < 0) return sqlite3_mprintf("NULL");
+  if (id == KL_OPT_MAX_SKEW && v < 0) return sqlite3_mprintf("NULL"); /* none */
   return sqlite3_mprintf("%lld", (long long)v);
 }
 

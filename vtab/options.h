@@ -6,6 +6,11 @@
 ** hidden-column constraint such as kafka_log('p', 'skip') or
 ** WHERE max_skew_ms = ?).
 **
+** One row per option in options.c: its name, the words or the range it
+** takes, how a message says so, its default.  Adding an option is a row
+** there and an id here; a hidden column of kafka_log that takes it is a
+** term of plan.c (KL_ACT_OPTION).
+**
 ** Every value is an int64: an integer option's own value, a word option's
 ** KL_* constant (on_corrupt KL_ON_CORRUPT_*, compression KL_CODEC_*, mode
 ** KL_MODE_*, ...).  Text that is an integer as SQLite's INTEGER affinity
@@ -50,6 +55,15 @@ const kl_option *kl_option_find(const char *name, size_t n);
 
 /* The option of id (by its own name, not a synonym). */
 const kl_option *kl_option_of(kl_opt_id id);
+
+/* The default of an option the writer does not keep (on_corrupt,
+** max_skew_ms, isolation, key_type, value_type, mode, checkpoints); the
+** writer's own come from kl_append_opts_default (append.h). */
+int64_t kl_option_default(kl_opt_id id);
+
+/* The value v of option id as a hidden column returns it: the word that
+** names it, an integer, or NULL for max_skew_ms -1. */
+void kl_option_result(sqlite3_context *ctx, kl_opt_id id, int64_t v);
 
 /* Its id (a synonym's is the option's) and the name it was found by. */
 kl_opt_id kl_option_id(const kl_option *o);

@@ -30,6 +30,7 @@
 #include "utf8.h"
 #include "cursor.h"
 #include "glue.h"
+#include "listing.h"
 #include "log.h"
 #include "txn.h"
 
@@ -73,8 +74,10 @@ static int kp_disconnect(sqlite3_vtab *vt) {
   return SQLITE_OK;
 }
 
+static const kl_term kp_dir = KL_DIR_TERM(KP_PATH);
+
 static int kp_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  return kl_best_index_dir(info, KP_PATH);
+  return kl_best_index_dir(info, &kp_dir);
 }
 
 static int kp_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
@@ -116,8 +119,9 @@ static int kp_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kp_cursor *c = (kp_cursor *)cur;
   kp_end(c);
   c->i = 0;
-  (void)idx_str;
-  const char *path = idx && argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
+  const char *path;
+  int rc0 = kl_dir_arg(&kp_dir, idx_str, argc, argv, cur->pVtab, "kafka_partitions", &path);
+  if (rc0) return rc0;
   if (!path) {
     sqlite3_free(cur->pVtab->zErrMsg);
     cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_partitions: a path is required: "

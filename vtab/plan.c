@@ -1,104 +1,198 @@
 /*
-** plan.c - xBestIndex for kafka_log, following the idxNum table of plan.h.
+** plan.c - xBestIndex for kafka_log: its terms (plan.h) and the choice of
+** order, LIMIT and costs.
 */
 #include "plan.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
+
+#include "options.h"
 
 SQLITE_EXTENSION_INIT3
 
-/* One usable constraint per argv slot; slots in bit order. */
-typedef struct slot {
-  int bit;
-  int iCons; /* aConstraint index, -1 if unused */
-} slot;
+#define EQ SQLITE_INDEX_CONSTRAINT_EQ
+#define GT SQLITE_INDEX_CONSTRAINT_GT
+#define GE SQLITE_INDEX_CONSTRAINT_GE
+#define LT SQLITE_INDEX_CONSTRAINT_LT
+#define LE SQLITE_INDEX_CONSTRAINT_LE
 
-/* The plan bit for a constraint, 0 when the module leaves it to SQLite.
-** A named table's dir and on_corrupt are fixed: comparisons with them are
-** SQLite's to make, against the values the columns return. */
-static int bit_for(int col, int op, const kl_plan_info *pi) {
-  if (op == SQLITE_INDEX_CONSTRAINT_LIMIT) return KL_P_LIMIT;
-  if (op == SQLITE_INDEX_CONSTRAINT_OFFSET) return KL_P_OFFSET;
-  if (col == KL_COL_DIR || col == KL_COL_ON_CORRUPT || col == KL_COL_MAX_SKEW) {
-    if (!pi->need_dir || op != SQLITE_INDEX_CONSTRAINT_EQ) return 0;
-    return col == KL_COL_DIR ? KL_P_DIR : col == KL_COL_ON_CORRUPT ? KL_P_ON_CORRUPT : KL_P_SKEW;
-  }
-  if (col == KL_COL_ISOLATION) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_ISOLATION : 0;
-  if (col == KL_COL_KEY_TYPE) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_KEY_TYPE : 0;
-  if (col == KL_COL_VALUE_TYPE) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_VALUE_TYPE : 0;
-  if (col == KL_COL_TOPIC) return op == SQLITE_INDEX_CONSTRAINT_EQ ? KL_P_TOPIC_EQ : 0;
-  if (col == KL_COL_PARTITION) {
-    switch (op) {
-      case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_PART_EQ;
-      case SQLITE_INDEX_CONSTRAINT_GT: return KL_P_PART_GT;
-      case SQLITE_INDEX_CONSTRAINT_GE: return KL_P_PART_GE;
-      case SQLITE_INDEX_CONSTRAINT_LT: return KL_P_PART_LT;
-      case SQLITE_INDEX_CONSTRAINT_LE: return KL_P_PART_LE;
-    }
-    return 0;
-  }
-  /* The rowid is the offset for one partition only (several carry the
-  ** partition in it, see log_vtab.c): elsewhere SQLite compares it. */
-  if (col == KL_COL_OFFSET || (col == -1 && pi->single)) {
-    switch (op) {
-      case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_OFF_EQ;
-      case SQLITE_INDEX_CONSTRAINT_GT: return KL_P_OFF_GT;
-      case SQLITE_INDEX_CONSTRAINT_GE: return KL_P_OFF_GE;
-      case SQLITE_INDEX_CONSTRAINT_LT: return KL_P_OFF_LT;
-      case SQLITE_INDEX_CONSTRAINT_LE: return KL_P_OFF_LE;
-    }
-    return 0;
-  }
-  if (col == KL_COL_TIMESTAMP) {
-    switch (op) {
-      case SQLITE_INDEX_CONSTRAINT_EQ: return KL_P_TS_EQ;
-      case SQLITE_INDEX_CONSTRAINT_GT: return KL_P_TS_GT;
-      case SQLITE_INDEX_CONSTRAINT_GE: return KL_P_TS_GE;
-      case SQLITE_INDEX_CONSTRAINT_LT: return KL_P_TS_LT;
-      case SQLITE_INDEX_CONSTRAINT_LE: return KL_P_TS_LE;
-    }
-    return 0;
-  }
-  return 0;
-}
+/* Groups of terms that estimate once (terms.h). */
+enum { G_OFF_LO = 3, G_OFF_HI, G_TS_LO, G_TS_HI, G_PRODUCER };
+
+/* A point lookup reads a few index entries and one batch; a range reads
+** its records; a scan reads every byte.  Each bound of one kind counts
+** once: timestamp = over >, >=. */
+const kl_term kl_log_terms[] = {
+    {"dir=?", KL_COL_DIR, EQ, KL_ACT_PATH, 0, KL_T_NEED_DIR, 0, 0, 0, 0, 0},
+    KL_PART_TERMS(KL_COL_TOPIC, KL_COL_PARTITION),
+    {"offset=?", KL_COL_OFFSET, EQ, KL_ACT_OFFSET, KL_CMP_EQ, KL_T_IN | KL_T_NARROWS, 0, 0, 0, 0, 0},
+    {"offset>?", KL_COL_OFFSET, GT, KL_ACT_OFFSET, KL_CMP_GT, KL_T_NARROWS, G_OFF_LO, 0, 0, .25, 0},
+    {"offset>=?", KL_COL_OFFSET, GE, KL_ACT_OFFSET, KL_CMP_GE, KL_T_NARROWS, G_OFF_LO, 0, 0, .25, 0},
+    {"offset<?", KL_COL_OFFSET, LT, KL_ACT_OFFSET, KL_CMP_LT, KL_T_NARROWS, G_OFF_HI, 0, 0, .25, 0},
+    {"offset<=?", KL_COL_OFFSET, LE, KL_ACT_OFFSET, KL_CMP_LE, KL_T_NARROWS, G_OFF_HI, 0, 0, .25, 0},
+    {"timestamp=?", KL_COL_TIMESTAMP, EQ, KL_ACT_TIMESTAMP, KL_CMP_EQ, KL_T_NARROWS, G_TS_LO, 0, 0,
+     .01, 1},
+    {"timestamp>?", KL_COL_TIMESTAMP, GT, KL_ACT_TIMESTAMP, KL_CMP_GT, KL_T_NARROWS, G_TS_LO, 0, 0,
+     .25, 1},
+    {"timestamp>=?", KL_COL_TIMESTAMP, GE, KL_ACT_TIMESTAMP, KL_CMP_GE, KL_T_NARROWS, G_TS_LO, 0, 0,
+     .25, 1},
+    {"timestamp<?", KL_COL_TIMESTAMP, LT, KL_ACT_TIMESTAMP, KL_CMP_LT, KL_T_NARROWS, G_TS_HI, 0, 0,
+     .5, 1},
+    {"timestamp<=?", KL_COL_TIMESTAMP, LE, KL_ACT_TIMESTAMP, KL_CMP_LE, KL_T_NARROWS, G_TS_HI, 0, 0,
+     .5, 1},
+    {"producer_id=?", KL_COL_PRODUCER_ID, EQ, KL_ACT_PRODUCER, KL_CMP_EQ, KL_T_NARROWS, G_PRODUCER,
+     0, 0, .1, 1},
+    {"on_corrupt=?", KL_COL_ON_CORRUPT, EQ, KL_ACT_OPTION, KL_OPT_ON_CORRUPT, KL_T_NEED_DIR, 0, 0, 0,
+     0, 0},
+    {"max_skew_ms=?", KL_COL_MAX_SKEW, EQ, KL_ACT_OPTION, KL_OPT_MAX_SKEW, KL_T_NEED_DIR, 0, 0, 0, 0,
+     0},
+    {"isolation=?", KL_COL_ISOLATION, EQ, KL_ACT_OPTION, KL_OPT_ISOLATION, 0, 0, 0, 0, 0, 0},
+    {"key_type=?", KL_COL_KEY_TYPE, EQ, KL_ACT_OPTION, KL_OPT_KEY_TYPE, 0, 0, 0, 0, 0, 0},
+    {"value_type=?", KL_COL_VALUE_TYPE, EQ, KL_ACT_OPTION, KL_OPT_VALUE_TYPE, 0, 0, 0, 0, 0, 0},
+    {"LIMIT ?", KL_TERM_ANY, SQLITE_INDEX_CONSTRAINT_LIMIT, KL_ACT_LIMIT, 0, KL_T_ROWS, 0, 0, 0, 0,
+     0},
+    {"OFFSET ?", KL_TERM_ANY, SQLITE_INDEX_CONSTRAINT_OFFSET, KL_ACT_SKIP, 0, KL_T_ROWS, 0, 0, 0, 0,
+     0},
+};
+const int kl_log_nterms = (int)(sizeof kl_log_terms / sizeof *kl_log_terms);
+
+const char *const kl_log_phrases[] = {"full scan", "ORDER BY offset", "ORDER BY offset DESC",
+                                      "ORDER BY timestamp", "ORDER BY timestamp DESC", NULL};
+
+#define T kl_log_terms, kl_log_nterms
 
 /* The integer value of a constraint's right-hand side, if known now. */
 static int rhs_int(sqlite3_index_info *info, int i, sqlite3_int64 *v) {
   sqlite3_value *val = NULL;
-  if (sqlite3_vtab_rhs_value(info, i, &val) != SQLITE_OK || !val) return 0;
+  if (i < 0 || sqlite3_vtab_rhs_value(info, i, &val) != SQLITE_OK || !val) return 0;
   if (sqlite3_value_numeric_type(val) != SQLITE_INTEGER) return 0;
   *v = sqlite3_value_int64(val);
   return 1;
+}
+
+/* The constraint of the first chosen term with act and arg, or -1. */
+static int used_cons(const kl_terms_plan *p, kl_term_act act, int arg) {
+  int k = kl_terms_used(T, p, act, arg);
+  return k < 0 ? -1 : p->used[k];
+}
+
+static int is_in(const kl_terms_plan *p, kl_term_act act) {
+  int k = kl_terms_used(T, p, act, KL_CMP_EQ);
+  return k >= 0 && p->in[k];
 }
 
 #ifndef KL_TS_ORDER_COST
 #define KL_TS_ORDER_COST 3
 #endif
 
-int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
-  int used[KL_P_ARGV_COUNT];
-  int idx = 0, n_usable_other = 0;
-  for (int b = 0; b < KL_P_ARGV_COUNT; b++) used[b] = -1;
-  for (int i = 0; i < info->nConstraint; i++) {
-    const struct sqlite3_index_constraint *c = &info->aConstraint[i];
-    int bit = bit_for(c->iColumn, c->op, pi);
-    if (!c->usable) continue;
-    if (bit == 0 || (bit != KL_P_LIMIT && bit != KL_P_OFFSET &&
-                     used[__builtin_ctz((unsigned)bit)] >= 0)) {
-      /* Not ours, or a second bound of the same kind: SQLite checks it. */
-      if (bit != KL_P_LIMIT && bit != KL_P_OFFSET) n_usable_other++;
-      continue;
-    }
-    int b = __builtin_ctz((unsigned)bit);
-    if (used[b] < 0) used[b] = i;
+/* ORDER BY timestamp, consumed: max(timestamp) and min(timestamp) ask for
+** this order and read one row.  Other rows are read again by offset, which
+** beats SQLite's sorter only when few are read (LIMIT) or none needs
+** reading (only offset and timestamp).  The KL_P_* flags, or 0. */
+static int ts_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_plan_info *pi) {
+  if (info->nOrderBy != 1 || info->aOrderBy[0].iColumn != KL_COL_TIMESTAMP ||
+      is_in(p, KL_ACT_OFFSET) || pi->records > KL_TS_ORDER_MAX_RECORDS) {
+    return 0;
   }
-  if (pi->need_dir && used[0] < 0) {
+  sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
+                         (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT) |
+                         (1ull << KL_COL_MAX_SKEW) | (1ull << KL_COL_ISOLATION) |
+                         (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION) |
+                         (1ull << KL_COL_KEY_TYPE) | (1ull << KL_COL_VALUE_TYPE);
+  int only_pairs = (info->colUsed & ~pairs) == 0;
+  if (!only_pairs && used_cons(p, KL_ACT_LIMIT, -1) < 0) return 0;
+  return KL_P_TS_ORDER | (only_pairs ? KL_P_PAIRS : 0) | (info->aOrderBy[0].desc ? KL_P_DESC : 0);
+}
+
+/* The order consumed (KL_P_* flags, orderByConsumed) and whether the rows
+** come in the order asked (else LIMIT and OFFSET are SQLite's). */
+static int choose_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_plan_info *pi,
+                        int single, int *order_ok) {
+  /* A path not known yet (a parameter) is taken for a partition: its order
+  ** is consumed, and should it hold several, xFilter orders their rows
+  ** itself (a merge of their streams, log_merge.c, or a sort,
+  ** log_tsorder.c).  A log directory known to have few enough partitions:
+  ** xFilter merges them by offset. */
+  int ordered_ok = single || pi->partitions == 0;
+  int merge_ok = pi->partitions > 0 && pi->partitions <= pi->max_merge;
+  int by_offset = info->nOrderBy == 1 && (info->aOrderBy[0].iColumn == KL_COL_OFFSET ||
+                                          (info->aOrderBy[0].iColumn == -1 && pi->single));
+  int idx = 0;
+  if (by_offset && (ordered_ok || merge_ok)) {
+    idx = KL_P_ORDERED | (info->aOrderBy[0].desc ? KL_P_DESC : 0);
+  } else if (ordered_ok) {
+    idx = ts_order(info, p, pi);
+  } /* else rows come partition after partition: SQLite sorts. */
+  if (idx) info->orderByConsumed = 1;
+  *order_ok = info->nOrderBy == 0 || idx != 0;
+  return idx;
+}
+
+/* Rows read, from what the terms narrow; *lookup the cost of the seek. */
+static double estimate(sqlite3_index_info *info, const kl_terms_plan *p, const kl_plan_info *pi,
+                       int single, double *lookup) {
+  double records = pi->records > 0 ? pi->records : 1e6;
+  if (!pi->single && pi->partitions > 0) {
+    /* A log directory: its partitions are not opened to plan. */
+    if (pi->records <= 0) records = 1e5 * pi->partitions;
+    records = kl_terms_narrow(T, p, records);
+    if (records < 1) records = 1;
+  }
+  double rows = records;
+  sqlite3_int64 lo = 0, hi = 0;
+  if (used_cons(p, KL_ACT_OFFSET, KL_CMP_EQ) >= 0) {
+    rows = 1;
+    if (is_in(p, KL_ACT_OFFSET)) rows = 8;
+    else if (single) info->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
+    else rows = records / 1e5 + 1; /* one per partition that holds it */
+  } else {
+    rows = kl_terms_select(T, p, rows, KL_ACT_OFFSET, 1);
+    int ilo = used_cons(p, KL_ACT_OFFSET, KL_CMP_GT);
+    int ihi = used_cons(p, KL_ACT_OFFSET, KL_CMP_LT);
+    if (rhs_int(info, ilo >= 0 ? ilo : used_cons(p, KL_ACT_OFFSET, KL_CMP_GE), &lo) &&
+        rhs_int(info, ihi >= 0 ? ihi : used_cons(p, KL_ACT_OFFSET, KL_CMP_LE), &hi)) {
+      rows = hi >= lo ? (double)hi - (double)lo + 1 : 1;
+    }
+    if (rows > records) rows = records;
+  }
+  rows = kl_terms_select(T, p, rows, KL_ACT_OFFSET, 0);
+  sqlite3_int64 lim;
+  if (rhs_int(info, used_cons(p, KL_ACT_LIMIT, -1), &lim) && lim >= 0 && (double)lim < rows) {
+    rows = (double)lim;
+  }
+  if (rows < 1) rows = 1;
+  if (rows > 1e18) rows = 1e18; /* offsets near 2^63 (fuzz_sql): keep the cast defined */
+  double seg = pi->segments > 0 ? pi->segments : 1;
+  info->estimatedRows = (sqlite3_int64)rows;
+  *lookup = 10 + log2(seg + 1) + log2(records / seg + 2);
+  return rows;
+}
+
+/* The words of the order in idxStr. */
+static const char *order_words(int idx, int narrowed) {
+  static const char *const w[2][5] = {
+      {"", "ORDER BY offset", "ORDER BY offset DESC", "ORDER BY timestamp",
+       "ORDER BY timestamp DESC"},
+      {"full scan", "full scan ORDER BY offset", "full scan ORDER BY offset DESC",
+       "full scan ORDER BY timestamp", "full scan ORDER BY timestamp DESC"}};
+  int k = (idx & KL_P_ORDERED) ? 1 : (idx & KL_P_TS_ORDER) ? 3 : 0;
+  if (k && (idx & KL_P_DESC)) k++;
+  return w[!narrowed][k];
+}
+
+int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
+  kl_terms_plan p;
+  int allow = pi->need_dir ? KL_T_NEED_DIR : 0;
+  /* The rowid is the offset for one partition only (several carry the
+  ** partition in it, see log_vtab.h): elsewhere SQLite compares it. */
+  int rowid_col = pi->single ? KL_COL_OFFSET : -1;
+  kl_terms_choose(info, T, allow, rowid_col, &p);
+  if (pi->need_dir && kl_terms_used(T, &p, KL_ACT_PATH, -1) < 0) {
     for (int i = 0; i < info->nConstraint; i++) {
-      if (bit_for(info->aConstraint[i].iColumn, info->aConstraint[i].op, pi) == KL_P_DIR) {
-        return SQLITE_CONSTRAINT; /* usable in another plan (a join) */
-      }
+      int k = kl_terms_find(T, allow, rowid_col, info->aConstraint[i].iColumn,
+                            info->aConstraint[i].op);
+      if (k >= 0 && kl_log_terms[k].act == KL_ACT_PATH) return SQLITE_CONSTRAINT; /* a join */
     }
     /* No path at all: a plan whose xFilter says one is required, rather
     ** than SQLite's "no query solution" (an error here would also fail
@@ -108,162 +202,21 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
     info->estimatedRows = 1;
     return SQLITE_OK;
   }
-  if (used[1] >= 0 && sqlite3_vtab_in(info, used[1], -1)) idx |= KL_P_IN;
-  if (used[16] >= 0 && sqlite3_vtab_in(info, used[16], -1)) idx |= KL_P_TOPIC_IN;
-  if (used[17] >= 0 && sqlite3_vtab_in(info, used[17], -1)) idx |= KL_P_PART_IN;
   /* One partition at most: then its order is the order of the rows. */
-  int one = used[16] >= 0 && used[17] >= 0 && !(idx & KL_P_TOPIC_IN) && !(idx & KL_P_PART_IN);
-  int single = pi->single || one;
-  /* A path not known yet (a parameter) is taken for a partition: its order
-  ** is consumed, and should it hold several, xFilter orders their rows
-  ** itself (log_vtab.c: a merge of their streams, or a sort). */
-  int ordered_ok = single || pi->partitions == 0;
-  /* A log directory known to have few enough partitions: xFilter merges
-  ** their ordered streams by offset. */
-  int merge_ok = pi->partitions > 0 && pi->partitions <= pi->max_merge;
-
-  /* ORDER BY offset (or rowid), one term, ascending or descending. */
-  int order_ok = info->nOrderBy == 0;
-  int by_offset = info->nOrderBy == 1 && (info->aOrderBy[0].iColumn == KL_COL_OFFSET ||
-                                          (info->aOrderBy[0].iColumn == -1 && pi->single));
-  if (by_offset && (ordered_ok || merge_ok)) {
-    idx |= KL_P_ORDERED;
-    if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
-    info->orderByConsumed = 1;
-    order_ok = 1;
-  } else if (!ordered_ok) {
-    /* Rows come partition after partition: SQLite sorts. */
-  } else if (info->nOrderBy == 1 && info->aOrderBy[0].iColumn == KL_COL_TIMESTAMP &&
-             !(idx & KL_P_IN) && pi->records <= KL_TS_ORDER_MAX_RECORDS) {
-    /* max(timestamp) and min(timestamp) ask for this order and read one row.  Other rows
-    ** are read again by offset, which beats SQLite's sorter only when few
-    ** are read (LIMIT) or none needs reading (only offset and timestamp). */
-    sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
-                           (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT) |
-                           (1ull << KL_COL_MAX_SKEW) | (1ull << KL_COL_ISOLATION) |
-                           (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION) |
-                           (1ull << KL_COL_KEY_TYPE) | (1ull << KL_COL_VALUE_TYPE);
-    int only_pairs = (info->colUsed & ~pairs) == 0;
-    int limit = 0;
-    for (int i = 0; i < info->nConstraint; i++) {
-      if (info->aConstraint[i].usable && info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_LIMIT) {
-        limit = 1;
-      }
-    }
-    if (only_pairs || limit) {
-      idx |= KL_P_TS_ORDER | (only_pairs ? KL_P_PAIRS : 0);
-      if (info->aOrderBy[0].desc) idx |= KL_P_DESC;
-      info->orderByConsumed = 1;
-      order_ok = 1;
-    }
-  }
+  int one = used_cons(&p, KL_ACT_TOPIC, -1) >= 0 && used_cons(&p, KL_ACT_PARTITION, KL_CMP_EQ) >= 0 &&
+            !is_in(&p, KL_ACT_TOPIC) && !is_in(&p, KL_ACT_PARTITION);
+  int single = pi->single || one, order_ok;
+  int idx = choose_order(info, &p, pi, single, &order_ok);
   /* LIMIT and OFFSET are safe only when every other constraint is handled
   ** exactly here and the order is ours. */
-  if (n_usable_other > 0 || !order_ok) used[11] = used[12] = -1;
-
-  int argv = 0;
-  for (int b = 0; b < KL_P_ARGV_COUNT; b++) {
-    if (used[b] < 0) continue;
-    idx |= 1 << b;
-    info->aConstraintUsage[used[b]].argvIndex = ++argv;
-    info->aConstraintUsage[used[b]].omit = 1;
-  }
-  if (idx & KL_P_IN) sqlite3_vtab_in(info, used[1], 1);
-  if (idx & KL_P_TOPIC_IN) sqlite3_vtab_in(info, used[16], 1);
-  if (idx & KL_P_PART_IN) sqlite3_vtab_in(info, used[17], 1);
-
-  /* Costs follow the work: a point lookup reads a few index entries and
-  ** one batch; a range reads its records; a scan reads every byte. */
-  double records = pi->records > 0 ? pi->records : 1e6;
-  if (!pi->single && pi->partitions > 0) {
-    /* A log directory: its partitions are not opened to plan.  Topic and
-    ** partition constraints narrow what is read. */
-    if (pi->records <= 0) records = 1e5 * pi->partitions;
-    if (idx & KL_P_TOPIC_EQ) records /= (idx & KL_P_TOPIC_IN) ? 4 : 10;
-    if (idx & KL_P_PART_EQ) records /= (idx & KL_P_PART_IN) ? 4 : 10;
-    else if (idx & (KL_P_PART_GT | KL_P_PART_GE | KL_P_PART_LT | KL_P_PART_LE)) records /= 2;
-    if (records < 1) records = 1;
-  }
-  double seg = pi->segments > 0 ? pi->segments : 1;
-  double lookup = 10 + log2(seg + 1) + log2(records / seg + 2);
-  double rows = records;
-  sqlite3_int64 lo = 0, hi = 0;
-  int have_lo = 0, have_hi = 0;
-  if (idx & KL_P_OFF_EQ) {
-    rows = 1;
-    if (idx & KL_P_IN) rows = 8;
-    else if (single) info->idxFlags |= SQLITE_INDEX_SCAN_UNIQUE;
-    else rows = records / 1e5 + 1; /* one per partition that holds it */
-  } else {
-    if (idx & (KL_P_OFF_GT | KL_P_OFF_GE)) {
-      int i = used[(idx & KL_P_OFF_GT) ? 2 : 3];
-      have_lo = rhs_int(info, i, &lo);
-      rows /= 4;
-    }
-    if (idx & (KL_P_OFF_LT | KL_P_OFF_LE)) {
-      int i = used[(idx & KL_P_OFF_LT) ? 4 : 5];
-      have_hi = rhs_int(info, i, &hi);
-      rows /= 4;
-    }
-    if (have_lo && have_hi) rows = hi >= lo ? (double)hi - (double)lo + 1 : 1;
-    if (rows > records) rows = records;
-  }
-  if (idx & KL_P_TS_EQ) rows = rows / 100 + 1;
-  else if (idx & (KL_P_TS_GT | KL_P_TS_GE)) rows = rows / 4 + 1;
-  if (idx & (KL_P_TS_LT | KL_P_TS_LE)) rows = rows / 2 + 1;
-  if (idx & KL_P_LIMIT) {
-    sqlite3_int64 lim;
-    if (rhs_int(info, used[11], &lim) && lim >= 0 && (double)lim < rows) rows = (double)lim;
-  }
-  if (rows < 1) rows = 1;
-  if (rows > 1e18) rows = 1e18; /* offsets near 2^63 (fuzz_sql): keep the cast defined */
-  info->estimatedRows = (sqlite3_int64)rows;
-  info->estimatedCost = lookup + rows;
-  if (idx & KL_P_TS_ORDER) info->estimatedCost = lookup + rows * KL_TS_ORDER_COST;
+  if (p.n_other > 0 || !order_ok) kl_terms_drop(T, &p, KL_T_ROWS);
+  double lookup;
+  double rows = estimate(info, &p, pi, single, &lookup);
+  info->estimatedCost = lookup + rows * ((idx & KL_P_TS_ORDER) ? KL_TS_ORDER_COST : 1);
   info->idxNum = idx;
-  char buf[256];
-  kl_plan_describe(idx, buf, sizeof buf);
-  info->idxStr = sqlite3_mprintf("%s", buf);
-  info->needToFreeIdxStr = 1;
-  return info->idxStr ? SQLITE_OK : SQLITE_NOMEM;
-}
-
-void kl_plan_describe(int idx, char *buf, size_t n) {
-  static const char *const names[] = {
-      "dir=?",        "offset=?",     "offset>?",     "offset>=?",     "offset<?",
-      "offset<=?",    "timestamp=?",  "timestamp>?",  "timestamp>=?",  "timestamp<?",
-      "timestamp<=?", "LIMIT ?",      "OFFSET ?",     "on_corrupt=?",  "max_skew_ms=?",
-      "isolation=?",  "topic=?",      "partition=?",  "partition>?",   "partition>=?",
-      "partition<?",  "partition<=?", "key_type=?",   "value_type=?"};
-  size_t len = 0;
-  buf[0] = 0;
-#define ADD(s) do { int k_ = snprintf(buf + len, n - len, "%s%s", len ? " " : "", s); \
-    if (k_ > 0 && (size_t)k_ < n - len) len += (size_t)k_; } while (0)
-  int any = 0;
-  for (int b = 16; b < 22; b++) {
-    if (!(idx & (1 << b))) continue;
-    if (b == 16 && (idx & KL_P_TOPIC_IN)) ADD("topic IN (...)");
-    else if (b == 17 && (idx & KL_P_PART_IN)) ADD("partition IN (...)");
-    else ADD(names[b]);
+  int narrowed = 0;
+  for (int k = 0; k < kl_log_nterms; k++) {
+    if (p.used[k] >= 0 && (kl_log_terms[k].flags & KL_T_NARROWS)) narrowed = 1;
   }
-  for (int b = 1; b < 11; b++) {
-    if (!(idx & (1 << b))) continue;
-    if (b == 1 && (idx & KL_P_IN)) ADD("offset IN (...)");
-    else ADD(names[b]);
-    any = 1;
-  }
-  if (!any && !(idx & (KL_P_TOPIC_EQ | KL_P_PART_EQ | KL_P_PART_GT | KL_P_PART_GE | KL_P_PART_LT |
-                       KL_P_PART_LE))) {
-    ADD("full scan");
-  }
-  if (idx & KL_P_ORDERED) ADD((idx & KL_P_DESC) ? "ORDER BY offset DESC" : "ORDER BY offset");
-  if (idx & KL_P_TS_ORDER) ADD((idx & KL_P_DESC) ? "ORDER BY timestamp DESC" : "ORDER BY timestamp");
-  if (idx & KL_P_LIMIT) ADD(names[11]);
-  if (idx & KL_P_OFFSET) ADD(names[12]);
-  if (idx & KL_P_ON_CORRUPT) ADD(names[13]);
-  if (idx & KL_P_SKEW) ADD(names[14]);
-  if (idx & KL_P_ISOLATION) ADD(names[15]);
-  if (idx & KL_P_KEY_TYPE) ADD(names[22]);
-  if (idx & KL_P_VALUE_TYPE) ADD(names[23]);
-#undef ADD
+  return kl_terms_emit(info, T, &p, NULL, order_words(idx, narrowed));
 }

@@ -1,60 +1,17 @@
 /*
-** plan.h - the one idxNum table of the kafka_log module.
+** plan.h - the plan of the kafka_log module: its terms (terms.h) and the
+** flags of idxNum.
 **
-** xBestIndex sets these bits and passes one argv value per set bit, in the
-** order of the bits below (lowest first); xFilter reads argv in the same
-** order.  Bits without an argv value are marked "(no argv)".
-**
-**   bit        argv  meaning
-**   0x0000001  yes   dir = ?            the path: a partition directory, a log
-**                                       directory, or log directories separated
-**                                       by commas (table-valued form only)
-**   0x0000002  yes   offset = ?         or offset IN (...) when KL_P_IN is set
-**   0x0000004  yes   offset > ?
-**   0x0000008  yes   offset >= ?
-**   0x0000010  yes   offset < ?
-**   0x0000020  yes   offset <= ?
-**   0x0000040  yes   timestamp = ?
-**   0x0000080  yes   timestamp > ?
-**   0x0000100  yes   timestamp >= ?
-**   0x0000200  yes   timestamp < ?
-**   0x0000400  yes   timestamp <= ?
-**   0x0000800  yes   LIMIT ?
-**   0x0001000  yes   OFFSET ?
-**   0x0002000  yes   on_corrupt = ?     'error' or 'skip' (table-valued form only)
-**   0x0004000  yes   max_skew_ms = ?    a bound on disorder (table-valued form only)
-**   0x0008000  yes   isolation = ?      'read_uncommitted' or 'read_committed'
-**                                       (both forms: per query over the option)
-**   0x0010000  yes   topic = ?          or topic IN (...) with KL_P_TOPIC_IN
-**   0x0020000  yes   partition = ?      or partition IN (...) with KL_P_PART_IN
-**   0x0040000  yes   partition > ?
-**   0x0080000  yes   partition >= ?
-**   0x0100000  yes   partition < ?
-**   0x0200000  yes   partition <= ?
-**   0x0400000  yes   key_type = ?       'blob' or 'text' (both forms)
-**   0x0800000  yes   value_type = ?     the same for value
-**   0x1000000  no    the consumed order is descending (ORDER BY offset DESC, or
-**                    ORDER BY timestamp DESC with KL_P_TS_ORDER)
-**   0x2000000  no    the offset = value is an IN list, read all at once
-**   0x4000000  no    ORDER BY offset is consumed (one partition, or a path
-**                    not known when planning: see below)
-**   0x8000000  no    ORDER BY timestamp is consumed (one partition only).
-**                    Descending: the first row is the first record carrying
-**                    the log's largest timestamp (found from the segments'
-**                    largest timestamps, as Kafka's ListOffsets
-**                    MAX_TIMESTAMP), so max(timestamp) reads one batch.
-**                    Ascending: the first record carrying the smallest,
-**                    when the batch facts know every batch's smallest
-**                    timestamp (segment.h).  Other rows come from the
-**                    (timestamp, offset) pairs of the matching records,
-**                    sorted in memory, each then read by offset; consumed
-**                    only when LIMIT is given or only offset and timestamp
-**                    are read
-**  0x10000000  no    with KL_P_TS_ORDER: only offset and timestamp are read,
-**                    so rows come from the sorted pairs without reading
-**                    records again
-**  0x20000000  no    the topic = value is an IN list
-**  0x40000000  no    the partition = value is an IN list
+** The terms, in argv order, are the rows of kl_log_terms (plan.c): dir =,
+** topic =, partition =, >, >=, <, <=, offset =, >, >=, <, <= (the rowid
+** too, for one partition), the same for timestamp, producer_id =, the
+** hidden-column options (on_corrupt, max_skew_ms, isolation, key_type,
+** value_type: options.h), LIMIT and OFFSET.  dir, on_corrupt and
+** max_skew_ms are terms of the table-valued form only: a named table's are
+** fixed, and SQLite compares its columns.  idxStr lists the chosen ones,
+** e.g. "dir=? offset>=? timestamp<? ORDER BY offset LIMIT ?", and is what
+** EXPLAIN QUERY PLAN shows; "full scan" says that no term narrows what is
+** read.  idxNum holds the KL_P_* flags below.
 **
 ** Topic and partition constraints choose partitions before any is opened
 ** (the listing is sorted by topic and partition, see core/broker.h); rows
@@ -71,9 +28,10 @@
 ** timestamp lower bounds (=, >, >=) through each segment's largest
 ** timestamp and the time index; timestamp upper bounds are applied while
 ** scanning (timestamps need not grow with offsets, so they cannot stop a
-** scan, unless max_skew_ms bounds how far they go back).  All of them are
-** exact, so SQLite is told to omit its own check, which in turn lets it
-** hand over LIMIT and OFFSET.
+** scan, unless max_skew_ms bounds how far they go back); producer_id = is
+** checked on each batch's header, so other producers' batches are not
+** decoded.  All of them are exact, so SQLite is told to omit its own
+** check, which in turn lets it hand over LIMIT and OFFSET.
 */
 #ifndef KL_PLAN_H
 #define KL_PLAN_H
@@ -81,41 +39,31 @@
 #include <stddef.h>
 
 #include "sqlite3ext.h"
+#include "terms.h"
 
 enum {
-  KL_P_DIR = 0x0000001,
-  KL_P_OFF_EQ = 0x0000002,
-  KL_P_OFF_GT = 0x0000004,
-  KL_P_OFF_GE = 0x0000008,
-  KL_P_OFF_LT = 0x0000010,
-  KL_P_OFF_LE = 0x0000020,
-  KL_P_TS_EQ = 0x0000040,
-  KL_P_TS_GT = 0x0000080,
-  KL_P_TS_GE = 0x0000100,
-  KL_P_TS_LT = 0x0000200,
-  KL_P_TS_LE = 0x0000400,
-  KL_P_LIMIT = 0x0000800,
-  KL_P_OFFSET = 0x0001000,
-  KL_P_ON_CORRUPT = 0x0002000,
-  KL_P_SKEW = 0x0004000,
-  KL_P_ISOLATION = 0x0008000,
-  KL_P_TOPIC_EQ = 0x0010000,
-  KL_P_PART_EQ = 0x0020000,
-  KL_P_PART_GT = 0x0040000,
-  KL_P_PART_GE = 0x0080000,
-  KL_P_PART_LT = 0x0100000,
-  KL_P_PART_LE = 0x0200000,
-  KL_P_KEY_TYPE = 0x0400000,
-  KL_P_VALUE_TYPE = 0x0800000,
-  KL_P_ARGV_BITS = 0x0ffffff, /* bits that carry an argv value */
-  KL_P_ARGV_COUNT = 24,       /* how many: bits 0 to 23 */
-  KL_P_DESC = 0x1000000,
-  KL_P_IN = 0x2000000,
-  KL_P_ORDERED = 0x4000000,
-  KL_P_TS_ORDER = 0x8000000,
-  KL_P_PAIRS = 0x10000000,
-  KL_P_TOPIC_IN = 0x20000000,
-  KL_P_PART_IN = 0x40000000
+  KL_P_DESC = 0x1,          /* the consumed order is descending (ORDER BY
+                            ** offset DESC, or ORDER BY timestamp DESC with
+                            ** KL_P_TS_ORDER) */
+  KL_P_ORDERED = 0x2,       /* ORDER BY offset is consumed (one partition, or
+                            ** a path not known when planning: see above) */
+  KL_P_TS_ORDER = 0x4,      /* ORDER BY timestamp is consumed (one partition
+                            ** only).  Descending: the first row is the
+                            ** first record carrying the log's largest
+                            ** timestamp (found from the segments' largest
+                            ** timestamps, as Kafka's ListOffsets
+                            ** MAX_TIMESTAMP), so max(timestamp) reads one
+                            ** batch.  Ascending: the first record carrying
+                            ** the smallest, when the batch facts know every
+                            ** batch's smallest timestamp (segment.h).  Other
+                            ** rows come from the (timestamp, offset) pairs
+                            ** of the matching records, sorted in memory,
+                            ** each then read by offset; consumed only when
+                            ** LIMIT is given or only offset and timestamp
+                            ** are read */
+  KL_P_PAIRS = 0x8          /* with KL_P_TS_ORDER: only offset and timestamp
+                            ** are read, so rows come from the sorted pairs
+                            ** without reading records again */
 };
 
 /* Largest log (in records, as estimated when planning, when the directory
@@ -165,13 +113,17 @@ typedef struct kl_plan_info {
                             ** merges (one open cursor each) */
 } kl_plan_info;
 
+/* The terms of kafka_log, in argv order (terms.h), and their count. */
+extern const kl_term kl_log_terms[];
+extern const int kl_log_nterms;
+
+/* The words of kafka_log's idxStr that are not terms (the order, "full
+** scan"), for kl_terms_decode. */
+extern const char *const kl_log_phrases[];
+
 /* Fill in idxNum, idxStr, argv indexes, omit flags, orderByConsumed, costs
 ** and estimated rows.  Returns SQLITE_CONSTRAINT when the directory is not
 ** available (so SQLite picks a plan where it is), else SQLITE_OK. */
 int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi);
-
-/* Readable description of an idxNum, e.g. "offset IN (...) ORDER BY offset
-** DESC LIMIT"; written into buf (NUL-terminated). */
-void kl_plan_describe(int idx_num, char *buf, size_t n);
 
 #endif

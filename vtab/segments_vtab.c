@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "glue.h"
+#include "listing.h"
 #include "log.h"
 #include "scan.h"
 
@@ -71,9 +72,11 @@ static int ks_disconnect(sqlite3_vtab *vt) {
   return SQLITE_OK;
 }
 
+static const kl_term ks_terms[] = {KL_LISTING_TERMS(KS_DIR, KS_TOPIC, KS_PARTITION)};
+#define NTERMS ((int)(sizeof ks_terms / sizeof *ks_terms))
+
 static int ks_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  int nargv;
-  return kl_best_index_listing(info, KS_DIR, KS_TOPIC, KS_PARTITION, &nargv);
+  return kl_best_index_listing(info, ks_terms, NTERMS);
 }
 
 static int ks_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
@@ -164,10 +167,11 @@ static int ks_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
                      sqlite3_value **argv) {
   ks_cursor *c = (ks_cursor *)cur;
   ks_end(c);
-  (void)idx_str;
-  const char *dir;
-  kl_part_filter f;
-  if (kl_listing_args(idx, argc, argv, &dir, &f) < 0) return SQLITE_ERROR;
+  kl_listing_args a;
+  int rc0 = kl_listing_args_read(ks_terms, NTERMS, idx_str, argc, argv, cur->pVtab, "kafka_segments", &a);
+  if (rc0) return rc0;
+  const char *dir = a.dir;
+  const kl_part_filter f = a.f;
   if (!dir) {
     sqlite3_free(cur->pVtab->zErrMsg);
     cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_segments: a path is required: "

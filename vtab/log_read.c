@@ -1,0 +1,548 @@
+/*
+** log_read.c - reading kafka_log: xOpen, xFilter (the terms of the plan,
+** terms.h), the walk over the chosen partitions, xColumn and xRowid.
+*/
+#include "log_vtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "broker.h"
+#include "codec.h"
+#include "headers.h"
+#include "plan.h"
+#include "terms.h"
+#include "txn.h"
+#include "utf8.h"
+
+SQLITE_EXTENSION_INIT3
+
+int lv_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
+  kl_vcursor *c = sqlite3_malloc(sizeof *c);
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof *c);
+  c->eof = 1;
+  c->lane = KL_NO_LANE;
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+/* Close every lane (their logs and core cursors, which part, ref and cur
+** may be borrowing). */
+static void free_lanes(kl_vcursor *c) {
+  if (!c->lanes) return;
+  if (c->lane != KL_NO_LANE) c->cur = NULL, c->ref = NULL;
+  for (size_t k = 0; k < c->nsel; k++) {
+    kl_cursor_free(c->lanes[k].cur);
+    kl_logref_release(c->lanes[k].ref);
+  }
+  sqlite3_free(c->lanes);
+  c->lanes = NULL;
+  c->lane = KL_NO_LANE;
+  c->nlive = 0;
+  sqlite3_free(c->heap);
+  c->heap = NULL;
+  c->nheap = 0;
+  c->heap_built = 0;
+}
+
+/* Forget the plan's state; the log and the core cursor stay for the next
+** xFilter of the same statement (a join probes once per outer row). */
+static void reset_scan(kl_vcursor *c) {
+  free_lanes(c);
+  sqlite3_free(c->in);
+  c->in = NULL;
+  c->n_in = c->i_in = 0;
+  sqlite3_free(c->pairs);
+  c->pairs = NULL;
+  c->n_pairs = c->i_pairs = 0;
+  c->tsd = c->tsd_desc = c->tsd_pairs = c->have_first = c->pairs_built = c->on_pair = 0;
+  c->merge = c->by_offset = 0;
+}
+
+/* Leave the partition being read (its log and core cursor, unless a lane
+** owns them). */
+void lv_end_partition(kl_vcursor *c) {
+  if (c->lane != KL_NO_LANE) {
+    c->cur = NULL;
+    c->ref = NULL;
+    c->lane = KL_NO_LANE;
+    return;
+  }
+  kl_cursor_free(c->cur);
+  c->cur = NULL;
+  kl_logref_release(c->ref);
+  c->ref = NULL;
+}
+
+static void end_scan(kl_vcursor *c) {
+  reset_scan(c);
+  lv_end_partition(c);
+  sqlite3_free(c->sel);
+  c->sel = NULL;
+  c->nsel = c->isel = 0;
+  c->part = NULL;
+  kl_listref_release(c->bk);
+  c->bk = NULL;
+}
+
+int lv_close(sqlite3_vtab_cursor *cur) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  end_scan(c);
+  sqlite3_free(c->plan);
+  kl_buf_free(NULL, &c->json);
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+static int cmp_i64(const void *a, const void *b) {
+  sqlite3_int64 x = *(const sqlite3_int64 *)a, y = *(const sqlite3_int64 *)b;
+  return x < y ? -1 : x > y;
+}
+
+int lv_report(kl_vcursor *c, kl_rc rc, const kl_err *err) {
+  /* What was learnt about the files may be what went wrong (they changed
+  ** under the query): the next query opens the directory afresh. */
+  if ((rc == KL_IO || rc == KL_NOMEM || rc == KL_CORRUPT || rc == KL_CANTOPEN) && c->ref) {
+    lv_forget_log((kl_vtab *)c->base.pVtab, c->ref->dir);
+    c->stale = 1;
+  }
+  return lv_set_error(c->base.pVtab, kl_sqlite_rc(rc), "kafka_log: %s",
+                   err->msg[0] ? err->msg : kl_rc_name(rc));
+}
+
+/* Is the current record not a row of the query, on its batch's header
+** alone (no record is decoded): a record of an aborted transaction, which
+** a read_committed consumer never sees, or of a producer the query does
+** not ask for (producer_id = ?). */
+int lv_passed_over(const kl_vcursor *c) {
+  const kl_batch *b = kl_cursor_batch(c->cur);
+  if (b->producer_id < c->pid_lo || b->producer_id > c->pid_hi) return 1;
+  return c->read_committed && kl_txns_aborted(&c->ref->txns, b);
+}
+
+/* Start the core cursor on the next IN value (or the only range). */
+kl_rc lv_start_range(kl_vcursor *c, kl_err *err) {
+  kl_bounds b = c->pbnd;
+  if (c->in) {
+    int k = c->bnd.desc ? c->n_in - 1 - c->i_in : c->i_in;
+    sqlite3_int64 v = c->in[k];
+    if (v > b.off_lo) b.off_lo = v;
+    if (v < b.off_hi) b.off_hi = v;
+    if (v != b.off_lo || v != b.off_hi) b.off_lo = 1, b.off_hi = 0;
+    c->i_in++;
+  }
+  return kl_cursor_start(c->cur, &b, err);
+}
+
+/* The next row of the plan, before LIMIT and OFFSET. */
+static kl_rc advance(kl_vcursor *c, kl_err *err) {
+  if (c->heap) return lv_merge_next(c, err);
+  if (c->tsd) return lv_tsd_next(c, err);
+  kl_rc rc;
+  while ((rc = kl_cursor_next(c->cur, err)) == KL_OK && lv_passed_over(c)) {
+  }
+  return rc;
+}
+
+/* Make the chosen partition sel[k] the one read: its log and core cursor
+** (kept when it is the same as before: a join probes the same partition
+** once per outer row), and its readable range in c->pbnd (empty when
+** nothing of it can match). */
+kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  size_t i = c->sel[k];
+  const kl_part *p = kl_broker_part(c->bk->b, i);
+  c->part = p;
+  c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
+  /* The writing connection reads its own open transaction (append.h). */
+  kl_commit view;
+  int has_view = 0;
+  kl_rc rc = vt->app ? kl_append_view(vt->app, &view, &has_view, err) : KL_OK;
+  if (rc) return rc;
+  if (!c->cur || c->stale || has_view || strcmp(c->ref->dir, p->dir) != 0) {
+    lv_end_partition(c);
+    c->stale = 0;
+    rc = lv_acquire_log(vt, p->dir, kl_broker_single(c->bk->b), has_view ? &view : NULL, &c->ref,
+                     err);
+    if (rc) return rc;
+    if (kl_cursor_new(c->ref->log, &vt->conn->stats, c->on_corrupt, &c->cur) != KL_OK) {
+      return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);
+    }
+  }
+  c->pbnd = c->bnd;
+  /* Records below the log start offset are deleted for every consumer. */
+  if (p->log_start >= 0 && p->log_start > c->pbnd.off_lo) c->pbnd.off_lo = p->log_start;
+  /* And below what this table's own open transaction deleted. */
+  int64_t del = vt->app ? kl_append_deleted_below(vt->app) : -1;
+  if (del >= 0 && del > c->pbnd.off_lo) c->pbnd.off_lo = del;
+  /* And below the one a writer keeps (retention, core/commit.h). */
+  int64_t ls = kl_log_start_offset(c->ref->log);
+  const kl_segment *first = kl_log_first(c->ref->log);
+  if (first && ls > first->base && ls > c->pbnd.off_lo) c->pbnd.off_lo = ls;
+  return c->read_committed ? lv_committed_bounds(c, err) : KL_OK;
+}
+
+/* Open the next chosen partition and start reading it: KL_DONE when none
+** is left. */
+static kl_rc next_partition(kl_vcursor *c, kl_err *err) {
+  while (c->isel < c->nsel) {
+    kl_rc rc = lv_open_partition(c, c->isel++, err);
+    if (rc) return rc;
+    if (c->pbnd.off_lo > c->pbnd.off_hi) continue;
+    c->i_in = 0;
+    if (c->tsd) return KL_OK;
+    return lv_start_range(c, err);
+  }
+  return KL_DONE;
+}
+
+/* The scan has read every row its plan admits: a DELETE's retention may
+** end where its bounds do (append.h). */
+static int scan_end(kl_vcursor *c) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  if (vt->app) kl_append_scan_end(vt->app);
+  c->eof = 1;
+  return SQLITE_OK;
+}
+
+/* Move to the next row that the plan admits. */
+int lv_step(kl_vcursor *c) {
+  kl_err err; /* per row: set up without clearing its 512 bytes */
+  kl_err_clear(&err);
+  for (;;) {
+    if (c->limit == 0) {
+      c->eof = 1;
+      return SQLITE_OK;
+    }
+    kl_rc rc = advance(c, &err);
+    if (rc == KL_OK) {
+      if (c->skip > 0) {
+        c->skip--;
+        continue;
+      }
+      if (c->limit > 0) c->limit--;
+      return SQLITE_OK;
+    }
+    if (rc != KL_DONE) {
+      c->eof = 1;
+      return lv_report(c, rc, &err);
+    }
+    if (!c->merge && c->in && c->i_in < c->n_in) {
+      rc = lv_start_range(c, &err);
+    } else {
+      rc = next_partition(c, &err);
+      if (rc == KL_DONE) break;
+    }
+    if (rc != KL_OK) {
+      c->eof = 1;
+      return lv_report(c, rc, &err);
+    }
+  }
+  return scan_end(c);
+}
+
+/* What one xFilter's terms ask for, besides the bounds in c->bnd. */
+typedef struct kl_args {
+  const char *dir;          /* the path */
+  sqlite3_value *in_list;   /* offset IN (...), or NULL */
+  kl_part_filter pf;        /* topic and partition constraints */
+  int64_t opt[KL_OPT_COUNT];/* the options, the table's unless a term
+                            ** gives one (options.h) */
+} kl_args;
+
+/* The terms of idx_str into c->plan_use, decoded once per plan. */
+static int decode_plan(kl_vcursor *c, const char *idx_str, int argc) {
+  const char *s = idx_str ? idx_str : "";
+  if (c->plan && strcmp(c->plan, s) == 0 && c->plan_n == argc) return SQLITE_OK;
+  sqlite3_free(c->plan);
+  c->plan = NULL;
+  int rc = kl_terms_decode(kl_log_terms, kl_log_nterms, kl_log_phrases, idx_str, argc, c->plan_use,
+                           &c->plan_n, c->base.pVtab, "kafka_log");
+  if (rc == SQLITE_OK && !(c->plan = sqlite3_mprintf("%s", s))) rc = SQLITE_NOMEM;
+  return rc;
+}
+
+/* Read the terms of the plan (idx_str, terms.h) from argv into c and a. */
+static int read_args(kl_vcursor *c, const char *idx_str, int argc, sqlite3_value **argv,
+                     kl_args *a) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  int rc = decode_plan(c, idx_str, argc);
+  const kl_term_use *use = c->plan_use;
+  for (int i = 0; rc == SQLITE_OK && i < c->plan_n; i++) {
+    const kl_term *t = &kl_log_terms[use[i].term];
+    sqlite3_value *v = argv[i];
+    switch (t->act) {
+      case KL_ACT_PATH: a->dir = (const char *)sqlite3_value_text(v); break;
+      case KL_ACT_TOPIC: a->pf.topic = v, a->pf.topic_in = use[i].in; break;
+      case KL_ACT_PARTITION:
+        if (t->arg == KL_CMP_EQ) a->pf.part = v, a->pf.part_in = use[i].in;
+        else kl_fold_bound((enum kl_cmp_op)t->arg, v, &a->pf.lo, &a->pf.hi);
+        break;
+      case KL_ACT_OFFSET:
+        if (use[i].in) a->in_list = v;
+        else kl_fold_bound((enum kl_cmp_op)t->arg, v, &c->bnd.off_lo, &c->bnd.off_hi);
+        break;
+      case KL_ACT_TIMESTAMP:
+        kl_fold_bound((enum kl_cmp_op)t->arg, v, &c->bnd.ts_lo, &c->bnd.ts_hi);
+        break;
+      case KL_ACT_PRODUCER:
+        kl_fold_bound((enum kl_cmp_op)t->arg, v, &c->pid_lo, &c->pid_hi);
+        break;
+      case KL_ACT_OPTION: {
+        /* A hidden-column option, read as CREATE reads it (options.h). */
+        char *m = NULL;
+        if ((rc = kl_option_value(kl_option_of((kl_opt_id)t->arg), v, &a->opt[t->arg], &m))) {
+          sqlite3_free(vt->base.zErrMsg);
+          vt->base.zErrMsg = m;
+        }
+        break;
+      }
+      case KL_ACT_LIMIT:
+        c->limit = sqlite3_value_int64(v);
+        if (c->limit < 0) c->limit = -1;
+        break;
+      case KL_ACT_SKIP:
+        c->skip = sqlite3_value_int64(v);
+        if (c->skip < 0) c->skip = 0;
+        break;
+      case KL_ACT_OWN: break;
+    }
+  }
+  return rc;
+}
+
+/* The IN list's values, sorted and distinct, into c->in: rows then come
+** out in offset order. */
+static int read_in_list(kl_vcursor *c, sqlite3_value *in_list) {
+  sqlite3_value *v;
+  int n = 0, cap = 0, rc;
+  for (rc = sqlite3_vtab_in_first(in_list, &v); rc == SQLITE_OK && v;
+       rc = sqlite3_vtab_in_next(in_list, &v)) {
+    int64_t lo = INT64_MIN, hi = INT64_MAX;
+    kl_fold_bound(KL_CMP_EQ, v, &lo, &hi);
+    if (lo != hi) continue; /* NULL, text, or a fraction: matches nothing */
+    if (n == cap) {
+      cap = cap ? cap * 2 : 16;
+      sqlite3_int64 *p = sqlite3_realloc64(c->in, (sqlite3_uint64)cap * sizeof *p);
+      if (!p) return SQLITE_NOMEM;
+      c->in = p;
+    }
+    c->in[n++] = lo;
+  }
+  if (rc != SQLITE_OK && rc != SQLITE_DONE) return rc;
+  if (n == 0) return SQLITE_OK;
+  qsort(c->in, (size_t)n, sizeof *c->in, cmp_i64);
+  int m = 0;
+  for (int i = 0; i < n; i++) {
+    if (m == 0 || c->in[m - 1] != c->in[i]) c->in[m++] = c->in[i];
+  }
+  c->n_in = m;
+  return SQLITE_OK;
+}
+
+/* The files are checked for changes once per statement: the same cursor
+** filtered again (once per row of an outer loop) keeps its listing, its
+** log, its buffers and the batch it decompressed last. */
+static int use_listing(kl_vcursor *c, const kl_args *a) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  int on_corrupt = (int)a->opt[KL_OPT_ON_CORRUPT], read_committed = (int)a->opt[KL_OPT_ISOLATION];
+  if (!c->bk || c->stale || c->on_corrupt != on_corrupt || c->read_committed != read_committed ||
+      strcmp(c->bk->path, a->dir) != 0) {
+    end_scan(c);
+    kl_err err;
+    kl_err_clear(&err);
+    kl_rc krc = kl_listref_get(&vt->bk, a->dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &c->bk, &err);
+    if (krc) return kl_vtab_error(&vt->base, "kafka_log", krc, &err);
+    c->on_corrupt = on_corrupt;
+    c->read_committed = read_committed;
+  }
+  return SQLITE_OK;
+}
+
+/* The plan consumed an order over several partitions (a log directory of
+** few partitions, or a parameter path taken for one partition): their
+** ordered streams are merged here. */
+static int start_merge(kl_vcursor *c, int idx) {
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  lv_end_partition(c);
+  c->merge = 1;
+  c->by_offset = (idx & KL_P_ORDERED) != 0;
+  c->lanes = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->lanes);
+  if (!c->lanes) return SQLITE_NOMEM;
+  memset(c->lanes, 0, c->nsel * sizeof *c->lanes);
+  c->isel = c->nsel; /* the lanes read them all */
+  if (c->by_offset && c->nsel <= (size_t)vt->set.max_open) {
+    /* Every lane stays open: the rows are the merge of the lanes. */
+    c->heap = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->heap);
+    if (!c->heap) return SQLITE_NOMEM;
+  } else {
+    /* Timestamp order, or more partitions than may be open at once: every
+    ** row comes from the sorted pairs, read by offset in its lane. */
+    c->tsd = 1;
+    c->tsd_desc = (idx & KL_P_DESC) != 0;
+    c->bnd.desc = 0;
+  }
+  c->eof = 0;
+  return lv_step(c);
+}
+
+int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
+                     sqlite3_value **argv) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  kl_vtab *vt = (kl_vtab *)cur->pVtab;
+  reset_scan(c);
+  sqlite3_free(c->sel);
+  c->sel = NULL;
+  c->nsel = c->isel = 0;
+  c->eof = 1;
+  c->limit = -1;
+  c->skip = 0;
+  c->pid_lo = INT64_MIN;
+  c->pid_hi = INT64_MAX;
+  c->bnd = kl_bounds_all();
+  c->bnd.desc = (idx & KL_P_DESC) != 0 && !(idx & KL_P_TS_ORDER);
+  kl_args a = {.dir = vt->dir};
+  kl_part_filter_init(&a.pf);
+  for (int id = 0; id < KL_OPT_COUNT; id++) a.opt[id] = lv_get_option(vt, (kl_opt_id)id);
+  int rc = read_args(c, idx_str, argc, argv, &a);
+  if (rc) return rc;
+  memcpy(c->opt, a.opt, sizeof c->opt);
+  c->bnd.max_skew = c->max_skew = a.opt[KL_OPT_MAX_SKEW];
+  c->text[0] = (int)a.opt[KL_OPT_KEY_TYPE];
+  c->text[1] = (int)a.opt[KL_OPT_VALUE_TYPE];
+  if (!a.dir) {
+    return lv_set_error(cur->pVtab, SQLITE_ERROR, "%s",
+                     "kafka_log: a path is required: kafka_log('<partition or log directory>')");
+  }
+  if ((rc = use_listing(c, &a)) != SQLITE_OK) return rc;
+  /* Partitions are chosen by name before any is opened. */
+  if ((rc = kl_choose_parts(c->bk->b, &a.pf, &c->sel, &c->nsel)) != SQLITE_OK) return rc;
+  if (a.in_list && ((rc = read_in_list(c, a.in_list)) != SQLITE_OK || c->n_in == 0)) return rc;
+  if (vt->app) kl_append_scan_begin(vt->app, a.in_list ? -1 : c->bnd.off_hi);
+  c->eof = 0;
+  if (idx & KL_P_TS_ORDER) {
+    c->tsd = 1;
+    c->tsd_desc = (idx & KL_P_DESC) != 0;
+    c->tsd_pairs = (idx & KL_P_PAIRS) != 0;
+  }
+  if ((idx & (KL_P_ORDERED | KL_P_TS_ORDER)) && c->nsel > 1) return start_merge(c, idx);
+  kl_err err = {0};
+  kl_rc krc = next_partition(c, &err);
+  if (krc == KL_DONE) return scan_end(c);
+  if (krc) {
+    c->eof = 1;
+    return lv_report(c, krc, &err);
+  }
+  return lv_step(c);
+}
+
+int lv_next(sqlite3_vtab_cursor *cur) { return lv_step((kl_vcursor *)cur); }
+
+int lv_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
+
+/* Bytes as a BLOB, or with key_type/value_type 'text' as TEXT when they
+** are UTF-8 (else still a BLOB: no byte is lost to a conversion). */
+static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n, int text) {
+  if (n < 0) sqlite3_result_null(ctx);
+  else if (text && kl_utf8_valid(p, (size_t)n)) {
+    sqlite3_result_text(ctx, n ? (const char *)p : "", n, SQLITE_TRANSIENT);
+  } else {
+    sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);
+  }
+}
+
+/* Decode the current row if it was produced from its batch's record count
+** (cursor.h): the columns below that come from the record need it. */
+static int load_row(kl_vcursor *c) {
+  if (!c->on_pair && !kl_cursor_lazy(c->cur)) return SQLITE_OK;
+  kl_err err; /* per column: set up without clearing its 512 bytes */
+  kl_err_clear(&err);
+  kl_rc rc;
+  if (c->on_pair) { /* a column the plan did not expect: read the record */
+    c->on_pair = 0;
+    rc = lv_seek_offset(c, c->pairs[c->i_pairs - 1].off, &err);
+    return rc == KL_OK ? SQLITE_OK : lv_report(c, rc, &err);
+  }
+  rc = kl_cursor_load(c->cur, &err);
+  return rc == KL_OK ? SQLITE_OK : lv_report(c, rc, &err);
+}
+
+int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  const kl_record *r = kl_cursor_record(c->cur);
+  const kl_batch *b = kl_cursor_batch(c->cur);
+  if (c->on_pair && (col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP)) {
+    const struct ts_pair *p = &c->pairs[c->i_pairs - 1];
+    sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? p->off : p->ts);
+    return SQLITE_OK;
+  }
+  int64_t po, pt;
+  if ((col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP) && !c->on_pair &&
+      kl_cursor_peek(c->cur, &po, &pt)) { /* known without decoding */
+    sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? po : pt);
+    return SQLITE_OK;
+  }
+  if (c->on_pair || col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
+      col == KL_COL_VALUE || col == KL_COL_HEADERS || col == KL_COL_SEQUENCE) {
+    int rc = load_row(c);
+    if (rc) return rc;
+  }
+  switch (col) {
+    case KL_COL_OFFSET: sqlite3_result_int64(ctx, r->offset); break;
+    case KL_COL_TIMESTAMP: sqlite3_result_int64(ctx, r->timestamp); break;
+    case KL_COL_TIMESTAMP_TYPE:
+      sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
+      break;
+    case KL_COL_KEY: result_bytes(ctx, r->key, r->key_len, c->text[0]); break;
+    case KL_COL_VALUE: result_bytes(ctx, r->value, r->value_len, c->text[1]); break;
+    case KL_COL_HEADERS:
+      if (kl_headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
+      sqlite3_result_text(ctx, (const char *)c->json.p, (int)c->json.len, SQLITE_TRANSIENT);
+      break;
+    case KL_COL_LEADER_EPOCH: sqlite3_result_int(ctx, b->leader_epoch); break;
+    case KL_COL_PRODUCER_ID: sqlite3_result_int64(ctx, b->producer_id); break;
+    case KL_COL_PRODUCER_EPOCH: sqlite3_result_int(ctx, b->producer_epoch); break;
+    case KL_COL_SEQUENCE: sqlite3_result_int(ctx, r->sequence); break;
+    case KL_COL_IS_TRANSACTIONAL: sqlite3_result_int(ctx, b->is_transactional); break;
+    case KL_COL_COMPRESSION:
+      sqlite3_result_text(ctx, kl_codec_name(b->codec), -1, SQLITE_STATIC);
+      break;
+    case KL_COL_SEGMENT: sqlite3_result_int64(ctx, kl_cursor_segment(c->cur)->base); break;
+    case KL_COL_POSITION: sqlite3_result_int64(ctx, b->position); break;
+    case KL_COL_TOPIC:
+      if (c->part->topic) sqlite3_result_text(ctx, c->part->topic, -1, SQLITE_TRANSIENT);
+      break;
+    case KL_COL_PARTITION:
+      if (c->part->partition >= 0) sqlite3_result_int(ctx, c->part->partition);
+      break;
+    case KL_COL_DIR: sqlite3_result_text(ctx, c->bk->path, -1, SQLITE_TRANSIENT); break;
+    default: {
+      /* A hidden column of an option: its value in this scan. */
+      int k = kl_terms_find(kl_log_terms, kl_log_nterms, KL_T_NEED_DIR, -1, col,
+                            SQLITE_INDEX_CONSTRAINT_EQ);
+      if (k >= 0 && kl_log_terms[k].act == KL_ACT_OPTION) {
+        kl_option_result(ctx, (kl_opt_id)kl_log_terms[k].arg, c->opt[kl_log_terms[k].arg]);
+      }
+      break;
+    }
+  }
+  return SQLITE_OK;
+}
+
+int lv_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  int64_t off, ts;
+  if (c->on_pair) {
+    off = c->pairs[c->i_pairs - 1].off;
+  } else if (!kl_cursor_peek(c->cur, &off, &ts)) {
+    int rc = load_row(c);
+    if (rc) return rc;
+    off = kl_cursor_record(c->cur)->offset;
+  }
+  /* Offsets beyond 2^44 in a path of several partitions would reach the
+  ** next partition's rowids: they keep the offset alone. */
+  *rowid = c->rowid_base && off >= 0 && off < ((int64_t)1 << KL_ROWID_SHIFT) ? c->rowid_base + off
+                                                                              : off;
+  return SQLITE_OK;
+}
