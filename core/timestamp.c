@@ -106,7 +106,7 @@ static int year(tp *p, int64_t *y, const char **why) {
 
 /* The time of day after the date's separator, in milliseconds. */
 static int time_of_day(tp *p, int64_t *ms, const char **why) {
-  int64_t h, mi, sec = 0, frac = 0;
+  int64_t h = 0, mi = 0, sec = 0, frac = 0;
   if (field(p, 0, 0, 23, &h, "the hour is not two digits", "the hour is not 00..23", why) ||
       field(p, ':', 0, 59, &mi, "the minutes (:MM) are missing", "the minutes are not 00..59",
             why)) {
@@ -123,7 +123,7 @@ static int time_of_day(tp *p, int64_t *ms, const char **why) {
     size_t k = 0;
     while (digit(p, k)) k++;
     if (k == 0 || k > 9) return *why = "the fraction of a second is not 1..9 digits", -1;
-    int64_t f;
+    int64_t f = 0;
     digits(p, k, &f);
     for (; k < 3; k++) f *= 10;
     for (; k > 3; k--) f /= 10;
@@ -139,7 +139,7 @@ static int offset(tp *p, int64_t *east, const char **why) {
   if (p->i == p->n) return 0;
   if (at(p, 'Z') || at(p, 'z')) return p->i++, 0;
   if (!at(p, '+') && !at(p, '-')) return *why = "the text goes on after the time", -1;
-  int64_t sign = p->s[p->i++] == '-' ? -1 : 1, h, m;
+  int64_t sign = p->s[p->i++] == '-' ? -1 : 1, h = 0, m = 0;
   if (field(p, 0, 0, 23, &h, "the offset is not +HH:MM or -HH:MM", "the offset's hours are not 00..23",
             why)) {
     return -1;
@@ -167,7 +167,7 @@ static int day_ms(int64_t days, int64_t x, int64_t *out) {
 
 int kl_time_parse(const char *s, size_t n, int64_t *ms, const char **why) {
   tp p = {s, n, 0};
-  int64_t y, mo, d, tod = 0, east = 0;
+  int64_t y = 0, mo = 0, d = 0, tod = 0, east = 0;
   if (year(&p, &y, why) ||
       field(&p, '-', 1, 12, &mo, "the month (-MM) is missing", "the month is not 01..12", why) ||
       field(&p, '-', 1, 31, &d, "the day (-DD) is missing", "the day is not 01..31", why)) {
