@@ -100,4 +100,8 @@ cp "$KAFKALOG_MODULE" "$tmp/prefix/lib/kafkalog.so"
 ln -s "$tmp/prefix/bin/kafkalog" "$tmp/kl-link"
 expect "installed as bin/ and lib/, called through a symlink" "10" \
   "$(env -u KAFKALOG_MODULE "$tmp/kl-link" "$fx/a-tiny/orders-0" "SELECT count(*) FROM orders")"
+if [ -f "$here/build/kafkalog.so" ]; then
+  expect "in a built clone, cli/kafkalog finds build/kafkalog.so" "10" \
+    "$(env -u KAFKALOG_MODULE "$kl" "$fx/a-tiny/orders-0" "SELECT count(*) FROM orders")"
+fi
 [ "$fails" -eq 0 ]
