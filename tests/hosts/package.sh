@@ -59,3 +59,7 @@ print(kafkalog.loadable_path(), db.execute("SELECT count(*) FROM kafka_log(?)", 
 ' "$here/tests/fixtures/a-tiny/orders-0")
 [ "$got" = "$root/usr/lib/kafkalog 10" ] || { echo "python3 with the package answered '$got'" >&2; exit 1; }
 echo "python3: import kafkalog loads $root/usr/lib/kafkalog.so: 10 records"
+got=$(cd "$here" && PYTHONPATH="$root/usr/lib/python3/dist-packages" /usr/bin/python3 -m kafkalog \
+  tests/fixtures/a-tiny/orders-0 "SELECT count(*) FROM orders")
+[ "$got" = 10 ] || { echo "python3 -m kafkalog answered '$got'" >&2; exit 1; }
+echo "python3 -m kafkalog runs $root/usr/bin/kafkalog: 10 records"

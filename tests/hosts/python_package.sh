@@ -86,7 +86,15 @@ example() { # python, label
   done
 }
 
-# A virtual environment (Debian's pandas seen through its system site).
+# A plain virtual environment: pip 23.0 and setuptools only (no wheel), so
+# pip runs setup.py itself, with no index.
+"$py" -m venv "$tmp/plain"
+check "pip install . in a plain venv" "$tmp/plain/bin/python" -m pip install --no-index --no-cache-dir "$here"
+check "plain venv: load, loadable_path, kafka_time" \
+  sh -c 'cd "$1" && "$2" check.py "$3" "$4"' - "$tmp" "$tmp/plain/bin/python" "$tmp/plain/lib" "$fixtures"
+
+# A virtual environment that sees Debian's pandas (and python3-wheel, so
+# pip builds a wheel).
 venv=$tmp/venv
 "$py" -m venv --system-site-packages "$venv"
 check "pip install . in a venv (pip $("$venv/bin/python" -m pip --version | cut -d' ' -f2), no index)" \
