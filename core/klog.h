@@ -13,6 +13,7 @@
 ** Module map (one on-disk structure or concept per .c/.h pair):
 **   crc32c.h    CRC-32C (Castagnoli) for v2 batches
 **   utf8.h      the UTF-8 rule for text given to SQLite
+**   timestamp.h epoch milliseconds to and from ISO-8601 UTC text
 **   codec.h     gzip / snappy / lz4 / zstd decompression and compression
 **   batch.h     record batch v2 and legacy v0/v1 messages: parse, verify,
 **               iterate records

@@ -76,6 +76,9 @@ python() {
 }
 step "Python host" python "$here/tests/hosts/test_python.py" "$here/build/kafkalog"
 step "Node host" "$here/tests/hosts/node.sh" "$here/build/kafkalog.so" "$here/build-node"
+step "npm package (npm install of the clone, better-sqlite3)" "$here/tests/hosts/npm_package.sh" "$here/build-node"
+step "kafkalog command" "$here/tests/hosts/cli.sh" "$here/build/kafkalog.so"
+step "Python package (pip install . in a venv and the system Python, pandas)" "$here/tests/hosts/python_package.sh"
 step "README examples" python "$here/tests/hosts/readme.py" "$here/build/kafkalog"
 # A short fuzz run (about a minute in all, 20 s per target) after replaying
 # every saved crash; tests/fuzz/run.sh <seconds> runs them for longer.

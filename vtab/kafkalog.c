@@ -4,6 +4,8 @@
 ** module, the listing modules and the SQL functions (all of them, or on
 ** failure none), among them
 **   kafka_log_version()      version and compiled-in codecs
+**   kafka_log_debug()        how this module was built and what it runs on
+**   kafka_time(ms), kafka_ms(text)  timestamps as ISO-8601 text (timefn.h)
 **   kafka_log_stats()        work counters of this connection's queries (JSON)
 **   kafka_log_stats_reset()  set them back to zero
 **   kafka_log_recover(dir)   leave a partition directory as its last commit
@@ -16,9 +18,12 @@
 #include <zlib.h>
 #include <lz4.h>
 #include <zstd.h>
+#include <xxhash.h>
 
 #include "glue.h"
+#include "logcache.h"
 #include "partitioner.h"
+#include "timefn.h"
 #include "writer.h"
 
 SQLITE_EXTENSION_INIT1
@@ -38,6 +43,71 @@ static void fn_version(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   snprintf(buf, sizeof buf, "kafkalog %s (codecs: gzip zlib-%s snappy lz4-%s zstd-%s)", KL_VERSION,
            zlibVersion(), LZ4_versionString(), ZSTD_versionString());
   sqlite3_result_text(ctx, buf, -1, SQLITE_TRANSIENT);
+}
+
+#ifndef KL_BUILD_TYPE
+#define KL_BUILD_TYPE "unknown"
+#endif
+#ifndef KL_SNAPPY_VERSION
+#define KL_SNAPPY_VERSION "unknown"
+#endif
+#if defined(__clang__)
+#define KL_COMPILER "clang " __clang_version__
+#elif defined(__GNUC__)
+#define KL_COMPILER "gcc " __VERSION__
+#else
+#define KL_COMPILER "unknown"
+#endif
+#if defined(__SANITIZE_ADDRESS__)
+#define KL_SANITIZERS "address,undefined"
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define KL_SANITIZERS "address,undefined"
+#endif
+#endif
+#ifndef KL_SANITIZERS
+#define KL_SANITIZERS "none"
+#endif
+
+/* What a bug report needs, one "key: value" a line: the build, the SQLite
+** it was compiled against and the one it runs in (they differ when a
+** host brings its own), each codec library compiled against and loaded
+** (a shared library can be newer than its headers were), and the limits
+** compiled in. */
+static void fn_debug(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  unsigned xxh = XXH_versionNumber();
+  char *s = sqlite3_mprintf(
+      "version: %s\n"
+      "build type: %s\n"
+      "compiler: %s\n"
+      "sanitizers: %s\n"
+      "assertions: %s\n"
+      "sqlite compiled against: %s\n"
+      "sqlite running on: %s (%s)\n"
+      "sqlite needed: %s or later\n"
+      "codec gzip: zlib %s (compiled against %s)\n"
+      "codec snappy: snappy %s (compiled against; it reports no version at run time)\n"
+      "codec lz4: lz4 %s (compiled against %s)\n"
+      "codec zstd: zstd %s (compiled against %s)\n"
+      "checksums: crc32c (built in), xxhash %u.%u.%u for lz4 frames\n"
+      "limit max batch bytes: %llu\n"
+      "limit cached logs: %d\n"
+      "limit cached segments: %d",
+      KL_VERSION, KL_BUILD_TYPE, KL_COMPILER, KL_SANITIZERS,
+#ifdef NDEBUG
+      "off",
+#else
+      "on",
+#endif
+      SQLITE_VERSION, sqlite3_libversion(), sqlite3_sourceid(), KL_SQLITE_MIN_TEXT,
+      zlibVersion(), ZLIB_VERSION, KL_SNAPPY_VERSION, LZ4_versionString(), LZ4_VERSION_STRING,
+      ZSTD_versionString(), ZSTD_VERSION_STRING, xxh / 10000, xxh / 100 % 100, xxh % 100,
+      (unsigned long long)KL_MAX_BATCH_BYTES, KL_LOGCACHE_MAX, KL_LOGCACHE_SEGMENTS);
+  if (!s) {
+    sqlite3_result_error_nomem(ctx);
+    return;
+  }
+  sqlite3_result_text(ctx, s, -1, sqlite3_free);
 }
 
 static void fn_stats(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
@@ -152,6 +222,9 @@ typedef struct kl_fn_def {
 static const kl_fn_def kl_fns[] = {
     {"kafka_log_max_skew", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, kl_fn_max_skew},
     {"kafka_log_version", 0, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_version},
+    {"kafka_log_debug", 0, KL_INNOCUOUS, 0, fn_debug},
+    {"kafka_time", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, kl_fn_time},
+    {"kafka_ms", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, kl_fn_ms},
     {"kafka_log_stats", 0, KL_INNOCUOUS, 1, fn_stats},
     {"kafka_schema_id", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_schema_id},
     {"kafka_payload", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_payload},

@@ -18,6 +18,7 @@ static void *fail_malloc(int n) { return fails_now() ? NULL : g_sys.xMalloc(n); 
 static void *fail_realloc(void *p, int n) { return fails_now() ? NULL : g_sys.xRealloc(p, n); }
 
 static const char *const g_functions[] = {
+    "SELECT kafka_time(0)", "SELECT kafka_ms('2026-12-01')", "SELECT kafka_log_debug()",
     "SELECT kafka_log_max_skew('/nonexistent')", "SELECT kafka_log_version()",
     "SELECT kafka_log_stats()", "SELECT kafka_schema_id(x'00000000')",
     "SELECT kafka_payload(x'00000000')", "SELECT kafka_log_stats_reset()",
