@@ -414,8 +414,9 @@ static kl_rc find_hanging(kh_cursor *c, kl_conn *conn, int have_now, kl_err *err
   if (rc == KL_OK) rc = kl_txnlog_read(conn, c->path, fold, NULL, NULL, &found, err);
   if (rc == KL_OK) rc = kl_txnlog_rows(fold, &rows, &nrows);
   if (rc == KL_OK) rc = kl_broker_open(NULL, c->path, &b, err);
-  for (size_t i = 0; rc == KL_OK && i < kl_broker_count(b); i++) {
-    const kl_part *p = kl_broker_part(b, i);
+  size_t next;
+  for (size_t i = 0; rc == KL_OK && i < kl_broker_count(b); i = next) {
+    const kl_part *p = kl_broker_part(b, kl_replica_pick(b, i, &next));
     if (p->topic && p->partition >= 0) rc = partition_cands(conn, p, &s, err);
   }
   if (!have_now) c->now = s.max_ts;
@@ -448,8 +449,13 @@ static int kh_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   }
   c->now = -1;
   c->max_timeout = KH_DEFAULT_TIMEOUT_MS;
-  if (idx & 2) c->now = sqlite3_value_int64(argv[a++]);
-  if (idx & 4) c->max_timeout = sqlite3_value_int64(argv[a++]);
+  /* now = NULL or max_timeout_ms = NULL holds for no row. */
+  for (int k = 1; k < 3; k++) {
+    if (!(idx & (1 << k))) continue;
+    sqlite3_value *v = argv[a++];
+    if (sqlite3_value_type(v) == SQLITE_NULL) return SQLITE_OK;
+    *(k == 1 ? &c->now : &c->max_timeout) = sqlite3_value_int64(v);
+  }
   if (!(c->path = sqlite3_mprintf("%s", path))) return SQLITE_NOMEM;
   kl_err err;
   kl_err_clear(&err);

@@ -10,7 +10,8 @@
 **   kafka_coordinator_partition(id, n)  the partition of n that holds id
 **
 ** Records are decoded by core/txnlog.h from each partition's log start
-** offset (log-start-offset-checkpoint) on.  A record Kafka's loader would
+** offset (log-start-offset-checkpoint) on; of a partition found in several
+** log directories, the replica with the highest high watermark is read.  A record Kafka's loader would
 ** refuse is SQLITE_CORRUPT naming the partition directory and offset.
 ** Eponymous only, DIRECTONLY like kafka_log.
 */
@@ -91,14 +92,30 @@ static kl_rc read_partition(kl_conn *conn, const kl_part *p, kl_txnlog *f,
   return rc == KL_DONE ? KL_OK : rc;
 }
 
+size_t kl_replica_pick(const kl_broker *b, size_t i, size_t *next) {
+  const kl_part *first = kl_broker_part(b, i);
+  size_t best = i, j = i + 1;
+  for (; j < kl_broker_count(b); j++) {
+    const kl_part *p = kl_broker_part(b, j);
+    if (!first->topic || !p->topic || strcmp(p->topic, first->topic) != 0 ||
+        p->partition != first->partition) {
+      break;
+    }
+    if (p->high_watermark > kl_broker_part(b, best)->high_watermark) best = j;
+  }
+  *next = j;
+  return best;
+}
+
 kl_rc kl_txnlog_read(kl_conn *conn, const char *path, kl_txnlog *f, kl_txnlog_visit visit,
                      void *ctx, size_t *found, kl_err *err) {
   kl_broker *b = NULL;
   *found = 0;
   kl_rc rc = kl_broker_open(NULL, path, &b, err);
+  size_t next;
   for (size_t i = rc ? 0 : kl_broker_seek(b, KT_TOPIC, strlen(KT_TOPIC), 0);
-       rc == KL_OK && i < kl_broker_count(b); i++) {
-    const kl_part *p = kl_broker_part(b, i);
+       rc == KL_OK && i < kl_broker_count(b); i = next) {
+    const kl_part *p = kl_broker_part(b, kl_replica_pick(b, i, &next));
     if (!p->topic || strcmp(p->topic, KT_TOPIC) != 0) break;
     rc = read_partition(conn, p, f, visit, ctx, err);
     (*found)++;

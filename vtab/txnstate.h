@@ -6,6 +6,7 @@
 #ifndef KL_TXNSTATE_H
 #define KL_TXNSTATE_H
 
+#include "broker.h"
 #include "glue.h"
 #include "txnlog.h"
 
@@ -17,6 +18,13 @@ int kl_hanging_vtab_register(sqlite3 *db, kl_conn *conn);     /* kafka_hanging_t
 
 /* kafka_coordinator_partition(id, n) (a scalar function). */
 void kl_fn_coordinator_partition(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
+/* Of the run of replicas of one partition starting at index i of b (the
+** same topic and partition in several log directories), the one whose
+** high watermark is highest, the first of equals: what a reader of
+** several log directories takes as the partition.  *next is the index
+** after the run. */
+size_t kl_replica_pick(const kl_broker *b, size_t i, size_t *next);
 
 /* Fold every record of the __transaction_state partitions under path
 ** into f (kl_txnlog_new'd by the caller); with history, also call

@@ -177,7 +177,8 @@ static void test_value_v0_every_status(void **state) {
     assert_int_equal(v.prev_producer_id, -1);
     assert_int_equal(v.next_producer_id, -1);
     assert_int_equal(v.client_txn_version, 0);
-    assert_json(&v, "[{\"topic\":\"orders\",\"partition\":0},{\"topic\":\"orders\",\"partition\":2},"
+    assert_json(&v, "[{\"topic\":\"orders\",\"partition\":0},"
+                    "{\"topic\":\"orders\",\"partition\":2},"
                     "{\"topic\":\"pay\\\"ments\",\"partition\":7}]");
     assert_true(kl_txnlog_has_partition(&v, "orders", 6, 2));
     assert_true(kl_txnlog_has_partition(&v, "pay\"ments", 9, 7));

@@ -84,9 +84,8 @@ static void test_transactions(void **state) {
                               " transactional_id IN ('old-batch-job', 'future-record')", "t", FIX),
                    0);
   /* Each id lies in the partition Kafka's coordinator computes. */
-  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_transactions(?1) WHERE"
-                              " state_partition != kafka_coordinator_partition(transactional_id, 3)",
-                          "t", FIX),
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_transactions(?1) WHERE state_partition"
+                              " != kafka_coordinator_partition(transactional_id, 3)", "t", FIX),
                    0);
   /* The partitions JSON is SQLite JSON. */
   expect(db, "'ledger'|0\n",
@@ -179,7 +178,8 @@ static void test_hanging(void **state) {
          "'orders'|0|3000|0|NULL|2|1767226200000|2940000|NULL|'no transactional id'|2|6\n"
          "'orders'|1|5000|2|NULL|0|1767225900000|3240000|'inventory-sync'|"
          "'partition not in transaction'|0|4\n"
-         "'orders'|1|6000|0|NULL|2|1767226800000|2340000|'reports-job'|'no coordinator state'|0|2\n",
+         "'orders'|1|6000|0|NULL|2|1767226800000|2340000|'reports-job'|"
+         "'no coordinator state'|0|2\n",
          "SELECT * FROM kafka_hanging_transactions(?1)", "t", FIX);
   /* The default now: the latest batch under the path (payments-0, minute
   ** 59); the bound 15 minutes. */
@@ -207,11 +207,53 @@ static void test_hanging(void **state) {
   expect(db, "3000\n5000\n",
          "SELECT producer_id FROM kafka_hanging_transactions(?1) WHERE now = ?2"
          " AND max_timeout_ms = ?3", "tii", FIX, T0 + 10 * MIN + 5, (int64_t)4);
+  /* A NULL bound holds for no row. */
+  expect(db, "", "SELECT * FROM kafka_hanging_transactions(?1) WHERE now = ?2", "tn", FIX);
+  expect(db, "", "SELECT * FROM kafka_hanging_transactions(?1) WHERE max_timeout_ms = ?2", "tn",
+         FIX);
   /* Without the coordinator's partitions, every old open transaction
   ** has no transactional id. */
   expect(db, "3000|'no transactional id'\n",
          "SELECT producer_id, reason FROM kafka_hanging_transactions(?1)", "t", FIX "/orders-0");
   st_close(db);
+}
+
+/* A copy of the fixture as a second log directory: each partition is
+** read once (the replica with the highest high watermark). */
+static void test_two_log_dirs(void **state) {
+  static const char *parts[] = {"__transaction_state-0", "__transaction_state-1",
+                                "__transaction_state-2", "ledger-0", "orders-0", "orders-1",
+                                "payments-0"};
+  static const char *files[] = {"log-start-offset-checkpoint", "recovery-point-offset-checkpoint",
+                                "replication-offset-checkpoint"};
+  char *root = t_mkdtemp("txn-replica");
+  for (size_t i = 0; i < sizeof files / sizeof files[0]; i++) {
+    char src[4200], dst[4200];
+    snprintf(src, sizeof src, "%s/%s", FIX, files[i]);
+    snprintf(dst, sizeof dst, "%s/%s", root, files[i]);
+    size_t n;
+    uint8_t *p = t_read_file(src, &n);
+    assert_non_null(p);
+    assert_int_equal(t_write_file(dst, p, n), 0);
+    free(p);
+  }
+  for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
+    char src[4200], dst[4200];
+    snprintf(src, sizeof src, "%s/%s", FIX, parts[i]);
+    snprintf(dst, sizeof dst, "%s/%s", root, parts[i]);
+    assert_int_equal(mkdir(dst, 0755), 0);
+    assert_int_equal(t_copy_dir(src, dst), 0);
+  }
+  char both[9000];
+  snprintf(both, sizeof both, "%s,%s", FIX, root);
+  sqlite3 *db = st_open();
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_transaction_log(?1)", "t", both), 17);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_transactions(?1)", "t", both), 5);
+  expect(db, "3000\n5000\n6000\n",
+         "SELECT producer_id FROM kafka_hanging_transactions(?1)", "t", both);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
 }
 
 static void test_coordinator_partition(void **state) {
@@ -253,7 +295,8 @@ static void test_corrupt(void **state) {
       {{0x00, 0x02}, 2, "value: unknown transaction log version 2 (0 and 1 are known)"},
       {{0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 9}, 17,
        "value: unknown transaction status 9 (0 to 7 are known)"},
-      {{0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 12, "value: transaction timeout needs 4 bytes, 0 left"},
+      {{0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0}, 12,
+       "value: transaction timeout needs 4 bytes, 0 left"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *root = t_mkdtemp("txnstate-bad");
@@ -315,6 +358,7 @@ int main(void) {
       cmocka_unit_test(test_history),
       cmocka_unit_test(test_producers),
       cmocka_unit_test(test_hanging),
+      cmocka_unit_test(test_two_log_dirs),
       cmocka_unit_test(test_coordinator_partition),
       cmocka_unit_test(test_corrupt),
       cmocka_unit_test(test_errors),
