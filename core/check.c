@@ -168,10 +168,10 @@ static int64_t span_holding(const checker *ck, int64_t off) {
 
 /* Batch b of a producer in offset order (kl_txn_step); an ABORT of an
 ** open transaction is a CompletedTxn that recover() indexes. */
-static kl_rc track_producer(checker *ck, const kl_batch *b, int ctl_type) {
+static kl_rc track_producer(checker *ck, const kl_batch *b, int ctl_type, int32_t ctl_epoch) {
   kl_txn_end x;
   int aborted;
-  kl_rc rc = kl_txn_step(ck->env, &ck->producers, b, ctl_type, &x, &aborted);
+  kl_rc rc = kl_txn_step(ck->env, &ck->producers, b, ctl_type, ctl_epoch, &x, &aborted);
   if (rc || !aborted) return rc;
   if (ck->nexpect == ck->expect_cap) {
     size_t cap = ck->expect_cap ? ck->expect_cap * 2 : 16;
@@ -241,9 +241,9 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
     /* Kafka reads a control batch's first record only (recover(), the
     ** consumer, the cleaner); one it rejects ends recover() there. */
     int ctl_type = -1, first = 1;
+    int32_t epoch = -1;
     while (rc == KL_OK && (rc = kl_records_next(&it, &r, &re)) == KL_OK) {
       if (b.is_control && first) {
-        int32_t epoch;
         kl_err ce = {0};
         if (kl_control_parse(&r, &ctl_type, &epoch, &ce) != KL_OK) {
           ctl_type = -1;
@@ -259,7 +259,8 @@ static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
       report(ck, kl_damage_name(KL_DMG_RECORDS), KL_SEV_ERROR, b.position, "%s",
              re.msg[0] ? re.msg : kl_rc_name(rc));
     }
-    if (b.magic == 2 && b.producer_id >= 0 && (rc = track_producer(ck, &b, ctl_type)) != KL_OK) {
+    if (b.magic == 2 && b.producer_id >= 0 &&
+        (rc = track_producer(ck, &b, ctl_type, epoch)) != KL_OK) {
       break;
     }
     if ((rc = add_span(ck, &b, s->base)) != KL_OK) break;

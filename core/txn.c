@@ -45,8 +45,7 @@ int kl_txn_entry(const uint8_t *p, int64_t base, kl_txn_abort *out) {
 
 /* A producer's state in a kl_txn_state. */
 struct kl_txn_producer {
-  int64_t pid;              /* -1: free slot */
-  int64_t open_first;       /* first offset of its open transaction, -1 */
+  kl_producer e;            /* e.pid -1: free slot */
   int64_t closed_at;        /* its last offset outside a transaction (a
                             ** marker or a non-transactional batch), -1 */
 };
@@ -61,11 +60,11 @@ static struct kl_txn_producer *producer(const kl_env *env, kl_txn_state *st, int
     size_t cap = st->cap ? st->cap * 2 : 64;
     struct kl_txn_producer *p = kl_malloc(env, cap * sizeof *p);
     if (!p) return NULL;
-    for (size_t i = 0; i < cap; i++) p[i].pid = -1;
+    for (size_t i = 0; i < cap; i++) p[i].e.pid = -1;
     for (size_t i = 0; i < st->cap; i++) {
-      if (st->p[i].pid < 0) continue;
-      size_t h = slot_of(st->p[i].pid, cap - 1);
-      while (p[h].pid >= 0) h = (h + 1) & (cap - 1);
+      if (st->p[i].e.pid < 0) continue;
+      size_t h = slot_of(st->p[i].e.pid, cap - 1);
+      while (p[h].e.pid >= 0) h = (h + 1) & (cap - 1);
       p[h] = st->p[i];
     }
     kl_free(env, st->p);
@@ -73,25 +72,49 @@ static struct kl_txn_producer *producer(const kl_env *env, kl_txn_state *st, int
     st->cap = cap;
   }
   size_t mask = st->cap - 1, h = slot_of(pid, mask);
-  while (st->p[h].pid >= 0 && st->p[h].pid != pid) h = (h + 1) & mask;
+  while (st->p[h].e.pid >= 0 && st->p[h].e.pid != pid) h = (h + 1) & mask;
   struct kl_txn_producer *t = &st->p[h];
-  if (t->pid < 0) {
-    t->pid = pid;
-    t->open_first = -1;
+  if (t->e.pid < 0) {
+    t->e = (kl_producer){pid, -1, -1, -1, 0, -1, -1, -1};
     t->closed_at = -1;
     st->n++;
   }
   return t;
 }
 
+/* A batch of a new epoch: what the producer sent before is forgotten
+** (ProducerStateEntry.maybeUpdateProducerEpoch). */
+static void set_epoch(kl_producer *e, int16_t epoch) {
+  if (e->epoch == epoch) return;
+  e->epoch = epoch;
+  e->last_seq = -1;
+  e->last_offset = -1;
+  e->offset_delta = 0;
+}
+
+/* The sequence of a batch's last record: sequences wrap from INT32_MAX to
+** 0 (DefaultRecordBatch.incrementSequence). */
+static int32_t last_sequence(const kl_batch *b) {
+  if (b->base_sequence < 0) return -1;
+  int32_t inc = b->last_offset_delta;
+  if (b->base_sequence > INT32_MAX - inc) return inc - (INT32_MAX - b->base_sequence) - 1;
+  return b->base_sequence + inc;
+}
+
 kl_rc kl_txn_step(const kl_env *env, kl_txn_state *st, const kl_batch *b, int ctl_type,
-                  kl_txn_end *end, int *aborted) {
+                  int32_t ctl_epoch, kl_txn_end *end, int *aborted) {
   *aborted = 0;
   struct kl_txn_producer *t = producer(env, st, b->producer_id);
   if (!t) return KL_NOMEM;
+  kl_producer *e = &t->e;
   if (!b->is_control) {
-    if (b->is_transactional && t->open_first < 0) t->open_first = b->base_offset;
-    else if (!b->is_transactional && t->open_first < 0) t->closed_at = b->last_offset;
+    set_epoch(e, b->producer_epoch);
+    e->last_seq = last_sequence(b);
+    e->last_offset = b->last_offset;
+    e->offset_delta = b->last_offset_delta;
+    e->last_ts = b->max_timestamp;
+    if (b->is_transactional && e->txn_first < 0) e->txn_first = b->base_offset;
+    else if (!b->is_transactional && e->txn_first < 0) t->closed_at = b->last_offset;
     return KL_OK;
   }
   if (ctl_type != KL_CONTROL_ABORT && ctl_type != KL_CONTROL_COMMIT) return KL_OK;
@@ -100,10 +123,13 @@ kl_rc kl_txn_step(const kl_env *env, kl_txn_state *st, const kl_batch *b, int ct
     end->pid = b->producer_id;
     end->last = b->base_offset;
     end->lo = t->closed_at;
-    end->optional = t->open_first < 0;
-    end->hi = end->optional ? b->base_offset : t->open_first;
+    end->optional = e->txn_first < 0;
+    end->hi = end->optional ? b->base_offset : e->txn_first;
   }
-  t->open_first = -1;
+  set_epoch(e, b->producer_epoch);
+  e->coordinator_epoch = ctl_epoch;
+  e->last_ts = b->max_timestamp;
+  e->txn_first = -1;
   t->closed_at = b->base_offset;
   return KL_OK;
 }
@@ -111,7 +137,35 @@ kl_rc kl_txn_step(const kl_env *env, kl_txn_state *st, const kl_batch *b, int ct
 kl_rc kl_txn_open(const kl_env *env, kl_txn_state *st, int64_t pid, int64_t first) {
   struct kl_txn_producer *t = producer(env, st, pid);
   if (!t) return KL_NOMEM;
-  if (t->open_first < 0) t->open_first = first;
+  if (t->e.txn_first < 0) t->e.txn_first = first;
+  return KL_OK;
+}
+
+kl_rc kl_txn_restore(const kl_env *env, kl_txn_state *st, const kl_producer *p) {
+  struct kl_txn_producer *t = producer(env, st, p->pid);
+  if (!t) return KL_NOMEM;
+  t->e = *p;
+  return KL_OK;
+}
+
+static int cmp_producer(const void *a, const void *b) {
+  const kl_producer *x = a, *y = b;
+  return (x->pid > y->pid) - (x->pid < y->pid);
+}
+
+kl_rc kl_txn_producers(const kl_env *env, const kl_txn_state *st, kl_producer **out, size_t *n) {
+  *out = NULL;
+  *n = 0;
+  if (st->n == 0) return KL_OK;
+  kl_producer *v = kl_malloc(env, st->n * sizeof *v);
+  if (!v) return KL_NOMEM;
+  size_t k = 0;
+  for (size_t i = 0; i < st->cap; i++) {
+    if (st->p[i].e.pid >= 0) v[k++] = st->p[i].e;
+  }
+  qsort(v, k, sizeof *v, cmp_producer);
+  *out = v;
+  *n = k;
   return KL_OK;
 }
 
@@ -119,9 +173,9 @@ int64_t kl_txn_first_open(const kl_txn_state *st, int64_t *pid) {
   int64_t first = INT64_MAX;
   *pid = -1;
   for (size_t i = 0; i < st->cap; i++) {
-    const struct kl_txn_producer *t = &st->p[i];
-    if (t->pid >= 0 && t->open_first >= 0 && t->open_first < first) {
-      first = t->open_first;
+    const kl_producer *t = &st->p[i].e;
+    if (t->pid >= 0 && t->txn_first >= 0 && t->txn_first < first) {
+      first = t->txn_first;
       *pid = t->pid;
     }
   }
@@ -129,7 +183,7 @@ int64_t kl_txn_first_open(const kl_txn_state *st, int64_t *pid) {
 }
 
 void kl_txn_state_reset(kl_txn_state *st) {
-  for (size_t i = 0; i < st->cap; i++) st->p[i].pid = -1;
+  for (size_t i = 0; i < st->cap; i++) st->p[i].e.pid = -1;
   st->n = 0;
 }
 
@@ -139,13 +193,13 @@ void kl_txn_state_free(const kl_env *env, kl_txn_state *st) {
   st->n = st->cap = 0;
 }
 
-/* A producer snapshot's open transactions. */
+/* A producer snapshot's entries. */
 typedef struct open_set {
-  struct { int64_t pid, first; } *e;
+  kl_producer *e;
   size_t n, cap;
 } open_set;
 
-static kl_rc open_add(const kl_env *env, open_set *s, int64_t pid, int64_t first) {
+static kl_rc open_add(const kl_env *env, open_set *s, const kl_producer *p) {
   if (s->n == s->cap) {
     size_t c = s->cap ? s->cap * 2 : 16;
     void *q = kl_realloc(env, s->e, c * sizeof *s->e);
@@ -153,15 +207,35 @@ static kl_rc open_add(const kl_env *env, open_set *s, int64_t pid, int64_t first
     s->e = q;
     s->cap = c;
   }
-  s->e[s->n].pid = pid;
-  s->e[s->n].first = first;
-  s->n++;
+  s->e[s->n++] = *p;
   return KL_OK;
 }
 
+/* Entry i of a snapshot (ProducerSnapshot's ProducerEntry):
+**   +-----+-------+---------+---------+---------+-----------+-------+---------------+
+**   | pid | epoch | lastSeq | lastOff | offDelta| timestamp | coord | txnFirstOffset|
+**   | i64 |  i16  |   i32   |   i64   |   i32   |    i64    |  i32  |      i64      |
+**   +-----+-------+---------+---------+---------+-----------+-------+---------------+ */
+static kl_producer snapshot_entry(const uint8_t *e) {
+  kl_producer p;
+  p.pid = kl_get_i64(e);
+  p.epoch = kl_get_i16(e + 8);
+  p.last_seq = kl_get_i32(e + 10);
+  p.last_offset = kl_get_i64(e + 14);
+  p.offset_delta = kl_get_i32(e + 22);
+  p.last_ts = kl_get_i64(e + 26);
+  p.coordinator_epoch = kl_get_i32(e + 34);
+  p.txn_first = kl_get_i64(e + 38);
+  return p;
+}
+
 /* The newest producer snapshot at or below leo that Kafka would load
-** (version 1, CRC-32C of the rest holding), its open transactions put in
-** *s; *from = its offset, or -1 when there is none to use. */
+** (version 1, CRC-32C of the rest holding), its entries put in *s; *from =
+** its offset, or -1 when there is none to use.
+**   +-------------+-----------+-------------+------------------------+
+**   | version i16 | crc32c u32| count i32   | count x 46-byte entry  |
+**   +-------------+-----------+-------------+------------------------+
+** the CRC covering bytes 6 to the end. */
 static kl_rc load_snapshot(kl_log *log, int64_t leo, open_set *s, int64_t *from, kl_err *err) {
   const kl_env *env = kl_log_env(log);
   *from = -1;
@@ -189,9 +263,8 @@ static kl_rc load_snapshot(kl_log *log, int64_t leo, open_set *s, int64_t *from,
   ok = ok && count >= 0 && (size_t)count == (n - KL_SNAP_HEADER) / KL_SNAP_ENTRY &&
        (n - KL_SNAP_HEADER) % KL_SNAP_ENTRY == 0;
   for (int32_t i = 0; ok && rc == KL_OK && i < count; i++) {
-    const uint8_t *e = p + KL_SNAP_HEADER + (size_t)i * KL_SNAP_ENTRY;
-    int64_t pid = kl_get_i64(e), first = kl_get_i64(e + 38);
-    if (first >= 0 && open_add(env, s, pid, first) != KL_OK) {
+    kl_producer e = snapshot_entry(p + KL_SNAP_HEADER + (size_t)i * KL_SNAP_ENTRY);
+    if (open_add(env, s, &e) != KL_OK) {
       rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
     }
   }
@@ -216,17 +289,17 @@ void kl_txns_free(const kl_env *env, kl_txns *t) {
 /* The type of control batch b's first record (Kafka reads no other), -1
 ** when it has none.  A record Kafka rejects is KL_CORRUPT naming the file
 ** and position, or -1 with rd in skip mode. */
-static kl_rc control_type(kl_scan *sc, const kl_batch *b, int *type, kl_err *err) {
+static kl_rc control_type(kl_scan *sc, const kl_batch *b, int *type, int32_t *epoch,
+                          kl_err *err) {
   *type = -1;
   if (b->record_count <= 0) return KL_OK; /* what the log cleaner leaves */
   kl_records it;
   kl_record r;
-  int32_t epoch;
   kl_err e = {0};
   kl_rc rc = kl_scan_records(sc, b, &it, &e);
   if (rc == KL_OK) rc = kl_records_next(&it, &r, &e);
   if (rc == KL_OK) {
-    rc = kl_control_parse(&r, type, &epoch, &e);
+    rc = kl_control_parse(&r, type, epoch, &e);
     if (rc) rc = kl_scan_batch_error(sc->seg, b->position, rc, &e);
   }
   if (rc == KL_DONE) rc = KL_OK;
@@ -261,17 +334,26 @@ static kl_rc add_abort(const kl_env *env, kl_txns *t, size_t *cap, const kl_txn_
 static kl_rc apply_snapshot(const kl_env *env, kl_txn_state *st, const open_set *snap) {
   kl_txn_state_reset(st);
   for (size_t i = 0; i < snap->n; i++) {
-    if (kl_txn_open(env, st, snap->e[i].pid, snap->e[i].first) != KL_OK) return KL_NOMEM;
+    if (kl_txn_restore(env, st, &snap->e[i]) != KL_OK) return KL_NOMEM;
   }
   return KL_OK;
 }
 
 kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err) {
+  kl_txn_state st = {0};
+  kl_txn_origin origin;
+  kl_rc rc = kl_txns_load_state(log, rd, out, &st, &origin, err);
+  kl_txn_state_free(kl_log_env(log), &st);
+  return rc;
+}
+
+kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, kl_txns *out, kl_txn_state *stp,
+                         kl_txn_origin *origin, kl_err *err) {
   const kl_env *env = kl_log_env(log);
   memset(out, 0, sizeof *out);
   out->open_pid = -1;
   size_t cap = 0;
-  int64_t leo = 0, from = -1;
+  int64_t leo = 0, from = -1, max_ts = -1;
   open_set snap = {0};
   kl_txn_state st = {0};
   kl_rc rc = kl_log_end_offset(log, rd, &leo, err);
@@ -289,11 +371,13 @@ kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err) {
         snapped = 1;
         if ((rc = apply_snapshot(env, &st, &snap)) != KL_OK) break;
       }
+      if (b.max_timestamp > max_ts) max_ts = b.max_timestamp;
       if (b.magic != 2 || b.producer_id < 0) continue;
       int type = -1, aborted;
+      int32_t epoch = -1;
       kl_txn_end end;
-      if (b.is_control && (rc = control_type(&sc, &b, &type, err)) != KL_OK) break;
-      if ((rc = kl_txn_step(env, &st, &b, type, &end, &aborted)) != KL_OK) break;
+      if (b.is_control && (rc = control_type(&sc, &b, &type, &epoch, err)) != KL_OK) break;
+      if ((rc = kl_txn_step(env, &st, &b, type, epoch, &end, &aborted)) != KL_OK) break;
       if (aborted && !end.optional && (rc = add_abort(env, out, &cap, &end)) != KL_OK) break;
     }
     int stopped = sc.end == KL_END_STOP;
@@ -307,7 +391,10 @@ kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err) {
   out->lso = leo;
   if (first < out->lso) out->lso = first, out->open_pid = pid;
   kl_free(env, snap.e);
-  kl_txn_state_free(env, &st);
+  origin->snapshot = from;
+  origin->end = leo;
+  origin->max_ts = max_ts;
+  *stp = st;
   if (rc) {
     kl_txns_free(env, out);
     return rc;

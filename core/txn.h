@@ -82,17 +82,54 @@ typedef struct kl_txn_end {
 
 /*
 ** Batch b of a producer (magic 2, producer id >= 0), the next in offset
-** order, into st (ProducerAppendInfo.append): a transactional data batch
-** opens its producer's transaction, a COMMIT or ABORT marker closes it.
-** ctl_type is a control batch's first record type (kl_control_parse; -1:
+** order, into st (ProducerAppendInfo.append): a data batch sets its
+** producer's epoch (a new epoch forgets the sequence), last sequence, last
+** offset and timestamp, and a transactional one opens its transaction; a
+** COMMIT or ABORT marker closes it and sets the epoch, the coordinator
+** epoch and the timestamp.  ctl_type and ctl_epoch are a control batch's
+** first record's type and coordinator epoch (kl_control_parse; type -1:
 ** none or rejected, which changes nothing).  OUT: *aborted is 1 and *end
 ** filled when b is an ABORT marker.  KL_NOMEM only.
 */
 kl_rc kl_txn_step(const kl_env *env, kl_txn_state *st, const kl_batch *b, int ctl_type,
-                  kl_txn_end *end, int *aborted);
+                  int32_t ctl_epoch, kl_txn_end *end, int *aborted);
 /* Open the transaction of pid at first unless it is open from earlier
 ** (a producer snapshot's state).  KL_NOMEM only. */
 kl_rc kl_txn_open(const kl_env *env, kl_txn_state *st, int64_t pid, int64_t first);
+
+/* A producer's state as the broker keeps it (ProducerStateEntry), and as a
+** producer snapshot stores it. */
+typedef struct kl_producer {
+  int64_t pid;              /* producer id */
+  int16_t epoch;            /* producer epoch */
+  int32_t last_seq;         /* last sequence of its last batch, -1 */
+  int64_t last_offset;      /* last offset of its last data batch, -1 */
+  int32_t offset_delta;     /* that batch's last offset delta */
+  int64_t last_ts;          /* timestamp of its last batch or marker, -1 */
+  int32_t coordinator_epoch;/* of its last marker, -1 */
+  int64_t txn_first;        /* first offset of its open transaction, -1 */
+} kl_producer;
+
+/* Replace pid's state by *p (a snapshot's entry).  KL_NOMEM only. */
+kl_rc kl_txn_restore(const kl_env *env, kl_txn_state *st, const kl_producer *p);
+
+/* Every producer of st, by producer id, into *out (kl_malloc'd through
+** env, the caller frees; NULL when there is none).  KL_NOMEM only. */
+kl_rc kl_txn_producers(const kl_env *env, const kl_txn_state *st, kl_producer **out, size_t *n);
+
+/* Where the producers' state of log comes from: the newest valid snapshot
+** (its offset, -1 when none was used) and the offset the walk ended at. */
+typedef struct kl_txn_origin {
+  int64_t snapshot;         /* offset of the snapshot loaded, or -1 */
+  int64_t end;              /* log end offset */
+  int64_t max_ts;           /* greatest batch timestamp seen, -1 */
+} kl_txn_origin;
+
+/* kl_txns_load's walk, keeping what it learnt: the producers' state at the
+** end of log in *st (the caller frees it with kl_txn_state_free) and where
+** it came from in *origin.  Errors as kl_txns_load's. */
+kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, kl_txns *out, kl_txn_state *st,
+                         kl_txn_origin *origin, kl_err *err);
 /* The earliest open transaction: its first offset (INT64_MAX: none) and
 ** producer (-1). */
 int64_t kl_txn_first_open(const kl_txn_state *st, int64_t *pid);

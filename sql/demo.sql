@@ -96,6 +96,27 @@ SELECT o.group_id, o.topic, o.partition, o.committed_offset, p.log_end_offset - 
   JOIN kafka_partitions('tests/fixtures/broker') p USING (topic, partition);
 
 .print ''
+.print 'Kafka''s own state: a read_committed consumer of orders is stuck. The last stable offsets stand'
+.print 'below the log ends:'
+SELECT topic, partition, log_end_offset, last_stable_offset,
+       log_end_offset - last_stable_offset AS unreadable
+  FROM kafka_partitions('tests/fixtures/txn-broker') WHERE topic = 'orders';
+.print 'The open transactions that pin them and that the coordinator no longer accounts for'
+.print '(kafka-transactions.sh find-hanging, offline):'
+SELECT topic, partition, producer_id, producer_epoch, start_offset, duration_ms / 60000 AS minutes,
+       transactional_id, reason, lso_lag
+  FROM kafka_hanging_transactions('tests/fixtures/txn-broker');
+.print 'Producer 3000''s transactional id and its history in __transaction_state: fenced, aborted, moved on'
+.print 'to producer 3001, the ABORT marker never written to orders-0:'
+SELECT record_offset, state, producer_id, previous_producer_id AS prev, next_producer_id AS next,
+       partitions
+  FROM kafka_transaction_log('tests/fixtures/txn-broker')
+ WHERE transactional_id IN (SELECT transactional_id FROM kafka_transaction_log('tests/fixtures/txn-broker')
+                             WHERE producer_id = 3000);
+.print 'The partition of __transaction_state (3 partitions here, 50 by default) that holds an id:'
+SELECT kafka_coordinator_partition('orders-app', 3) AS here, kafka_coordinator_partition('orders-app', 50) AS default_50;
+
+.print ''
 .print 'Writing: a new log in /tmp/kafkalog-demo/events-0, in the format Kafka writes: a transaction of'
 .print 'three records (one batch), a rolled-back one (nothing of it remains), retention below offset 1'
 .print '(the log start moves; the batch stays on disk until its whole segment is below it):'

@@ -25,6 +25,7 @@
 #include "partitioner.h"
 #include "timefn.h"
 #include "writer.h"
+#include "txnstate.h"
 
 SQLITE_EXTENSION_INIT1
 
@@ -231,6 +232,8 @@ static const kl_fn_def kl_fns[] = {
     {"kafka_partition_for", 2, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_partition_for},
     {"kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, fn_stats_reset},
     {"kafka_log_recover", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, fn_recover},
+    {"kafka_coordinator_partition", 2, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0,
+     kl_fn_coordinator_partition},
 };
 #define KL_NFNS (sizeof kl_fns / sizeof *kl_fns)
 
@@ -245,6 +248,10 @@ static const struct {
     {"kafka_segments", kl_segments_vtab_register},
     {"kafka_consumer_offsets", kl_offsets_vtab_register},
     {"kafka_partitions", kl_partitions_vtab_register},
+    {"kafka_transactions", kl_txn_state_vtab_register},
+    {"kafka_transaction_log", kl_txn_log_vtab_register},
+    {"kafka_producers", kl_producers_vtab_register},
+    {"kafka_hanging_transactions", kl_hanging_vtab_register},
 };
 #define KL_NMODS (sizeof kl_mods / sizeof *kl_mods)
 

@@ -2,13 +2,17 @@
 ** test_txn.c - what read_committed rests on: .txnindex entries as Kafka
 ** reads them, the rule that puts a batch in an aborted transaction, and
 ** the last stable offset from the log's markers and from a producer
-** snapshot (taken when valid, ignored when its CRC fails).
+** snapshot (taken when valid, ignored when its CRC fails); each
+** producer's state as the broker rebuilds it (epoch, sequence, offsets,
+** timestamps, coordinator epoch) from batches and from a snapshot's
+** entries.
 */
 #include "testutil.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "crc32c.h"
 #include "kwriter.h"
@@ -197,12 +201,186 @@ static void test_aborted_from_markers(void **state) {
   free(dir);
 }
 
+/* A v2 batch of producer pid with the fields the producer state reads. */
+static kl_batch pbatch(int64_t pid, int16_t epoch, int32_t seq, int64_t base, int32_t delta,
+                       int64_t ts, int txn, int control) {
+  kl_batch b = batch(pid, base, base + delta, txn, control);
+  b.magic = 2;
+  b.producer_epoch = epoch;
+  b.base_sequence = seq;
+  b.last_offset_delta = delta;
+  b.max_timestamp = ts;
+  return b;
+}
+
+static kl_producer state_of(const kl_txn_state *st, int64_t pid) {
+  kl_producer *all;
+  size_t n;
+  assert_int_equal(kl_txn_producers(NULL, st, &all, &n), KL_OK);
+  for (size_t i = 0; i < n; i++) {
+    if (all[i].pid == pid) {
+      kl_producer p = all[i];
+      free(all);
+      return p;
+    }
+  }
+  fail_msg("producer %lld not found", (long long)pid);
+  return (kl_producer){0};
+}
+
+static void step(kl_txn_state *st, kl_batch b, int ctl, int32_t ctl_epoch) {
+  kl_txn_end end;
+  int aborted;
+  assert_int_equal(kl_txn_step(NULL, st, &b, ctl, ctl_epoch, &end, &aborted), KL_OK);
+}
+
+static void test_producer_state(void **state) {
+  (void)state;
+  kl_txn_state st = {0};
+  /* A data batch: epoch, last sequence (base + delta), last offset, time. */
+  step(&st, pbatch(5, 2, 10, 100, 3, 1000, 1, 0), -1, -1);
+  kl_producer p = state_of(&st, 5);
+  assert_int_equal(p.epoch, 2);
+  assert_int_equal(p.last_seq, 13);
+  assert_int_equal(p.last_offset, 103);
+  assert_int_equal(p.offset_delta, 3);
+  assert_int_equal(p.last_ts, 1000);
+  assert_int_equal(p.coordinator_epoch, -1);
+  assert_int_equal(p.txn_first, 100);
+  /* A second batch of the transaction leaves its first offset. */
+  step(&st, pbatch(5, 2, 14, 104, 0, 1100, 1, 0), -1, -1);
+  assert_int_equal(state_of(&st, 5).txn_first, 100);
+  /* A control batch that is no marker changes nothing. */
+  step(&st, pbatch(5, 2, -1, 105, 0, 1200, 1, 1), 3, 9);
+  assert_int_equal(state_of(&st, 5).last_ts, 1100);
+  /* The COMMIT: closed, coordinator epoch and time of the marker; the
+  ** sequence and offset of the last data batch stay. */
+  step(&st, pbatch(5, 2, -1, 106, 0, 1300, 1, 1), KL_CONTROL_COMMIT, 9);
+  p = state_of(&st, 5);
+  assert_int_equal(p.txn_first, -1);
+  assert_int_equal(p.coordinator_epoch, 9);
+  assert_int_equal(p.last_ts, 1300);
+  assert_int_equal(p.last_seq, 14);
+  assert_int_equal(p.last_offset, 104);
+  /* A new epoch forgets the sequence (a bumped producer starts again). */
+  step(&st, pbatch(5, 3, -1, 107, 0, 1400, 1, 1), KL_CONTROL_ABORT, 10);
+  p = state_of(&st, 5);
+  assert_int_equal(p.epoch, 3);
+  assert_int_equal(p.last_seq, -1);
+  assert_int_equal(p.last_offset, -1);
+  assert_int_equal(p.coordinator_epoch, 10);
+  /* Sequences wrap past INT32_MAX to 0. */
+  step(&st, pbatch(6, 0, INT32_MAX - 1, 200, 3, 2000, 0, 0), -1, -1);
+  p = state_of(&st, 6);
+  assert_int_equal(p.last_seq, 1);
+  assert_int_equal(p.txn_first, -1);
+  /* Restore replaces a producer's state; the list is by producer id. */
+  kl_producer r = {4, 1, 7, 50, 0, 900, 2, 40};
+  assert_int_equal(kl_txn_restore(NULL, &st, &r), KL_OK);
+  kl_producer *all;
+  size_t n;
+  assert_int_equal(kl_txn_producers(NULL, &st, &all, &n), KL_OK);
+  assert_int_equal(n, 3);
+  assert_int_equal(all[0].pid, 4);
+  assert_int_equal(all[0].txn_first, 40);
+  assert_int_equal(all[1].pid, 5);
+  assert_int_equal(all[2].pid, 6);
+  free(all);
+  int64_t pid;
+  assert_int_equal(kl_txn_first_open(&st, &pid), 40);
+  assert_int_equal(pid, 4);
+  kl_txn_state_free(NULL, &st);
+}
+
+/* A snapshot's entries are the state at its offset, every field of them;
+** the batches after it continue from there. */
+static void test_producer_state_from_snapshot(void **state) {
+  (void)state;
+  char *dir = t_mkdtemp("txnsnap");
+  kw_options o = {1 << 20, 4096, 0, KL_CODEC_NONE};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  assert_int_equal(kw_append_txn(w, 7, 3), 0);    /* 0-2 */
+  assert_int_equal(kw_append_marker(w, 7, 1), 0); /* 3, COMMIT, coordinator epoch 7 */
+  assert_int_equal(kw_append_txn(w, 9, 2), 0);    /* 4-5 */
+  assert_int_equal(kw_close(w), 0);
+  /* At offset 4: producer 3 (known to the snapshot only) open since 1. */
+  uint8_t s[10 + 46];
+  memset(s, 0, sizeof s);
+  s[1] = 1;
+  kl_put_u32(s + 6, 1);
+  uint8_t *e = s + 10;
+  kl_put_u64(e, 3);
+  kl_put_u16(e + 8, 6);
+  kl_put_u32(e + 10, 41);
+  kl_put_u64(e + 14, 2);
+  kl_put_u32(e + 22, 1);
+  kl_put_u64(e + 26, 123456);
+  kl_put_u32(e + 34, 8);
+  kl_put_u64(e + 38, 1);
+  kl_put_u32(s + 2, kl_crc32c(0, s + 6, sizeof s - 6));
+  char path[4200];
+  snprintf(path, sizeof path, "%s/%020d.snapshot", dir, 4);
+  assert_int_equal(t_write_file(path, s, sizeof s), 0);
+
+  kl_log *log;
+  kl_err err = {0};
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
+  kl_reader rd;
+  kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+  kl_txns t;
+  kl_txn_state st = {0};
+  kl_txn_origin origin;
+  assert_int_equal(kl_txns_load_state(log, &rd, &t, &st, &origin, &err), KL_OK);
+  assert_int_equal(origin.snapshot, 4);
+  assert_int_equal(origin.end, 6);
+  assert_int_equal(t.lso, 1);
+  kl_producer *all;
+  size_t n;
+  assert_int_equal(kl_txn_producers(NULL, &st, &all, &n), KL_OK);
+  /* Producer 7 wrote before the snapshot, which does not know it: the
+  ** broker's state is the snapshot's. */
+  assert_int_equal(n, 2);
+  assert_int_equal(all[0].pid, 3);
+  assert_int_equal(all[0].epoch, 6);
+  assert_int_equal(all[0].last_seq, 41);
+  assert_int_equal(all[0].last_offset, 2);
+  assert_int_equal(all[0].offset_delta, 1);
+  assert_int_equal(all[0].last_ts, 123456);
+  assert_int_equal(all[0].coordinator_epoch, 8);
+  assert_int_equal(all[0].txn_first, 1);
+  assert_int_equal(all[1].pid, 9);
+  assert_int_equal(all[1].txn_first, 4);
+  assert_int_equal(all[1].last_offset, 5);
+  free(all);
+  kl_txn_state_free(NULL, &st);
+  kl_txns_free(NULL, &t);
+  /* Without the snapshot, the markers: producer 7 committed (coordinator
+  ** epoch 7 from its marker), 9 open. */
+  assert_int_equal(unlink(path), 0);
+  kl_txn_state st2 = {0};
+  assert_int_equal(kl_txns_load_state(log, &rd, &t, &st2, &origin, &err), KL_OK);
+  assert_int_equal(origin.snapshot, -1);
+  kl_producer p7 = state_of(&st2, 7);
+  assert_int_equal(p7.coordinator_epoch, 7);
+  assert_int_equal(p7.txn_first, -1);
+  assert_int_equal(p7.last_offset, 2);
+  kl_txn_state_free(NULL, &st2);
+  kl_txns_free(NULL, &t);
+  kl_reader_free(&rd);
+  kl_log_close(log);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_entry),
       cmocka_unit_test(test_aborted),
       cmocka_unit_test(test_last_stable_offset),
       cmocka_unit_test(test_aborted_from_markers),
+      cmocka_unit_test(test_producer_state),
+      cmocka_unit_test(test_producer_state_from_snapshot),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
 
     make_corpus.py <fixtures dir> <output dir>
 
-Writes <output>/fuzz_batch, <output>/fuzz_index, <output>/fuzz_sql and
-<output>/fuzz_offsets (__consumer_offsets records of each version; see
+Writes <output>/fuzz_batch, <output>/fuzz_index, <output>/fuzz_sql,
+<output>/fuzz_offsets (__consumer_offsets records of each version) and
+<output>/fuzz_txnlog (the __transaction_state records of txn-broker; see
 the input format comment at the top of each fuzz_*.c).  Seeds are small:
 single batches, short runs of batches and the index files, so the corpora
 stay a few MiB and are never committed.
@@ -47,12 +48,37 @@ def offsets_seeds(d):
     put(d, "consumer-group", bytes([0, len(o)]) + o + b"\x00\x00\xff")
 
 
+def txnlog_seeds(fixtures, d):
+    """The key and value of every __transaction_state record of the txn-broker
+    fixture, as its generator encodes them (fuzz_txnlog.c's framing)."""
+    sys.dont_write_bytecode = True  # nothing written into the fixtures
+    sys.path.insert(0, fixtures)
+    import make_transaction_state as m
+    k = m.txn_key("orders-app")
+    seeds = {
+        "v0-ongoing": m.txn_value(0, 1000, 3, 60000, m.ONGOING, [("payments", [0, 1])], 5, 4),
+        "v0-null-parts": m.txn_value(0, 1000, 3, 60000, m.EMPTY, None, 5, -1),
+        "v1-ongoing": m.txn_value(1, 2000, 1, 60000, m.ONGOING, [("ledger", [0])], 5, 4),
+        "v1-tags": m.txn_value(1, 3001, 0, 1, m.COMPLETE_ABORT, [], 5, 4,
+                               [(0, struct.pack(">q", 3000)), (1, struct.pack(">q", 3002)),
+                                (2, struct.pack(">h", 2)), (9, b"\x01")]),
+        "v1-fence": m.txn_value(1, 3000, 0, 1, m.PREPARE_EPOCH_FENCE, [("a", [1, 2]), ("b", [])], 5, 4),
+    }
+    for name, v in seeds.items():
+        put(d, "txn-" + name, bytes([0, len(k)]) + k + v)
+    put(d, "txn-tombstone", bytes([1, len(k)]) + k)
+    k1 = m.txn_key("future", 1)
+    put(d, "txn-key-v1", bytes([0, len(k1)]) + k1 + b"\x00\x01")
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
-    dirs = {k: os.path.join(out, k) for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets")}
+    dirs = {k: os.path.join(out, k)
+            for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets", "fuzz_txnlog")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     offsets_seeds(dirs["fuzz_offsets"])
+    txnlog_seeds(fixtures, dirs["fuzz_txnlog"])
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):
