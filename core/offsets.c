@@ -5,139 +5,41 @@
 */
 #include "offsets.h"
 
+#include "kmsg.h"
+
 #include <stdlib.h>
 #include <string.h>
 
-/* Bytes still to read; every field is checked against it before it is
-** read, so no length on disk can move a read past the end. */
-typedef struct rd {
-  const uint8_t *p, *end;
-  const char *what;         /* "key" or "value", for messages */
-} rd;
-
-static size_t left(const rd *r) { return (size_t)(r->end - r->p); }
-
-static kl_rc short_read(rd *r, const char *field, size_t need, kl_err *err) {
-  return kl_err_set(err, KL_CORRUPT, "%s: %s needs %zu bytes, %zu left", r->what, field, need,
-                    left(r));
-}
-
-static kl_rc get_i16(rd *r, const char *field, int16_t *v, kl_err *err) {
-  if (left(r) < 2) return short_read(r, field, 2, err);
-  *v = kl_get_i16(r->p);
-  r->p += 2;
-  return KL_OK;
-}
-
-static kl_rc get_i32(rd *r, const char *field, int32_t *v, kl_err *err) {
-  if (left(r) < 4) return short_read(r, field, 4, err);
-  *v = kl_get_i32(r->p);
-  r->p += 4;
-  return KL_OK;
-}
-
-static kl_rc get_i64(rd *r, const char *field, int64_t *v, kl_err *err) {
-  if (left(r) < 8) return short_read(r, field, 8, err);
-  *v = kl_get_i64(r->p);
-  r->p += 8;
-  return KL_OK;
-}
-
-/* Kafka's unsigned varint: at most 5 bytes.  Values past INT32_MAX are
-** refused: Kafka reads them into an int, where they turn negative. */
-static kl_rc get_uvarint(rd *r, const char *field, uint32_t *v, kl_err *err) {
-  uint64_t x = 0;
-  for (int i = 0; i < 5; i++) {
-    if (left(r) < 1) return short_read(r, field, 1, err);
-    uint8_t b = *r->p++;
-    x |= (uint64_t)(b & 0x7f) << (7 * i);
-    if (!(b & 0x80)) {
-      if (x > INT32_MAX) {
-        return kl_err_set(err, KL_CORRUPT, "%s: %s varint %llu is out of range", r->what, field,
-                          (unsigned long long)x);
-      }
-      *v = (uint32_t)x;
-      return KL_OK;
-    }
-  }
-  return kl_err_set(err, KL_CORRUPT, "%s: %s varint is longer than 5 bytes", r->what, field);
-}
-
-/* The bytes of a string of len bytes (len >= 0 checked by the caller). */
-static kl_rc get_bytes(rd *r, const char *field, int32_t len, const uint8_t **s, kl_err *err) {
-  if (len > 0x7fff) { /* what Kafka's readers allow a string */
-    return kl_err_set(err, KL_CORRUPT, "%s: %s has invalid length %d", r->what, field, (int)len);
-  }
-  if (left(r) < (size_t)len) return short_read(r, field, (size_t)len, err);
-  *s = r->p;
-  r->p += len;
-  return KL_OK;
-}
-
-/* A string (i16 length); -1 is null when nullable, else corrupt. */
-static kl_rc get_string(rd *r, const char *field, int nullable, const uint8_t **s, int32_t *len,
-                        kl_err *err) {
-  int16_t n = 0;
-  kl_rc rc = get_i16(r, field, &n, err);
-  if (rc) return rc;
-  if (n == -1 && nullable) {
-    *s = NULL;
-    *len = -1;
-    return KL_OK;
-  }
-  if (n < 0) {
-    return kl_err_set(err, KL_CORRUPT, "%s: %s has length %d", r->what, field, (int)n);
-  }
-  *len = n;
-  return get_bytes(r, field, n, s, err);
-}
-
-/* A compact string (uvarint length + 1, 0 for null). */
-static kl_rc get_compact_string(rd *r, const char *field, const uint8_t **s, int32_t *len,
-                                kl_err *err) {
-  uint32_t u = 0;
-  kl_rc rc = get_uvarint(r, field, &u, err);
-  if (rc) return rc;
-  if (u == 0) {
-    *s = NULL;
-    *len = -1;
-    return KL_OK;
-  }
-  *len = (int32_t)(u - 1);
-  return get_bytes(r, field, *len, s, err);
-}
-
-/* Tagged fields: OffsetCommitValue defines none, so every one is skipped. */
-static kl_rc skip_tagged_fields(rd *r, kl_err *err) {
-  uint32_t count;
-  kl_rc rc = get_uvarint(r, "tagged field count", &count, err);
-  for (uint32_t i = 0; rc == KL_OK && i < count; i++) {
-    uint32_t tag, size;
-    rc = get_uvarint(r, "tag", &tag, err);
-    if (rc == KL_OK) rc = get_uvarint(r, "tagged field size", &size, err);
-    if (rc == KL_OK && left(r) < size) rc = short_read(r, "tagged field", size, err);
-    if (rc == KL_OK) r->p += size;
+/* A string field into a (bytes, length) pair of the decoded struct. */
+static kl_rc get_string(kl_kmsg *r, const char *field, int flags, const uint8_t **s,
+                        int32_t *len) {
+  kl_kslice v;
+  kl_rc rc = kl_kmsg_string(r, field, flags, &v);
+  if (rc == KL_OK) {
+    *s = v.p;
+    *len = v.n;
   }
   return rc;
 }
 
 kl_rc kl_offsets_key_parse(const uint8_t *p, size_t n, kl_offsets_key *out, kl_err *err) {
-  rd r = {p, p + n, "key"};
+  kl_kmsg r;
+  kl_kmsg_init(&r, p, n, "key", err);
   memset(out, 0, sizeof *out);
   out->group_len = out->topic_len = -1;
   out->partition = -1;
-  kl_rc rc = get_i16(&r, "type", &out->version, err);
+  kl_rc rc = kl_kmsg_i16(&r, "type", &out->version);
   if (rc) return rc;
   switch (out->version) {
     case 0: case 1:
       out->type = KL_OFFSETS_COMMIT;
-      rc = get_string(&r, "group", 0, &out->group, &out->group_len, err);
-      if (rc == KL_OK) rc = get_string(&r, "topic", 0, &out->topic, &out->topic_len, err);
-      if (rc == KL_OK) rc = get_i32(&r, "partition", &out->partition, err);
+      rc = get_string(&r, "group", 0, &out->group, &out->group_len);
+      if (rc == KL_OK) rc = get_string(&r, "topic", 0, &out->topic, &out->topic_len);
+      if (rc == KL_OK) rc = kl_kmsg_i32(&r, "partition", &out->partition);
       return rc;
     case 2:
       out->type = KL_OFFSETS_GROUP;
-      return get_string(&r, "group", 0, &out->group, &out->group_len, err);
+      return get_string(&r, "group", 0, &out->group, &out->group_len);
   }
   /* Newer coordinators write types this reader does not know: their
   ** presence is no damage (Kafka's loader skips them too). */
@@ -146,27 +48,29 @@ kl_rc kl_offsets_key_parse(const uint8_t *p, size_t n, kl_offsets_key *out, kl_e
 }
 
 kl_rc kl_offsets_value_parse(const uint8_t *p, size_t n, kl_offsets_value *out, kl_err *err) {
-  rd r = {p, p + n, "value"};
+  kl_kmsg r;
+  kl_kmsg_init(&r, p, n, "value", err);
   memset(out, 0, sizeof *out);
   out->leader_epoch = -1;
   out->expire_timestamp = -1;
   out->metadata_len = -1;
-  kl_rc rc = get_i16(&r, "version", &out->version, err);
+  kl_rc rc = kl_kmsg_i16(&r, "version", &out->version);
   if (rc) return rc;
   int16_t v = out->version;
   if (v < 0 || v > 4) {
     return kl_err_set(err, KL_CORRUPT, "value: unknown offset commit version %d (0 to 4 are known)",
                       (int)v);
   }
-  rc = get_i64(&r, "offset", &out->offset, err);
-  if (rc == KL_OK && v >= 3) rc = get_i32(&r, "leader epoch", &out->leader_epoch, err);
+  rc = kl_kmsg_i64(&r, "offset", &out->offset);
+  if (rc == KL_OK && v >= 3) rc = kl_kmsg_i32(&r, "leader epoch", &out->leader_epoch);
   if (rc == KL_OK) {
-    rc = v == 4 ? get_compact_string(&r, "metadata", &out->metadata, &out->metadata_len, err)
-                : get_string(&r, "metadata", 1, &out->metadata, &out->metadata_len, err);
+    int flags = KL_KMSG_NULLABLE | (v == 4 ? KL_KMSG_COMPACT : 0);
+    rc = get_string(&r, "metadata", flags, &out->metadata, &out->metadata_len);
   }
-  if (rc == KL_OK) rc = get_i64(&r, "commit timestamp", &out->commit_timestamp, err);
-  if (rc == KL_OK && v == 1) rc = get_i64(&r, "expire timestamp", &out->expire_timestamp, err);
-  if (rc == KL_OK && v == 4) rc = skip_tagged_fields(&r, err);
+  if (rc == KL_OK) rc = kl_kmsg_i64(&r, "commit timestamp", &out->commit_timestamp);
+  if (rc == KL_OK && v == 1) rc = kl_kmsg_i64(&r, "expire timestamp", &out->expire_timestamp);
+  /* OffsetCommitValue defines no tagged field: every one is skipped. */
+  if (rc == KL_OK && v == 4) rc = kl_kmsg_skip_tags(&r);
   return rc;
 }
 
