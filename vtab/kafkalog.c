@@ -133,6 +133,7 @@ static const kl_fn_def kl_fns[] = {
     {"kafka_payload", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_payload},
     {"kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, fn_stats_reset},
     {"kafka_log_recover", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, fn_recover},
+    {"kafka_topic_id", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, kl_fn_topic_id},
 };
 #define KL_NFNS (sizeof kl_fns / sizeof *kl_fns)
 
@@ -147,6 +148,11 @@ static const struct {
     {"kafka_segments", kl_segments_vtab_register},
     {"kafka_consumer_offsets", kl_offsets_vtab_register},
     {"kafka_partitions", kl_partitions_vtab_register},
+    {"kafka_metadata", kl_metadata_vtab_register},
+    {"kafka_topics", kl_topics_vtab_register},
+    {"kafka_partitions_metadata", kl_partitions_metadata_vtab_register},
+    {"kafka_leader_epochs", kl_leader_epochs_vtab_register},
+    {"kafka_replica_diff", kl_replica_diff_vtab_register},
 };
 #define KL_NMODS (sizeof kl_mods / sizeof *kl_mods)
 
