@@ -260,10 +260,8 @@ static int holds_metadata(const char *dir) {
 kl_rc kl_metalog_dir(const kl_env *env, const char *path, char **out, kl_err *err) {
   struct stat st;
   *out = NULL;
-  if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-    return kl_err_set(err, KL_CANTOPEN, "%s: %s", path,
-                      errno && stat(path, &st) != 0 ? strerror(errno) : "not a directory");
-  }
+  if (stat(path, &st) != 0) return kl_err_set(err, KL_CANTOPEN, "%s: %s", path, strerror(errno));
+  if (!S_ISDIR(st.st_mode)) return kl_err_set(err, KL_CANTOPEN, "%s: not a directory", path);
   size_t len = strlen(path) + sizeof "/__cluster_metadata-0";
   char *p = kl_malloc(env, len);
   if (!p) return kl_err_set(err, KL_NOMEM, "out of memory");

@@ -118,6 +118,10 @@ static void test_image(void **state) {
   expect_text(db, "orders|0|2|4|1700000015000\norders|1|2|1|1700000015000\npayments|0|1|0|1700000015000\n",
               "SELECT topic, partition, leader, leader_epoch, as_of_time "
               "FROM kafka_partitions_metadata(?) WHERE as_of_time = 1700000015000", "t", KRAFT);
+  /* an IN list: each image asked in turn */
+  expect_text(db, "9|2\n12|2\n13|3\n",
+              "SELECT as_of_offset, count(*) FROM kafka_partitions_metadata(?) "
+              "WHERE as_of_offset IN (9, 12, 13) GROUP BY 1 ORDER BY 1", "t", KRAFT);
   /* before the log start and every snapshot: gone, said so */
   char *m = st_expect_rc(db, "SELECT * FROM kafka_topics('" KRAFT "') WHERE as_of_offset = 8",
                          SQLITE_ERROR);
