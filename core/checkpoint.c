@@ -97,9 +97,16 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {
   c->n = 0;
 }
 
-kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
-  out->e = NULL;
-  out->n = 0;
+/* One entry line split into its fields: take it (KL_OK) or say why not. */
+typedef kl_rc (*entry_fn)(void *ud, const char *const *f, const size_t *fl, size_t line,
+                          kl_err *err);
+
+/* The framing every checkpoint file of Kafka's shares (CheckpointFile):
+** a version line (0), an entry count line, then exactly that many lines of
+** nfields fields each, given to entry; shape names the fields for
+** messages.  An absent or empty file has no entries. */
+static kl_rc walk_file(const kl_env *env, const char *path, int nfields, const char *shape,
+                       entry_fn entry, void *ud, kl_err *err) {
   kl_file f;
   kl_rc rc = kl_file_open(&f, env, path, err);
   if (rc == KL_NOTFOUND) return KL_OK;
@@ -119,9 +126,8 @@ kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_e
     return rc;
   }
   /* Lines end in \n; a \r before it belongs to the line's whitespace. */
-  size_t pos = 0, line = 0;
+  size_t pos = 0, line = 0, seen = 0;
   int64_t version = -1, count = -1;
-  size_t cap_e = 0;
   while (rc == KL_OK && pos < len) {
     const char *s = buf + pos;
     const char *nl = memchr(s, '\n', len - pos);
@@ -142,47 +148,73 @@ kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_e
       if (k != 1 || !parse_int(fld[0], fl[0], 0, INT32_MAX, &count)) {
         rc = kl_err_set(err, KL_CORRUPT, "%s:2: malformed entry count", path);
       }
+    } else if ((size_t)count <= seen) {
+      rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
+                      path, line, (long long)count);
+    } else if (k != nfields) {
+      rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected %s)", path, line, shape);
     } else {
-      int64_t p, off;
-      if ((size_t)count <= out->n) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
-                        path, line, (long long)count);
-      } else if (k != 3 || !is_field(fld[0], fl[0]) || !parse_int(fld[1], fl[1], INT32_MIN, INT32_MAX, &p) ||
-                 !parse_int(fld[2], fl[2], INT64_MIN, INT64_MAX, &off)) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected <topic> <partition> "
-                        "<offset>)", path, line);
-      } else {
-        if (out->n == cap_e) {
-          cap_e = cap_e ? cap_e * 2 : 16;
-          kl_ckpt_entry *e = kl_realloc(env, out->e, cap_e * sizeof *e);
-          if (!e) {
-            rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-            break;
-          }
-          out->e = e;
-        }
-        char *t = kl_malloc(env, fl[0] + 1);
-        if (!t) {
-          rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-          break;
-        }
-        memcpy(t, fld[0], fl[0]);
-        t[fl[0]] = 0;
-        out->e[out->n].topic = t;
-        out->e[out->n].partition = (int32_t)p;
-        out->e[out->n].offset = off;
-        out->e[out->n].line = line;
-        out->n++;
+      kl_err e;
+      kl_err_clear(&e);
+      rc = entry(ud, fld, fl, line, &e);
+      if (rc == KL_CORRUPT) {
+        kl_err_set(err, rc, "%s:%zu: malformed entry (expected %s)", path, line, shape);
+      } else if (rc) {
+        kl_err_set(err, rc, "out of memory reading %s", path);
       }
+      seen++;
     }
   }
   if (rc == KL_OK && line < 2) {
     rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: no entry count line", path, line + 1);
-  } else if (rc == KL_OK && (int64_t)out->n != count) {
+  } else if (rc == KL_OK && (int64_t)seen != count) {
     rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: expected %lld entries but found only %zu", path,
-                    line + 1, (long long)count, out->n);
+                    line + 1, (long long)count, seen);
   }
   kl_free(env, buf);
+  return rc;
+}
+
+typedef struct offsets_ud {
+  const kl_env *env;
+  kl_ckpt *out;
+  size_t cap;
+} offsets_ud;
+
+/* "<topic> <partition> <offset>" */
+static kl_rc offset_entry(void *ud, const char *const *fld, const size_t *fl, size_t line,
+                          kl_err *err) {
+  offsets_ud *u = ud;
+  int64_t p, off;
+  if (!is_field(fld[0], fl[0]) || !parse_int(fld[1], fl[1], INT32_MIN, INT32_MAX, &p) ||
+      !parse_int(fld[2], fl[2], INT64_MIN, INT64_MAX, &off)) {
+    return KL_CORRUPT;
+  }
+  kl_ckpt *out = u->out;
+  if (out->n == u->cap) {
+    size_t cap = u->cap ? u->cap * 2 : 16;
+    kl_ckpt_entry *e = kl_realloc(u->env, out->e, cap * sizeof *e);
+    if (!e) return KL_NOMEM;
+    out->e = e;
+    u->cap = cap;
+  }
+  char *t = kl_malloc(u->env, fl[0] + 1);
+  if (!t) return KL_NOMEM;
+  memcpy(t, fld[0], fl[0]);
+  t[fl[0]] = 0;
+  out->e[out->n].topic = t;
+  out->e[out->n].partition = (int32_t)p;
+  out->e[out->n].offset = off;
+  out->e[out->n].line = line;
+  out->n++;
+  return KL_OK;
+}
+
+kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
+  out->e = NULL;
+  out->n = 0;
+  offsets_ud u = {env, out, 0};
+  kl_rc rc = walk_file(env, path, 3, "<topic> <partition> <offset>", offset_entry, &u, err);
   if (rc) {
     kl_checkpoint_free(env, out);
     return rc;
@@ -191,6 +223,52 @@ kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_e
     qsort(out->e, out->n, sizeof *out->e, cmp_entry);
   }
   return KL_OK;
+}
+
+typedef struct epochs_ud {
+  const kl_env *env;
+  kl_epoch_ckpt *out;
+  size_t cap;
+} epochs_ud;
+
+/* "<leader epoch> <start offset>" (LeaderEpochCheckpointFile) */
+static kl_rc epoch_entry(void *ud, const char *const *fld, const size_t *fl, size_t line,
+                         kl_err *err) {
+  epochs_ud *u = ud;
+  int64_t epoch, off;
+  if (!parse_int(fld[0], fl[0], INT32_MIN, INT32_MAX, &epoch) ||
+      !parse_int(fld[1], fl[1], INT64_MIN, INT64_MAX, &off)) {
+    return KL_CORRUPT;
+  }
+  kl_epoch_ckpt *out = u->out;
+  if (out->n == u->cap) {
+    size_t cap = u->cap ? u->cap * 2 : 16;
+    kl_epoch_entry *e = kl_realloc(u->env, out->e, cap * sizeof *e);
+    if (!e) return KL_NOMEM;
+    out->e = e;
+    u->cap = cap;
+  }
+  out->e[out->n].epoch = (int32_t)epoch;
+  out->e[out->n].start_offset = off;
+  out->e[out->n].line = line;
+  out->n++;
+  return KL_OK;
+}
+
+kl_rc kl_epoch_checkpoint_read(const kl_env *env, const char *path, kl_epoch_ckpt *out,
+                               kl_err *err) {
+  out->e = NULL;
+  out->n = 0;
+  epochs_ud u = {env, out, 0};
+  kl_rc rc = walk_file(env, path, 2, "<leader epoch> <start offset>", epoch_entry, &u, err);
+  if (rc) kl_epoch_checkpoint_free(env, out);
+  return rc;
+}
+
+void kl_epoch_checkpoint_free(const kl_env *env, kl_epoch_ckpt *c) {
+  kl_free(env, c->e);
+  c->e = NULL;
+  c->n = 0;
 }
 
 int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition) {

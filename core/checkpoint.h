@@ -48,6 +48,27 @@ typedef struct kl_ckpt {
 kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err);
 void kl_checkpoint_free(const kl_env *env, kl_ckpt *c);
 
+/* A partition's leader-epoch-checkpoint (LeaderEpochCheckpointFile): the
+** same framing, each entry "<leader epoch> <start offset>" (the first
+** offset written in that epoch), in the file's order. */
+typedef struct kl_epoch_entry {
+  int32_t epoch;
+  int64_t start_offset;
+  size_t line;              /* where it was read */
+} kl_epoch_entry;
+
+typedef struct kl_epoch_ckpt {
+  kl_epoch_entry *e;
+  size_t n;
+} kl_epoch_ckpt;
+
+/* Read the leader-epoch-checkpoint at path into *out (empty when the file
+** does not exist).  Errors as kl_checkpoint_read's.  Free with
+** kl_epoch_checkpoint_free. */
+kl_rc kl_epoch_checkpoint_read(const kl_env *env, const char *path, kl_epoch_ckpt *out,
+                               kl_err *err);
+void kl_epoch_checkpoint_free(const kl_env *env, kl_epoch_ckpt *c);
+
 /* The offset recorded for (topic, partition), or -1. */
 int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition);
 

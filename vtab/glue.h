@@ -69,4 +69,20 @@ int kl_offsets_vtab_register(sqlite3 *db, kl_conn *conn);
 ** into conn (owned by the kafka_log module).  partitions_vtab.c */
 int kl_partitions_vtab_register(sqlite3 *db, kl_conn *conn);
 
+/* Register kafka_metadata, kafka_topics, kafka_partitions_metadata (the
+** KRaft metadata partition, its image), counting their work into conn.
+** metadata_vtab.c */
+int kl_metadata_vtab_register(sqlite3 *db, kl_conn *conn);
+int kl_topics_vtab_register(sqlite3 *db, kl_conn *conn);
+int kl_partitions_metadata_vtab_register(sqlite3 *db, kl_conn *conn);
+
+/* kafka_topic_id('<partition dir>'): its partition.metadata's topic id.
+** metadata_vtab.c */
+void kl_fn_topic_id(sqlite3_context *ctx, int argc, sqlite3_value **argv);
+
+/* Register kafka_leader_epochs and kafka_replica_diff, counting their work
+** into conn.  replica_vtab.c */
+int kl_leader_epochs_vtab_register(sqlite3 *db, kl_conn *conn);
+int kl_replica_diff_vtab_register(sqlite3 *db, kl_conn *conn);
+
 #endif

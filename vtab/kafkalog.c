@@ -234,6 +234,7 @@ static const kl_fn_def kl_fns[] = {
     {"kafka_log_recover", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, fn_recover},
     {"kafka_coordinator_partition", 2, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0,
      kl_fn_coordinator_partition},
+    {"kafka_topic_id", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, kl_fn_topic_id},
 };
 #define KL_NFNS (sizeof kl_fns / sizeof *kl_fns)
 
@@ -252,6 +253,11 @@ static const struct {
     {"kafka_transaction_log", kl_txn_log_vtab_register},
     {"kafka_producers", kl_producers_vtab_register},
     {"kafka_hanging_transactions", kl_hanging_vtab_register},
+    {"kafka_metadata", kl_metadata_vtab_register},
+    {"kafka_topics", kl_topics_vtab_register},
+    {"kafka_partitions_metadata", kl_partitions_metadata_vtab_register},
+    {"kafka_leader_epochs", kl_leader_epochs_vtab_register},
+    {"kafka_replica_diff", kl_replica_diff_vtab_register},
 };
 #define KL_NMODS (sizeof kl_mods / sizeof *kl_mods)
 

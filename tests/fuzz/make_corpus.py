@@ -71,14 +71,60 @@ def txnlog_seeds(fixtures, d):
     put(d, "txn-key-v1", bytes([0, len(k1)]) + k1 + b"\x00\x01")
 
 
+def uvarint_at(b, i):
+    shift = v = 0
+    while True:
+        c = b[i]
+        i += 1
+        v |= (c & 0x7F) << shift
+        shift += 7
+        if not c & 0x80:
+            return v, i
+
+
+def zigzag_at(b, i):
+    v, i = uvarint_at(b, i)
+    return (v >> 1) ^ -(v & 1), i
+
+
+def metadata_seeds(fixtures, d):
+    """The values of every record of the metadata log fixture (uncompressed v2 batches), one
+    seed each and one seed of them all, as fuzz_metadata takes them (a length byte each)."""
+    log = open(os.path.join(fixtures, "kraft-full", "__cluster_metadata-0",
+                            "00000000000000000000.log"), "rb").read()
+    values, pos = [], 0
+    while pos + 12 <= len(log):
+        size = 12 + struct.unpack(">i", log[pos + 8:pos + 12])[0]
+        b = log[pos:pos + size]
+        attrs = struct.unpack(">h", b[21:23])[0]
+        i, n = 61, struct.unpack(">i", b[57:61])[0]
+        for _ in range(n if not attrs & 0x20 else 0):
+            length, i = zigzag_at(b, i)
+            end = i + length
+            i += 1
+            _, i = zigzag_at(b, i)
+            _, i = zigzag_at(b, i)
+            klen, i = zigzag_at(b, i)
+            i += max(klen, 0)
+            vlen, i = zigzag_at(b, i)
+            values.append(b[i:i + vlen])
+            i = end
+        pos += size
+    for k, v in enumerate(values):
+        put(d, f"record-{k}", bytes([len(v)]) + v)
+    put(d, "all", b"".join(bytes([len(v)]) + v for v in values if len(v) < 256))
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
     dirs = {k: os.path.join(out, k)
-            for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets", "fuzz_txnlog")}
+            for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets", "fuzz_txnlog",
+                      "fuzz_metadata")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     offsets_seeds(dirs["fuzz_offsets"])
     txnlog_seeds(fixtures, dirs["fuzz_txnlog"])
+    metadata_seeds(fixtures, dirs["fuzz_metadata"])
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):
