@@ -4,6 +4,8 @@
 */
 #include "file.h"
 
+#include "os.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,23 +35,23 @@ static const char *kind_of(mode_t m) {
 ** is not of the kind asked cannot be opened as one (KL_CANTOPEN); a failed
 ** open is classed as kl_write_rc classes it when it creates or writes, else
 ** KL_CANTOPEN but for a failing device (EIO: KL_IO). */
-static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct stat *out,
-                       kl_err *err) {
+static kl_rc open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                       struct stat *out, kl_err *err) {
   int want_dir = (flags & O_DIRECTORY) != 0;
   int writes = (flags & (O_CREAT | O_WRONLY | O_RDWR)) != 0;
   const char *want = want_dir ? "a directory" : "a regular file";
   struct stat st;
-  *fd = open(path, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+  *fd = kl_os_open(env, path, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
   if (*fd < 0) {
     int e = errno;
     if (e == ENOENT && !(flags & O_CREAT)) return KL_NOTFOUND;
     kl_rc rc = writes ? kl_write_rc(e) : e == EIO ? KL_IO : KL_CANTOPEN;
     /* A socket (ENXIO), or a FIFO opened for writing with no reader. */
-    if ((e == ENXIO || e == ENODEV || e == EOPNOTSUPP) && stat(path, &st) == 0 &&
+    if ((e == ENXIO || e == ENODEV || e == EOPNOTSUPP) && kl_os_stat(env, path, &st) == 0 &&
         !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
       rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not %s", path,
                       kind_of(st.st_mode), want);
-    } else if (e == ENOTDIR && want_dir && stat(path, &st) == 0) {
+    } else if (e == ENOTDIR && want_dir && kl_os_stat(env, path, &st) == 0) {
       rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not a directory", path,
                       kind_of(st.st_mode));
     } else {
@@ -60,21 +62,16 @@ static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct st
   }
   int e = 0;
   kl_rc rc = KL_OK;
-  if (fstat(*fd, &st) != 0) {
+  if (kl_os_fstat(env, *fd, &st) != 0) {
     e = errno;
     rc = kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
   } else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
     e = want_dir ? ENOTDIR : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
     rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not %s", path,
                     kind_of(st.st_mode), want);
-  } else if (!want_dir && fcntl(*fd, F_SETFL, flags & O_APPEND) != 0) {
-    /* O_NONBLOCK off again: only the open needed it (F_SETFL keeps the
-    ** access mode; of the flags given only O_APPEND is a status flag). */
-    e = errno;
-    rc = kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(e));
   }
   if (rc != KL_OK) {
-    close(*fd);
+    kl_os_close(env, *fd);
     *fd = -1;
     errno = e;
     return rc;
@@ -83,9 +80,10 @@ static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct st
   return KL_OK;
 }
 
-kl_rc kl_fd_open(const char *path, int flags, int mode, int *fd, kl_err *err) {
+kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                 kl_err *err) {
   struct stat st;
-  return open_stat(path, flags, mode, fd, &st, err);
+  return open_stat(env, path, flags, mode, fd, &st, err);
 }
 
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err) {
@@ -95,7 +93,7 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
   f->path = path;
   int fd;
   struct stat st = {0};
-  kl_rc rc = open_stat(path, O_RDONLY, 0, &fd, &st, err);
+  kl_rc rc = open_stat(env, path, O_RDONLY, 0, &fd, &st, err);
   if (rc) return rc;
   f->fd = fd;
   f->size = st.st_size;
@@ -105,13 +103,12 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
 }
 
 void kl_file_close(kl_file *f) {
-  if (f->fd >= 0) close(f->fd);
+  if (f->fd >= 0) kl_os_close(f->env, f->fd);
   f->fd = -1;
 }
 
 static long read_at(const kl_file *f, void *buf, size_t n, int64_t pos) {
-  if (f->env && f->env->xRead) return f->env->xRead(f->env->ud, f->fd, buf, n, pos);
-  return (long)pread(f->fd, buf, n, (off_t)pos);
+  return kl_os_read(f->env, f->fd, buf, n, pos);
 }
 
 kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err) {
@@ -147,10 +144,11 @@ kl_rc kl_write_rc(int e) {
   return KL_IO;
 }
 
-kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err) {
+kl_rc kl_write_at(const kl_env *env, int fd, const void *p, size_t n, int64_t pos,
+                  const char *path, kl_err *err) {
   size_t done = 0;
   while (done < n) {
-    ssize_t k = pwrite(fd, (const uint8_t *)p + done, n - done, (off_t)(pos + (int64_t)done));
+    long k = kl_os_write(env, fd, (const uint8_t *)p + done, n - done, pos + (int64_t)done);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) {
       return kl_err_set(err, kl_write_rc(errno), "%s: position %lld: write failed: %s", path,
@@ -163,7 +161,7 @@ kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path
 
 int kl_file_same(const kl_file *f) {
   struct stat st;
-  return f->fd >= 0 && fstat(f->fd, &st) == 0 &&
+  return f->fd >= 0 && kl_os_fstat(f->env, f->fd, &st) == 0 &&
          (f->capped ? st.st_size >= f->size : st.st_size == f->size) &&
          (uint64_t)st.st_ino == f->ino && (uint64_t)st.st_dev == f->dev;
 }
@@ -172,14 +170,10 @@ kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err) {
   uint8_t buf[8192];
   *zero = 1;
   while (pos < f->size) {
-#ifdef SEEK_DATA
-    if (!(f->env && f->env->xRead)) {
-      off_t d = lseek(f->fd, (off_t)pos, SEEK_DATA);
-      if (d < 0 && errno == ENXIO) return KL_OK; /* only a hole is left */
-      if (d > pos) pos = d;
-      if (pos >= f->size) return KL_OK;
-    }
-#endif
+    int64_t d = kl_os_seek_data(f->env, f->fd, pos);
+    if (d < 0 && errno == ENXIO) return KL_OK; /* only a hole is left */
+    if (d > pos) pos = d;
+    if (pos >= f->size) return KL_OK;
     size_t n = f->size - pos < (int64_t)sizeof buf ? (size_t)(f->size - pos) : sizeof buf;
     kl_rc rc = kl_file_read(f, pos, buf, n, err);
     if (rc) return rc;
@@ -238,37 +232,37 @@ void kl_window_free(kl_window *w, const kl_env *env) {
   w->len = 0;
 }
 
-kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
-                      kl_err *err) {
+kl_rc kl_file_replace(const kl_env *env, int dirfd, const char *dir, const char *path,
+                      const void *p, size_t n, kl_err *err) {
   char tmp[4400];
   int fd = -1;
   kl_rc rc = KL_OK;
   for (unsigned i = 0; fd < 0; i++) {
     snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(), i);
-    rc = kl_fd_open(tmp, O_RDWR | O_CREAT | O_EXCL, 0644, &fd, err);
+    rc = kl_fd_open(env, tmp, O_RDWR | O_CREAT | O_EXCL, 0644, &fd, err);
     if (rc == KL_OK) break;
     if (errno != EEXIST || i == 100) return rc;
     kl_err_clear(err);
   }
-  rc = kl_write_at(fd, p, n, 0, tmp, err);
-  if (rc == KL_OK && fdatasync(fd) != 0) {
+  rc = kl_write_at(env, fd, p, n, 0, tmp, err);
+  if (rc == KL_OK && kl_os_sync(env, fd, 1) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
   }
-  close(fd);
-  if (rc == KL_OK && rename(tmp, path) != 0) {
+  kl_os_close(env, fd);
+  if (rc == KL_OK && kl_os_rename(env, tmp, path) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: cannot rename to %s: %s", tmp, path,
                     strerror(errno));
   }
   if (rc) {
-    unlink(tmp);
+    kl_os_unlink(env, tmp);
     return rc;
   }
   int d = dirfd;
-  if (d < 0 && (rc = kl_fd_open(dir, O_RDONLY | O_DIRECTORY, 0, &d, err)) != KL_OK) return rc;
-  if (fsync(d) != 0) {
+  if (d < 0 && (rc = kl_fd_open(env, dir, O_RDONLY | O_DIRECTORY, 0, &d, err)) != KL_OK) return rc;
+  if (kl_os_sync(env, d, 0) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync of the directory failed: %s", dir,
                     strerror(errno));
   }
-  if (dirfd < 0) close(d);
+  if (dirfd < 0) kl_os_close(env, d);
   return rc;
 }

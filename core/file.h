@@ -19,8 +19,8 @@
 ** position that is gone.  A file replaced by rename keeps being read as the
 ** old file, through the descriptor.
 **
-** Reads go through kl_env.xRead when set (tests inject errors and short
-** reads there), else pread(2).
+** Every system call goes through the kl_env's table (os.h): tests inject
+** errors and short reads there.
 */
 #ifndef KL_FILE_H
 #define KL_FILE_H
@@ -37,7 +37,7 @@ typedef struct kl_file {
   const kl_env *env;
 } kl_file;
 
-/* The one open(2) of the module, for every file and directory it reads or
+/* The one open(2) of the module (through env's table), for every file and directory it reads or
 ** writes.  flags as open(2)'s (O_CLOEXEC is added); O_DIRECTORY asks for a
 ** directory, anything else for a regular file.  A FIFO, a device or a
 ** socket named like a segment, an index, a checkpoint or a commit record
@@ -48,7 +48,8 @@ typedef struct kl_file {
 ** asked); KL_IO naming path and
 ** what it is ("a FIFO, not a regular file") or the OS reason (errno kept).
 ** *fd is -1 on failure. */
-kl_rc kl_fd_open(const char *path, int flags, int mode, int *fd, kl_err *err);
+kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                 kl_err *err);
 
 /* Open path read-only (kl_fd_open).  KL_NOTFOUND when it does not exist (no
 ** message); KL_IO with the OS reason, or saying what it is when it is not a
@@ -64,7 +65,8 @@ kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *e
 /* The one positioned write of the core (commit.h and writer.h write
 ** through it): all n bytes of p at pos of fd, retried after a short write.
 ** Failures as kl_write_rc says, naming path and the position. */
-kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err);
+kl_rc kl_write_at(const kl_env *env, int fd, const void *p, size_t n, int64_t pos,
+                  const char *path, kl_err *err);
 
 /* Replace the file path, in the directory dir (open as dirfd, or -1 to
 ** open it here), with the n bytes at p, so that a crash leaves the old file
@@ -72,8 +74,8 @@ kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path
 ** writes (path.<pid>-<i>.tmp, made with O_EXCL), synced, renamed over path,
 ** then the directory synced.  A failure removes the temporary file; errors
 ** as kl_write_rc says, naming the file. */
-kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
-                      kl_err *err);
+kl_rc kl_file_replace(const kl_env *env, int dirfd, const char *dir, const char *path,
+                      const void *p, size_t n, kl_err *err);
 
 /* The result code of making or writing a file (open with O_CREAT, mkdir,
 ** write, fsync, ftruncate, rename) that failed with errno e: KL_NOSPACE

@@ -36,15 +36,16 @@
 #include <unistd.h>
 
 #include "append.h"
+#include "broker.h"
 #include "codec.h"
 #include "cursor.h"
 #include "glue.h"
-#include "broker.h"
 #include "headers.h"
 #include "log.h"
 #include "logcache.h"
 #include "options.h"
 #include "plan.h"
+#include "sqlenv.h"
 #include "txn.h"
 #include "utf8.h"
 
@@ -307,7 +308,7 @@ static char *absolute(const char *path) {
   kl_path_iter it;
   const char *s;
   size_t n;
-  kl_path_iter_init(&it, path);
+  kl_path_iter_init(&it, kl_sqlite_env(), path);
   while (kl_path_next(&it, &s, &n)) {
     char *one = absolute_one(s, n);
     char *joined = one ? sqlite3_mprintf("%s%s%s", out ? out : "", out ? "," : "", one) : NULL;
@@ -630,7 +631,7 @@ static void end_scan(kl_vcursor *c) {
 static int kl_close(sqlite3_vtab_cursor *cur) {
   kl_vcursor *c = (kl_vcursor *)cur;
   end_scan(c);
-  kl_buf_free(NULL, &c->json);
+  kl_buf_free(kl_sqlite_env(), &c->json);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -711,7 +712,7 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
     if (!known || !any) return KL_OK;
   } else {
     kl_reader rd;
-    kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, KL_ON_CORRUPT_ERROR);
+    kl_reader_init(&rd, kl_sqlite_env(), &((kl_vtab *)c->base.pVtab)->conn->stats, KL_ON_CORRUPT_ERROR);
     rc = kl_log_lookup_time(c->ref->log, &rd, KL_TS_MAX, &tl, err);
     kl_reader_free(&rd);
     if (rc || tl.status != KL_LOOKUP_OK) return rc;
@@ -837,7 +838,7 @@ static kl_rc committed_bounds(kl_vcursor *c, kl_err *err) {
   kl_logref *r = c->ref;
   if (!r->txns_loaded) {
     kl_reader rd;
-    kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, c->on_corrupt);
+    kl_reader_init(&rd, kl_sqlite_env(), &((kl_vtab *)c->base.pVtab)->conn->stats, c->on_corrupt);
     kl_rc rc = kl_txns_load(r->log, &rd, &r->txns, err);
     kl_reader_free(&rd);
     if (rc) return rc;
@@ -1449,7 +1450,7 @@ void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   kl_err err = {0};
   kl_log *log = NULL;
   kl_cursor *cur = NULL;
-  kl_rc rc = kl_log_open_partition(NULL, dir, &log, &err);
+  kl_rc rc = kl_log_open_partition(kl_sqlite_env(), dir, &log, &err);
   if (rc == KL_OK) rc = kl_cursor_new(log, &conn->stats, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds all = kl_bounds_all();
   if (rc == KL_OK) rc = kl_cursor_start(cur, &all, &err);

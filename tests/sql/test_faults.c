@@ -217,7 +217,7 @@ static int64_t checkpoint_of(const char *dir) {
 static int64_t committed_start(const char *dir) {
   kl_commit c;
   kl_err err = {0};
-  if (kl_commit_read(dir, &c, &err)) fail_msg("%s", err.msg);
+  if (kl_commit_read(NULL, dir, &c, &err)) fail_msg("%s", err.msg);
   return c.log_start;
 }
 
