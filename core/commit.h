@@ -66,6 +66,17 @@ typedef struct kl_commit {
   int64_t last_tidx_ts;
 } kl_commit;
 
+/* What a writer's open transaction has reached, as its own reads see it
+** (writer.h kl_writer_view, log.h kl_log_open_view): the end of the files
+** it wrote, and the batch of records it holds in memory still, which
+** reads as if it followed the active segment's bytes (end.seg_size counts
+** it) without being written: a read never writes.  tail is the holder's
+** (kl_buf_free with the writer's env). */
+typedef struct kl_view {
+  kl_commit end;
+  kl_buf tail;
+} kl_view;
+
 /* Read dir's commit record (the newer valid slot), through env's system
 ** calls (os.h).  KL_NOTFOUND (no
 ** message) when there is none: the directory was not written by kafkalog,

@@ -111,7 +111,23 @@ static long read_at(const kl_file *f, void *buf, size_t n, int64_t pos) {
   return kl_os_read(f->env, f->fd, buf, n, pos);
 }
 
+void kl_file_hold_tail(kl_file *f, int64_t at, const uint8_t *mem) {
+  f->mem = mem;
+  f->mem_at = at;
+}
+
 kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err) {
+  if (f->mem && pos + (int64_t)n > f->mem_at) {
+    /* The part in memory; the file's below it. */
+    int64_t from = pos > f->mem_at ? pos : f->mem_at;
+    if (pos + (int64_t)n > f->size) {
+      return kl_err_set(err, KL_IO, "%s: position %lld: %zu bytes asked past the end (%lld bytes)",
+                        f->path, (long long)pos, n, (long long)f->size);
+    }
+    memcpy((uint8_t *)buf + (from - pos), f->mem + (from - f->mem_at),
+           (size_t)(pos + (int64_t)n - from));
+    n = (size_t)(from - pos);
+  }
   size_t got = 0;
   while (got < n) {
     long k = read_at(f, (uint8_t *)buf + got, n - got, pos + (int64_t)got);
@@ -161,8 +177,9 @@ kl_rc kl_write_at(const kl_env *env, int fd, const void *p, size_t n, int64_t po
 
 int kl_file_same(const kl_file *f) {
   struct stat st;
+  int64_t disk = f->mem ? f->mem_at : f->size;
   return f->fd >= 0 && kl_os_fstat(f->env, f->fd, &st) == 0 &&
-         (f->capped ? st.st_size >= f->size : st.st_size == f->size) &&
+         (f->capped ? st.st_size >= disk : st.st_size == disk) &&
          (uint64_t)st.st_ino == f->ino && (uint64_t)st.st_dev == f->dev;
 }
 
@@ -170,10 +187,14 @@ kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err) {
   uint8_t buf[8192];
   *zero = 1;
   while (pos < f->size) {
-    int64_t d = kl_os_seek_data(f->env, f->fd, pos);
-    if (d < 0 && errno == ENXIO) return KL_OK; /* only a hole is left */
-    if (d > pos) pos = d;
-    if (pos >= f->size) return KL_OK;
+    /* Holes of the file; what is held in memory is read. */
+    int64_t disk = f->mem ? f->mem_at : f->size;
+    if (pos < disk) {
+      int64_t d = kl_os_seek_data(f->env, f->fd, pos);
+      if (d < 0 && errno == ENXIO) d = disk; /* only a hole is left */
+      if (d > pos) pos = d < disk ? d : disk;
+      if (pos >= f->size) return KL_OK;
+    }
     size_t n = f->size - pos < (int64_t)sizeof buf ? (size_t)(f->size - pos) : sizeof buf;
     kl_rc rc = kl_file_read(f, pos, buf, n, err);
     if (rc) return rc;

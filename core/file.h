@@ -34,6 +34,9 @@ typedef struct kl_file {
   int capped;               /* size was lowered to a committed end (the
                             ** file may grow past it and stay the same) */
   const char *path;         /* borrowed from the owner, for messages */
+  const uint8_t *mem;       /* bytes [mem_at, size) when not NULL, read
+                            ** from here, not the file (borrowed) */
+  int64_t mem_at;
   const kl_env *env;
 } kl_file;
 
@@ -56,6 +59,11 @@ kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *
 ** regular file, otherwise.  f->path borrows path. */
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err);
 void kl_file_close(kl_file *f);
+
+/* The bytes from position at to f->size are mem's (borrowed for as long as
+** f is open), not the file's: a writer's batch not yet written (commit.h
+** kl_view).  The file needs to hold at least at bytes. */
+void kl_file_hold_tail(kl_file *f, int64_t at, const uint8_t *mem);
 
 /* Read exactly n bytes at pos into buf.  KL_IO when the read fails or
 ** comes back short (the file shrank since it was opened), naming the file

@@ -154,12 +154,12 @@ static int apply_commit(kl_log *log, const kl_commit *c) {
 ** so a listing that follows holds it, unless a later commit rolled past
 ** it and retention removed it meanwhile (renamed to .deleted).  Then the
 ** record has moved on: read both again. */
-static kl_rc load(kl_log *log, const kl_commit *view, kl_err *err) {
+static kl_rc load(kl_log *log, const kl_view *view, kl_err *err) {
   for (int tries = 1;; tries++) {
     kl_commit c;
     kl_err ce = {0};
     kl_rc crc = view ? KL_OK : kl_commit_read(log->env, log->dir, &c, &ce);
-    if (crc == KL_OK && view) c = *view;
+    if (crc == KL_OK && view) c = view->end;
     /* A path that is no directory says so first. */
     kl_rc rc = list_segments(log, err);
     if (rc) return rc;
@@ -195,7 +195,7 @@ kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log 
   return kl_log_open_view(env, dir, set, NULL, out, err);
 }
 
-kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_commit *view,
+kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_view *view,
                        kl_log **out, kl_err *err) {
   *out = NULL;
   kl_log *log = kl_malloc(env, sizeof *log);
@@ -212,6 +212,10 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
   }
   log->log_start = -1;
   kl_rc rc = load(log, view, err);
+  kl_segment *last = rc == KL_OK && view && view->tail.len ? kl_log_last(log) : NULL;
+  if (last && kl_segment_hold_tail(last, view->tail.p, view->tail.len) != KL_OK) {
+    rc = kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
+  }
   if (rc) {
     kl_log_close(log);
     return rc;

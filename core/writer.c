@@ -1121,15 +1121,31 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
   return rc;
 }
 
-int kl_writer_view(kl_writer *w, kl_commit *view, kl_err *err) {
+int kl_writer_view(kl_writer *w, kl_view *view, kl_err *err) {
   if (!w->in_txn) return 0;
-  if (kl_builder_count(&w->b) && flush(w, err) != KL_OK) return -1;
-  if (w->st.next_offset == w->com.next_offset && w->st.seg_base == w->com.seg_base &&
+  int32_t n = kl_builder_count(&w->b);
+  if (n == 0 && w->st.next_offset == w->com.next_offset && w->st.seg_base == w->com.seg_base &&
       w->st.seg_size == w->com.seg_size) {
     return 0; /* nothing of its own yet */
   }
-  *view = w->st;
-  view->log_start = w->com.log_start;
+  view->end = w->st;
+  view->end.log_start = w->com.log_start;
+  view->tail.len = 0;
+  if (n == 0) return 1;
+  /* The batch as flush would write it now (sealing leaves the builder as
+  ** it was), placed after the active segment's bytes. */
+  if (w->opt.log_append_time) w->b.spec.append_time = now_ms();
+  uint8_t h[KL_V2_HEADER];
+  const uint8_t *payload;
+  size_t len;
+  if (kl_builder_seal(&w->b, h, &payload, &len, err) != KL_OK) return -1;
+  if (kl_buf_append(w->env, &view->tail, h, sizeof h) != KL_OK ||
+      kl_buf_append(w->env, &view->tail, payload, len) != KL_OK) {
+    kl_err_set(err, KL_NOMEM, "out of memory reading %s", w->dir);
+    return -1;
+  }
+  view->end.seg_size += (int64_t)view->tail.len;
+  view->end.next_offset = w->b.spec.base_offset + n;
   return 1;
 }
 

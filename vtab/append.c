@@ -363,7 +363,7 @@ static int start(kl_append *a, char **errmsg) {
   return SQLITE_OK;
 }
 
-kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err) {
+kl_rc kl_append_view(kl_append *a, kl_view *view, int *has_view, kl_err *err) {
   *has_view = 0;
   if (!a->w) return KL_OK;
   int v = kl_writer_view(a->w, view, err);
@@ -403,7 +403,7 @@ static int check_prefix(kl_append *a, int64_t *new_start, char **errmsg) {
   kl_cursor *cur = NULL;
   kl_txns txns = {0};
   int64_t start = 0, hw = -1, rows = 0, shown = 0;
-  kl_commit view;
+  kl_view view = {0};
   int v = kl_writer_view(a->w, &view, &err);
   kl_rc rc = v < 0 ? (err.rc ? err.rc : KL_IO)
                    : kl_log_open_view(kl_sqlite_env(), a->dir, NULL, v ? &view : NULL, &log, &err);
@@ -435,6 +435,7 @@ static int check_prefix(kl_append *a, int64_t *new_start, char **errmsg) {
   kl_cursor_free(cur);
   kl_txns_free(kl_sqlite_env(), &txns);
   kl_log_close(log);
+  kl_buf_free(kl_sqlite_env(), &view.tail);
   if (rc != KL_DONE) return fail_kl(errmsg, rc, &err);
   if (a->opt.read_committed && rows != a->del_n) rows = shown;
   if (rows != a->del_n) {

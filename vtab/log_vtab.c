@@ -164,7 +164,7 @@ static int set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg)
 
 /* A counted reference to the log of dir (logcache.h); with view, as the
 ** writing connection sees it inside its transaction (not cached). */
-static kl_rc acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_commit *view,
+static kl_rc acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_view *view,
                          kl_logref **out, kl_err *err) {
   return view ? kl_logcache_get_view(vt->logs, dir, view, out, err)
               : kl_logcache_get(vt->logs, dir, alone, out, err);
@@ -861,15 +861,19 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   c->part = p;
   c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
   /* The writing connection reads its own open transaction (append.h). */
-  kl_commit view;
+  kl_view view = {0};
   int has_view = 0;
   kl_rc rc = vt->app ? kl_append_view(vt->app, &view, &has_view, err) : KL_OK;
-  if (rc) return rc;
+  if (rc) {
+    kl_buf_free(kl_sqlite_env(), &view.tail);
+    return rc;
+  }
   if (!c->cur || c->stale || has_view || strcmp(c->ref->dir, p->dir) != 0) {
     end_partition(c);
     c->stale = 0;
     rc = acquire_log(vt, p->dir, kl_broker_single(c->bk->b), has_view ? &view : NULL, &c->ref,
                      err);
+    kl_buf_free(kl_sqlite_env(), &view.tail);
     if (rc) return rc;
     if (kl_cursor_new(c->ref->log, &vt->conn->stats, c->on_corrupt, &c->cur) != KL_OK) {
       return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);

@@ -138,7 +138,7 @@ static void to_front(kl_logcache *c, kl_logref *r) {
 /* A new reference to dir's log, not cached, watching nothing: opened with
 ** view when not NULL (kl_log_open_view); alone: a directory without
 ** segments is an error that says why. */
-static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int alone,
+static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_view *view, int alone,
                      kl_logref **out, kl_err *err) {
   *out = NULL;
   kl_logref *r = sqlite3_malloc(sizeof *r);
@@ -162,7 +162,7 @@ static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int
   return KL_OK;
 }
 
-kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view,
+kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_view *view,
                            kl_logref **out, kl_err *err) {
   return new_ref(c, dir, view, 0, out, err);
 }
