@@ -4,7 +4,6 @@
 */
 #include "broker.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -13,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "checkpoint.h"
+#include "os.h"
 #include "segment.h"
 #include "utf8.h"
 
@@ -246,15 +246,12 @@ static int logdir_marker(const char *name) {
          strcmp(name, "cleaner-offset-checkpoint") == 0;
 }
 
-static int is_dir(const char *dir, const struct dirent *de) {
-#ifdef DT_DIR
-  if (de->d_type == DT_DIR) return 1;
-  if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK) return 0;
-#endif
+/* Is the entry name of dir a directory (known: what the listing said)? */
+static int is_dir(const kl_env *env, const char *dir, const char *name, int known) {
+  if (known >= 0) return known;
   char path[4096];
-  struct stat st;
-  if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) return 0;
-  return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+  if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 0;
+  return kl_os_is_dir(env, path);
 }
 
 kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, size_t nn,
@@ -323,7 +320,7 @@ static kl_rc add_entry(kl_broker *b, const struct stat *st, const char *name, in
 static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, int *seen,
                       kl_err *err) {
   const kl_env *env = b->env;
-  DIR *d = opendir(dir);
+  void *d = kl_os_opendir(env, dir);
   if (!d) {
     return kl_err_set(err, errno == ENOMEM ? KL_NOMEM : KL_CANTOPEN, "cannot open directory %s: %s",
                       dir, strerror(errno));
@@ -333,19 +330,20 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   int segments = 0, marker = 0;
   kl_rc rc = KL_OK;
   struct stat st;
-  if (fstat(dirfd(d), &st) != 0) {
+  if (kl_os_stat(env, dir, &st) != 0) {
     rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", dir, strerror(errno));
   }
-  struct dirent *de;
-  while (rc == KL_OK && (de = readdir(d)) != NULL) {
+  const char *de_name;
+  int de_dir, more;
+  while (rc == KL_OK && (more = kl_os_readdir(env, d, &de_name, &de_dir)) > 0) {
     int64_t base;
     int32_t part;
-    if (kl_segment_name(de->d_name, &base)) {
+    if (kl_segment_name(de_name, &base)) {
       segments = 1;
-    } else if (logdir_marker(de->d_name)) {
+    } else if (logdir_marker(de_name)) {
       marker = 1;
-    } else if (kl_partition_name(de->d_name, &part) && strcmp(de->d_name, "__cluster_metadata-0") != 0 &&
-               is_dir(dir, de)) {
+    } else if (kl_partition_name(de_name, &part) && strcmp(de_name, "__cluster_metadata-0") != 0 &&
+               is_dir(env, dir, de_name, de_dir)) {
       /* __cluster_metadata-0 is the KRaft metadata log, which Kafka's log
       ** manager does not load as a partition. */
       if (nsub == capsub) {
@@ -357,15 +355,16 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
         }
         subs = p;
       }
-      if (!(subs[nsub].name = kl_strdup(env, de->d_name))) {
+      if (!(subs[nsub].name = kl_strdup(env, de_name))) {
         rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
       } else {
-        subs[nsub].tn = kl_partition_name(de->d_name, &subs[nsub].part);
+        subs[nsub].tn = kl_partition_name(de_name, &subs[nsub].part);
         nsub++;
       }
     }
   }
-  closedir(d);
+  if (rc == KL_OK && more < 0) rc = kl_err_set(err, KL_IO, "cannot list %s: %s", dir, strerror(errno));
+  kl_os_closedir(env, d);
   char name[256], parent[4096], path[4096];
   int32_t part;
   *was_partition = 0;
@@ -376,7 +375,7 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
     /* A partition directory: its checkpoints are its log directory's, read
     ** as for that log directory. */
     *was_partition = 1;
-    if (stat(parent, &st) != 0) {
+    if (kl_os_stat(env, parent, &st) != 0) {
       rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", parent, strerror(errno));
     }
     if (rc == KL_OK) rc = add_entry(b, &st, name, seen, err);
@@ -412,10 +411,9 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   return rc;
 }
 
-void kl_path_iter_init(kl_path_iter *it, const char *path) {
-  struct stat st;
+void kl_path_iter_init(kl_path_iter *it, const kl_env *env, const char *path) {
   it->p = path;
-  it->whole = strchr(path, ',') == NULL || (stat(path, &st) == 0 && S_ISDIR(st.st_mode));
+  it->whole = strchr(path, ',') == NULL || kl_os_is_dir(env, path);
 }
 
 int kl_path_next(kl_path_iter *it, const char **s, size_t *n) {
@@ -478,7 +476,7 @@ kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, 
   kl_path_iter it;
   const char *s;
   size_t n;
-  kl_path_iter_init(&it, path);
+  kl_path_iter_init(&it, env, path);
   while (rc == KL_OK && kl_path_next(&it, &s, &n)) {
     if (n >= sizeof one) {
       rc = kl_err_set(err, KL_IO, "%.*s...: path too long", 64, s);

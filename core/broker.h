@@ -88,7 +88,7 @@ typedef struct kl_path_iter {
   const char *p;            /* what is left, NULL at the end */
   int whole;
 } kl_path_iter;
-void kl_path_iter_init(kl_path_iter *it, const char *path);
+void kl_path_iter_init(kl_path_iter *it, const kl_env *env, const char *path);
 /* The next directory: *s and its length *n (not NUL-terminated); 0 when
 ** there is none left. */
 int kl_path_next(kl_path_iter *it, const char **s, size_t *n);

@@ -4,7 +4,6 @@
 */
 #include "check.h"
 
-#include <dirent.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -13,9 +12,10 @@
 #include "file.h"
 #include "index.h"
 #include "log.h"
+#include "os.h"
 #include "scan.h"
-#include "txn.h"
 #include "segment.h"
+#include "txn.h"
 
 const char *kl_severity_name(int sev) {
   return sev == KL_SEV_ERROR ? "error" : sev == KL_SEV_WARNING ? "warning" : "info";
@@ -604,11 +604,12 @@ static int64_t index_file_base(const char *name) {
 
 /* Index files whose .log does not exist (LogLoader deletes them). */
 static void check_orphans(checker *ck, const char *dir, kl_log *log) {
-  DIR *d = opendir(dir);
+  void *d = kl_os_opendir(ck->env, dir);
   if (!d) return;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL && !ck->rc) {
-    int64_t base = index_file_base(de->d_name);
+  const char *name;
+  int isdir;
+  while (!ck->rc && kl_os_readdir(ck->env, d, &name, &isdir) > 0) {
+    int64_t base = index_file_base(name);
     if (base < 0) continue;
     kl_segment *s = kl_log_floor(log, base);
     if (s && s->base == base) continue;
@@ -616,11 +617,11 @@ static void check_orphans(checker *ck, const char *dir, kl_log *log) {
     kl_segment *last = kl_log_last(log);
     if (last && last->limit >= 0 && base > last->base) continue;
     ck->segment = base;
-    begin_file(ck, de->d_name);
+    begin_file(ck, name);
     report(ck, "orphan_index", KL_SEV_WARNING, -1,
            "index file without a %020lld.log (Kafka deletes it on load)", (long long)base);
   }
-  closedir(d);
+  kl_os_closedir(ck->env, d);
   begin_file(ck, NULL);
 }
 

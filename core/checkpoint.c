@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include "file.h"
+#include "os.h"
 
 /* Checkpoints hold one line per partition of a log directory: a few MiB
 ** for the largest brokers.  More is not a checkpoint. */
@@ -290,8 +290,8 @@ int64_t kl_checkpoint_next(const kl_ckpt *c, size_t *pos, const char *topic, int
 /* Hold the log directory's checkpoint updates for dirfd's holder alone: an
 ** exclusive flock(2) on the directory, which only checkpoint writers take
 ** (a broker's .lock is a record lock on a file, readers take none). */
-static kl_rc lock_dir(int dirfd, const char *logdir, kl_err *err) {
-  while (flock(dirfd, LOCK_EX) != 0) {
+static kl_rc lock_dir(const kl_env *env, int dirfd, const char *logdir, kl_err *err) {
+  while (kl_os_lock(env, dirfd, KL_LOCK_DIR_EX) != 0) {
     if (errno != EINTR) {
       return kl_err_set(err, KL_IO, "%s: cannot lock for a checkpoint update: %s", logdir,
                         strerror(errno));
@@ -317,17 +317,17 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
                       "whitespace)", path, topic);
   }
   int d;
-  kl_rc rc = kl_fd_open(logdir, O_RDONLY | O_DIRECTORY, 0, &d, err);
+  kl_rc rc = kl_fd_open(env, logdir, O_RDONLY | O_DIRECTORY, 0, &d, err);
   if (rc == KL_NOTFOUND) return kl_err_set(err, KL_IO, "cannot open %s: no such directory", logdir);
   if (rc) return rc;
   /* From the read to the rename: an update made meanwhile is not lost. */
-  if ((rc = lock_dir(d, logdir, err)) != KL_OK) {
-    close(d);
+  if ((rc = lock_dir(env, d, logdir, err)) != KL_OK) {
+    kl_os_close(env, d);
     return rc;
   }
   kl_ckpt c;
   if ((rc = kl_checkpoint_read(env, path, &c, err)) != KL_OK) {
-    close(d); /* and the lock with it */
+    kl_os_close(env, d); /* and the lock with it */
     return rc;
   }
   int found = 0;
@@ -346,13 +346,13 @@ kl_rc kl_checkpoint_put(const kl_env *env, const char *logdir, int which, const 
   kl_checkpoint_free(env, &c);
   if (rc) {
     kl_buf_free(env, &b);
-    close(d);
+    kl_os_close(env, d);
     return kl_err_set(err, KL_NOMEM, "out of memory writing %s", path);
   }
   /* A temporary name of this writer's own: one that died mid-write leaves
   ** its file to no one else's rename. */
-  rc = kl_file_replace(d, logdir, path, b.p, b.len, err);
+  rc = kl_file_replace(env, d, logdir, path, b.p, b.len, err);
   kl_buf_free(env, &b);
-  close(d);
+  kl_os_close(env, d);
   return rc;
 }

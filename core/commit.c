@@ -11,6 +11,7 @@
 
 #include "crc32c.h"
 #include "file.h"
+#include "os.h"
 
 static const char magic[8] = {'K', 'L', 'C', 'O', 'M', 'M', 'I', 'T'};
 
@@ -50,18 +51,18 @@ static int decode(const uint8_t *p, kl_commit *out, const char **why) {
   return 1;
 }
 
-kl_rc kl_commit_read_fd(int fd, const char *dir, kl_commit *out, kl_err *err) {
+kl_rc kl_commit_read_fd(const kl_env *env, int fd, const char *dir, kl_commit *out, kl_err *err) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
   uint8_t p[2 * KL_COMMIT_SLOT + 1];
-  ssize_t n;
-  do n = pread(fd, p, sizeof p, 0);
+  long n;
+  do n = kl_os_read(env, fd, p, sizeof p, 0);
   while (n < 0 && errno == EINTR);
   if (n < 0) {
     return kl_err_set(err, KL_IO, "%s: position 0: read failed: %s", path, strerror(errno));
   }
   if (n != 2 * KL_COMMIT_SLOT) {
-    return kl_err_set(err, KL_CORRUPT, "%s: position 0: %zd bytes, a commit record file has %d",
+    return kl_err_set(err, KL_CORRUPT, "%s: position 0: %ld bytes, a commit record file has %d",
                       path, n, 2 * KL_COMMIT_SLOT);
   }
   kl_commit c[2];
@@ -75,22 +76,23 @@ kl_rc kl_commit_read_fd(int fd, const char *dir, kl_commit *out, kl_err *err) {
   return KL_OK;
 }
 
-kl_rc kl_commit_open(const char *dir, int *fd, kl_err *err) {
+kl_rc kl_commit_open(const kl_env *env, const char *dir, int *fd, kl_err *err) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
-  return kl_fd_open(path, O_RDONLY, 0, fd, err);
+  return kl_fd_open(env, path, O_RDONLY, 0, fd, err);
 }
 
-kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err) {
+kl_rc kl_commit_read(const kl_env *env, const char *dir, kl_commit *out, kl_err *err) {
   int fd;
-  kl_rc rc = kl_commit_open(dir, &fd, err);
+  kl_rc rc = kl_commit_open(env, dir, &fd, err);
   if (rc) return rc;
-  rc = kl_commit_read_fd(fd, dir, out, err);
-  close(fd);
+  rc = kl_commit_read_fd(env, fd, dir, out, err);
+  kl_os_close(env, fd);
   return rc;
 }
 
-kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, kl_err *err) {
+kl_rc kl_commit_write(const kl_env *env, const char *dir, int dirfd, int *fd, const kl_commit *c,
+                      kl_err *err) {
   char path[4200];
   snprintf(path, sizeof path, "%s/%s", dir, KL_COMMIT_FILE);
   uint8_t p[KL_COMMIT_SLOT];
@@ -112,31 +114,31 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
   kl_put_u32(p + 104, kl_crc32c(0, p, 104));
   kl_rc rc = KL_OK;
   if (*fd < 0) {
-    rc = kl_fd_open(path, O_RDWR, 0, fd, err);
+    rc = kl_fd_open(env, path, O_RDWR, 0, fd, err);
     if (rc == KL_NOTFOUND) {
       /* A new file: both slots at once (the other empty), then made
       ** durable with the directory entry. */
       char tmp[4300];
       snprintf(tmp, sizeof tmp, "%s.tmp", path);
       int t;
-      rc = kl_fd_open(tmp, O_RDWR | O_CREAT | O_TRUNC, 0644, &t, err);
+      rc = kl_fd_open(env, tmp, O_RDWR | O_CREAT | O_TRUNC, 0644, &t, err);
       if (rc) return rc;
       uint8_t two[2 * KL_COMMIT_SLOT];
       memset(two, 0, sizeof two);
       memcpy(two + (c->gen % 2) * KL_COMMIT_SLOT, p, KL_COMMIT_SLOT);
-      rc = kl_write_at(t, two, sizeof two, 0, tmp, err);
-      if (rc == KL_OK && fdatasync(t) != 0) {
+      rc = kl_write_at(env, t, two, sizeof two, 0, tmp, err);
+      if (rc == KL_OK && kl_os_sync(env, t, 1) != 0) {
         rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
       }
-      if (rc == KL_OK && rename(tmp, path) != 0) {
+      if (rc == KL_OK && kl_os_rename(env, tmp, path) != 0) {
         rc = kl_err_set(err, KL_IO, "%s: cannot rename: %s", tmp, strerror(errno));
       }
-      if (rc == KL_OK && dirfd >= 0 && fsync(dirfd) != 0) {
+      if (rc == KL_OK && dirfd >= 0 && kl_os_sync(env, dirfd, 0) != 0) {
         rc = kl_err_set(err, KL_IO, "%s: fsync of the directory failed: %s", dir, strerror(errno));
       }
       if (rc) {
-        close(t);
-        unlink(tmp);
+        kl_os_close(env, t);
+        kl_os_unlink(env, tmp);
         return rc;
       }
       *fd = t;
@@ -144,8 +146,8 @@ kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, k
     }
     if (rc) return rc;
   }
-  rc = kl_write_at(*fd, p, sizeof p, (int64_t)(c->gen % 2) * KL_COMMIT_SLOT, path, err);
-  if (rc == KL_OK && fdatasync(*fd) != 0) {
+  rc = kl_write_at(env, *fd, p, sizeof p, (int64_t)(c->gen % 2) * KL_COMMIT_SLOT, path, err);
+  if (rc == KL_OK && kl_os_sync(env, *fd, 1) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", path, strerror(errno));
   }
   return rc;

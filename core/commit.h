@@ -66,23 +66,36 @@ typedef struct kl_commit {
   int64_t last_tidx_ts;
 } kl_commit;
 
-/* Read dir's commit record (the newer valid slot).  KL_NOTFOUND (no
+/* What a writer's open transaction has reached, as its own reads see it
+** (writer.h kl_writer_view, log.h kl_log_open_view): the end of the files
+** it wrote, and the batch of records it holds in memory still, which
+** reads as if it followed the active segment's bytes (end.seg_size counts
+** it) without being written: a read never writes.  tail is the holder's
+** (kl_buf_free with the writer's env). */
+typedef struct kl_view {
+  kl_commit end;
+  kl_buf tail;
+} kl_view;
+
+/* Read dir's commit record (the newer valid slot), through env's system
+** calls (os.h).  KL_NOTFOUND (no
 ** message) when there is none: the directory was not written by kafkalog,
 ** every byte counts.  KL_CORRUPT names the file and what is wrong (no
 ** valid slot); KL_IO gives the OS reason. */
-kl_rc kl_commit_read(const char *dir, kl_commit *out, kl_err *err);
+kl_rc kl_commit_read(const kl_env *env, const char *dir, kl_commit *out, kl_err *err);
 
 /* The same through a descriptor of dir's commit record kept open
 ** (kl_commit_open, KL_NOTFOUND when there is none): a commit rewrites the
 ** file in place, so the descriptor sees every later commit, and one pread
 ** tells whether the generation moved.  dir names the file in messages. */
-kl_rc kl_commit_open(const char *dir, int *fd, kl_err *err);
-kl_rc kl_commit_read_fd(int fd, const char *dir, kl_commit *out, kl_err *err);
+kl_rc kl_commit_open(const kl_env *env, const char *dir, int *fd, kl_err *err);
+kl_rc kl_commit_read_fd(const kl_env *env, int fd, const char *dir, kl_commit *out, kl_err *err);
 
 /* Publish c durably in slot c->gen % 2 of dir's commit record, through *fd
 ** (kept open by the caller; -1 at first: the file is then opened, and made
 ** with its directory fsynced (dirfd) when it does not exist).  KL_IO names
 ** the file and the OS reason; the other slot is intact. */
-kl_rc kl_commit_write(const char *dir, int dirfd, int *fd, const kl_commit *c, kl_err *err);
+kl_rc kl_commit_write(const kl_env *env, const char *dir, int dirfd, int *fd, const kl_commit *c,
+                      kl_err *err);
 
 #endif

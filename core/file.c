@@ -4,7 +4,8 @@
 */
 #include "file.h"
 
-#include <dirent.h>
+#include "os.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -36,23 +37,23 @@ static const char *kind_of(mode_t m) {
 ** is not of the kind asked cannot be opened as one (KL_CANTOPEN); a failed
 ** open is classed as kl_write_rc classes it when it creates or writes, else
 ** KL_CANTOPEN but for a failing device (EIO: KL_IO). */
-static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct stat *out,
-                       kl_err *err) {
+static kl_rc open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                       struct stat *out, kl_err *err) {
   int want_dir = (flags & O_DIRECTORY) != 0;
   int writes = (flags & (O_CREAT | O_WRONLY | O_RDWR)) != 0;
   const char *want = want_dir ? "a directory" : "a regular file";
   struct stat st;
-  *fd = open(path, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+  *fd = kl_os_open(env, path, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
   if (*fd < 0) {
     int e = errno;
     if (e == ENOENT && !(flags & O_CREAT)) return KL_NOTFOUND;
     kl_rc rc = writes ? kl_write_rc(e) : e == EIO ? KL_IO : KL_CANTOPEN;
     /* A socket (ENXIO), or a FIFO opened for writing with no reader. */
-    if ((e == ENXIO || e == ENODEV || e == EOPNOTSUPP) && stat(path, &st) == 0 &&
+    if ((e == ENXIO || e == ENODEV || e == EOPNOTSUPP) && kl_os_stat(env, path, &st) == 0 &&
         !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode)) {
       rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not %s", path,
                       kind_of(st.st_mode), want);
-    } else if (e == ENOTDIR && want_dir && stat(path, &st) == 0) {
+    } else if (e == ENOTDIR && want_dir && kl_os_stat(env, path, &st) == 0) {
       rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not a directory", path,
                       kind_of(st.st_mode));
     } else {
@@ -63,21 +64,16 @@ static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct st
   }
   int e = 0;
   kl_rc rc = KL_OK;
-  if (fstat(*fd, &st) != 0) {
+  if (kl_os_fstat(env, *fd, &st) != 0) {
     e = errno;
     rc = kl_err_set(err, KL_IO, "%s: cannot stat: %s", path, strerror(e));
   } else if (want_dir ? !S_ISDIR(st.st_mode) : !S_ISREG(st.st_mode)) {
     e = want_dir ? ENOTDIR : S_ISDIR(st.st_mode) ? EISDIR : EINVAL;
     rc = kl_err_set(err, KL_CANTOPEN, "%s: cannot open: it is %s, not %s", path,
                     kind_of(st.st_mode), want);
-  } else if (!want_dir && fcntl(*fd, F_SETFL, flags & O_APPEND) != 0) {
-    /* O_NONBLOCK off again: only the open needed it (F_SETFL keeps the
-    ** access mode; of the flags given only O_APPEND is a status flag). */
-    e = errno;
-    rc = kl_err_set(err, KL_IO, "%s: cannot open: %s", path, strerror(e));
   }
   if (rc != KL_OK) {
-    close(*fd);
+    kl_os_close(env, *fd);
     *fd = -1;
     errno = e;
     return rc;
@@ -86,9 +82,10 @@ static kl_rc open_stat(const char *path, int flags, int mode, int *fd, struct st
   return KL_OK;
 }
 
-kl_rc kl_fd_open(const char *path, int flags, int mode, int *fd, kl_err *err) {
+kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                 kl_err *err) {
   struct stat st;
-  return open_stat(path, flags, mode, fd, &st, err);
+  return open_stat(env, path, flags, mode, fd, &st, err);
 }
 
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err) {
@@ -98,7 +95,7 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
   f->path = path;
   int fd;
   struct stat st = {0};
-  kl_rc rc = open_stat(path, O_RDONLY, 0, &fd, &st, err);
+  kl_rc rc = open_stat(env, path, O_RDONLY, 0, &fd, &st, err);
   if (rc) return rc;
   f->fd = fd;
   f->size = st.st_size;
@@ -108,16 +105,31 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
 }
 
 void kl_file_close(kl_file *f) {
-  if (f->fd >= 0) close(f->fd);
+  if (f->fd >= 0) kl_os_close(f->env, f->fd);
   f->fd = -1;
 }
 
 static long read_at(const kl_file *f, void *buf, size_t n, int64_t pos) {
-  if (f->env && f->env->xRead) return f->env->xRead(f->env->ud, f->fd, buf, n, pos);
-  return (long)pread(f->fd, buf, n, (off_t)pos);
+  return kl_os_read(f->env, f->fd, buf, n, pos);
+}
+
+void kl_file_hold_tail(kl_file *f, int64_t at, const uint8_t *mem) {
+  f->mem = mem;
+  f->mem_at = at;
 }
 
 kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err) {
+  if (f->mem && pos + (int64_t)n > f->mem_at) {
+    /* The part in memory; the file's below it. */
+    int64_t from = pos > f->mem_at ? pos : f->mem_at;
+    if (pos + (int64_t)n > f->size) {
+      return kl_err_set(err, KL_IO, "%s: position %lld: %zu bytes asked past the end (%lld bytes)",
+                        f->path, (long long)pos, n, (long long)f->size);
+    }
+    memcpy((uint8_t *)buf + (from - pos), f->mem + (from - f->mem_at),
+           (size_t)(pos + (int64_t)n - from));
+    n = (size_t)(from - pos);
+  }
   size_t got = 0;
   while (got < n) {
     long k = read_at(f, (uint8_t *)buf + got, n - got, pos + (int64_t)got);
@@ -150,10 +162,11 @@ kl_rc kl_write_rc(int e) {
   return KL_IO;
 }
 
-kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err) {
+kl_rc kl_write_at(const kl_env *env, int fd, const void *p, size_t n, int64_t pos,
+                  const char *path, kl_err *err) {
   size_t done = 0;
   while (done < n) {
-    ssize_t k = pwrite(fd, (const uint8_t *)p + done, n - done, (off_t)(pos + (int64_t)done));
+    long k = kl_os_write(env, fd, (const uint8_t *)p + done, n - done, pos + (int64_t)done);
     if (k < 0 && errno == EINTR) continue;
     if (k < 0) {
       return kl_err_set(err, kl_write_rc(errno), "%s: position %lld: write failed: %s", path,
@@ -166,8 +179,9 @@ kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path
 
 int kl_file_same(const kl_file *f) {
   struct stat st;
-  return f->fd >= 0 && fstat(f->fd, &st) == 0 &&
-         (f->capped ? st.st_size >= f->size : st.st_size == f->size) &&
+  int64_t disk = f->mem ? f->mem_at : f->size;
+  return f->fd >= 0 && kl_os_fstat(f->env, f->fd, &st) == 0 &&
+         (f->capped ? st.st_size >= disk : st.st_size == disk) &&
          (uint64_t)st.st_ino == f->ino && (uint64_t)st.st_dev == f->dev;
 }
 
@@ -175,14 +189,14 @@ kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err) {
   uint8_t buf[8192];
   *zero = 1;
   while (pos < f->size) {
-#ifdef SEEK_DATA
-    if (!(f->env && f->env->xRead)) {
-      off_t d = lseek(f->fd, (off_t)pos, SEEK_DATA);
-      if (d < 0 && errno == ENXIO) return KL_OK; /* only a hole is left */
-      if (d > pos) pos = d;
+    /* Holes of the file; what is held in memory is read. */
+    int64_t disk = f->mem ? f->mem_at : f->size;
+    if (pos < disk) {
+      int64_t d = kl_os_seek_data(f->env, f->fd, pos);
+      if (d < 0 && errno == ENXIO) d = disk; /* only a hole is left */
+      if (d > pos) pos = d < disk ? d : disk;
       if (pos >= f->size) return KL_OK;
     }
-#endif
     size_t n = f->size - pos < (int64_t)sizeof buf ? (size_t)(f->size - pos) : sizeof buf;
     kl_rc rc = kl_file_read(f, pos, buf, n, err);
     if (rc) return rc;
@@ -244,16 +258,16 @@ void kl_window_free(kl_window *w, const kl_env *env) {
 /* The temporary files of replacements of path by processes that no longer
 ** run (killed between making one and renaming it) are removed; one of a
 ** process that runs, this one's included, may be about to be renamed. */
-static void sweep_dead_tmps(const char *dir, const char *path) {
+static void sweep_dead_tmps(const kl_env *env, const char *dir, const char *path) {
   const char *base = strrchr(path, '/');
   base = base ? base + 1 : path;
   size_t bn = strlen(base);
-  DIR *d = opendir(dir);
+  void *d = kl_os_opendir(env, dir);
   if (!d) return;
-  struct dirent *e;
-  while ((e = readdir(d)) != NULL) {
-    const char *nm = e->d_name;
-    if (strncmp(nm, base, bn) != 0 || nm[bn] != '.') continue;
+  const char *nm;
+  int is_dir;
+  while (kl_os_readdir(env, d, &nm, &is_dir) > 0) {
+    if (is_dir == 1 || strncmp(nm, base, bn) != 0 || nm[bn] != '.') continue;
     char *end = NULL;
     long pid = strtol(nm + bn + 1, &end, 10);
     unsigned i;
@@ -263,43 +277,43 @@ static void sweep_dead_tmps(const char *dir, const char *path) {
     if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;
     char full[4400];
     snprintf(full, sizeof full, "%s/%s", dir, nm);
-    unlink(full);
+    kl_os_unlink(env, full);
   }
-  closedir(d);
+  kl_os_closedir(env, d);
 }
 
-kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
-                      kl_err *err) {
+kl_rc kl_file_replace(const kl_env *env, int dirfd, const char *dir, const char *path,
+                      const void *p, size_t n, kl_err *err) {
   char tmp[4400];
   int fd = -1;
   kl_rc rc = KL_OK;
   for (unsigned i = 0; fd < 0; i++) {
     snprintf(tmp, sizeof tmp, "%s.%ld-%u.tmp", path, (long)getpid(), i);
-    rc = kl_fd_open(tmp, O_RDWR | O_CREAT | O_EXCL, 0644, &fd, err);
+    rc = kl_fd_open(env, tmp, O_RDWR | O_CREAT | O_EXCL, 0644, &fd, err);
     if (rc == KL_OK) break;
     if (errno != EEXIST || i == 100) return rc;
     kl_err_clear(err);
   }
-  rc = kl_write_at(fd, p, n, 0, tmp, err);
-  if (rc == KL_OK && fdatasync(fd) != 0) {
+  rc = kl_write_at(env, fd, p, n, 0, tmp, err);
+  if (rc == KL_OK && kl_os_sync(env, fd, 1) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", tmp, strerror(errno));
   }
-  close(fd);
-  if (rc == KL_OK && rename(tmp, path) != 0) {
+  kl_os_close(env, fd);
+  if (rc == KL_OK && kl_os_rename(env, tmp, path) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: cannot rename to %s: %s", tmp, path,
                     strerror(errno));
   }
   if (rc) {
-    unlink(tmp);
+    kl_os_unlink(env, tmp);
     return rc;
   }
-  sweep_dead_tmps(dir, path);
+  sweep_dead_tmps(env, dir, path);
   int d = dirfd;
-  if (d < 0 && (rc = kl_fd_open(dir, O_RDONLY | O_DIRECTORY, 0, &d, err)) != KL_OK) return rc;
-  if (fsync(d) != 0) {
+  if (d < 0 && (rc = kl_fd_open(env, dir, O_RDONLY | O_DIRECTORY, 0, &d, err)) != KL_OK) return rc;
+  if (kl_os_sync(env, d, 0) != 0) {
     rc = kl_err_set(err, kl_write_rc(errno), "%s: fsync of the directory failed: %s", dir,
                     strerror(errno));
   }
-  if (dirfd < 0) close(d);
+  if (dirfd < 0) kl_os_close(env, d);
   return rc;
 }

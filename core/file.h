@@ -19,8 +19,8 @@
 ** position that is gone.  A file replaced by rename keeps being read as the
 ** old file, through the descriptor.
 **
-** Reads go through kl_env.xRead when set (tests inject errors and short
-** reads there), else pread(2).
+** Every system call goes through the kl_env's table (os.h): tests inject
+** errors and short reads there.
 */
 #ifndef KL_FILE_H
 #define KL_FILE_H
@@ -34,10 +34,13 @@ typedef struct kl_file {
   int capped;               /* size was lowered to a committed end (the
                             ** file may grow past it and stay the same) */
   const char *path;         /* borrowed from the owner, for messages */
+  const uint8_t *mem;       /* bytes [mem_at, size) when not NULL, read
+                            ** from here, not the file (borrowed) */
+  int64_t mem_at;
   const kl_env *env;
 } kl_file;
 
-/* The one open(2) of the module, for every file and directory it reads or
+/* The one open(2) of the module (through env's table), for every file and directory it reads or
 ** writes.  flags as open(2)'s (O_CLOEXEC is added); O_DIRECTORY asks for a
 ** directory, anything else for a regular file.  A FIFO, a device or a
 ** socket named like a segment, an index, a checkpoint or a commit record
@@ -48,13 +51,19 @@ typedef struct kl_file {
 ** asked); KL_IO naming path and
 ** what it is ("a FIFO, not a regular file") or the OS reason (errno kept).
 ** *fd is -1 on failure. */
-kl_rc kl_fd_open(const char *path, int flags, int mode, int *fd, kl_err *err);
+kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                 kl_err *err);
 
 /* Open path read-only (kl_fd_open).  KL_NOTFOUND when it does not exist (no
 ** message); KL_IO with the OS reason, or saying what it is when it is not a
 ** regular file, otherwise.  f->path borrows path. */
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err);
 void kl_file_close(kl_file *f);
+
+/* The bytes from position at to f->size are mem's (borrowed for as long as
+** f is open), not the file's: a writer's batch not yet written (commit.h
+** kl_view).  The file needs to hold at least at bytes. */
+void kl_file_hold_tail(kl_file *f, int64_t at, const uint8_t *mem);
 
 /* Read exactly n bytes at pos into buf.  KL_IO when the read fails or
 ** comes back short (the file shrank since it was opened), naming the file
@@ -64,7 +73,8 @@ kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *e
 /* The one positioned write of the core (commit.h and writer.h write
 ** through it): all n bytes of p at pos of fd, retried after a short write.
 ** Failures as kl_write_rc says, naming path and the position. */
-kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path, kl_err *err);
+kl_rc kl_write_at(const kl_env *env, int fd, const void *p, size_t n, int64_t pos,
+                  const char *path, kl_err *err);
 
 /* Replace the file path, in the directory dir (open as dirfd, or -1 to
 ** open it here), with the n bytes at p, so that a crash leaves the old file
@@ -74,8 +84,8 @@ kl_rc kl_write_at(int fd, const void *p, size_t n, int64_t pos, const char *path
 ** longer running left (killed before their rename) are removed.  A
 ** failure removes the temporary file; errors
 ** as kl_write_rc says, naming the file. */
-kl_rc kl_file_replace(int dirfd, const char *dir, const char *path, const void *p, size_t n,
-                      kl_err *err);
+kl_rc kl_file_replace(const kl_env *env, int dirfd, const char *dir, const char *path,
+                      const void *p, size_t n, kl_err *err);
 
 /* The result code of making or writing a file (open with O_CREAT, mkdir,
 ** write, fsync, ftruncate, rename) that failed with errno e: KL_NOSPACE

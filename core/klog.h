@@ -18,6 +18,7 @@
 **   batch.h     record batch v2 and legacy v0/v1 messages: parse, verify,
 **               iterate records
 **   builder.h   the checked encoder of v2 batches
+**   os.h        the system calls on files and directories, as one table
 **   file.h      positioned reads of files, and windows of them in memory
 **   index.h     .index / .timeindex read in pieces, two-zone floor search
 **   skiplist.h  base offset -> segment, floor lookup
@@ -61,17 +62,18 @@ typedef enum kl_rc {
 const char *kl_rc_name(kl_rc rc);
 
 /*
-** The hooks through which the core allocates memory and reads files.
+** The hooks through which the core allocates memory and reaches files.
 ** xRealloc behaves like realloc(p, n) except that n==0 frees p and returns
-** NULL.  xRead behaves like pread(fd, buf, n, pos) (-1 with errno set on
-** failure, 0 at the end of the file).  ud is passed through untouched.  A
-** NULL kl_env pointer, or a NULL hook, means the C library.  Tests install
-** hooks that fail the Nth allocation or read.
+** NULL; ud is passed to it untouched.  os is the table of system calls on
+** files and directories (os.h).  A NULL kl_env pointer, or a NULL hook,
+** means the C library and POSIX.  Tests install hooks that fail the Nth
+** allocation or system call; inside SQLite the allocator is SQLite's.
 */
+struct kl_os;
 typedef struct kl_env {
   void *(*xRealloc)(void *ud, void *p, size_t n);
   void *ud;
-  long (*xRead)(void *ud, int fd, void *buf, size_t n, int64_t pos);
+  const struct kl_os *os;
 } kl_env;
 
 void *kl_malloc(const kl_env *env, size_t n);            /* NULL on failure */

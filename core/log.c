@@ -3,7 +3,6 @@
 */
 #include "log.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
@@ -11,6 +10,7 @@
 
 #include "broker.h"
 #include "commit.h"
+#include "os.h"
 #include "skiplist.h"
 
 struct kl_log {
@@ -51,25 +51,20 @@ void kl_log_close(kl_log *log) {
 
 /* Note a "<topic>-<n>" directory for the hint of a directory that is not
 ** a partition. */
-static void note_partition_dir(kl_log *log, const char *dir, const struct dirent *de, int *seen) {
+static void note_partition_dir(kl_log *log, const char *dir, const char *name, int isdir,
+                               int *seen) {
   int32_t part;
-  if (*seen > 3 || !kl_partition_name(de->d_name, &part)) return;
-  int isdir = 0;
-#ifdef DT_DIR
-  if (de->d_type == DT_DIR) isdir = 1;
-  else if (de->d_type == DT_UNKNOWN)
-#endif
-  {
+  if (*seen > 3 || !kl_partition_name(name, &part)) return;
+  if (isdir < 0) {
     char path[4096];
-    struct stat st;
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    isdir = stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    isdir = kl_os_is_dir(log->env, path);
   }
   if (!isdir) return;
   size_t len = strlen(log->hint);
   if (*seen < 3) {
     snprintf(log->hint + len, sizeof log->hint - len, "%s%s",
-             *seen ? ", " : "it holds partition directories such as ", de->d_name);
+             *seen ? ", " : "it holds partition directories such as ", name);
   } else if (*seen == 3) {
     snprintf(log->hint + len, sizeof log->hint - len, ", ...");
   }
@@ -80,24 +75,25 @@ static void note_partition_dir(kl_log *log, const char *dir, const struct dirent
 static kl_rc list_segments(kl_log *log, kl_err *err) {
   const kl_env *env = log->env;
   const char *dir = log->dir;
-  DIR *d = opendir(dir);
+  void *d = kl_os_opendir(env, dir);
   if (!d) {
     int e = errno;
     return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN,
                       "cannot open partition directory %s: %s", dir, strerror(e));
   }
   kl_rc rc = KL_OK;
-  struct dirent *de;
+  const char *name;
+  int isdir, more;
   char path[4096];
   int partitions = 0;
   log->hint[0] = 0;
-  while (rc == KL_OK && (de = readdir(d)) != NULL) {
+  while (rc == KL_OK && (more = kl_os_readdir(env, d, &name, &isdir)) > 0) {
     int64_t base;
-    if (!kl_segment_name(de->d_name, &base)) {
-      note_partition_dir(log, dir, de, &partitions);
+    if (!kl_segment_name(name, &base)) {
+      note_partition_dir(log, dir, name, isdir, &partitions);
       continue;
     }
-    if (snprintf(path, sizeof path, "%s/%s", dir, de->d_name) >= (int)sizeof path) {
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
       rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
       break;
     }
@@ -113,7 +109,10 @@ static kl_rc list_segments(kl_log *log, kl_err *err) {
     }
     if (rc == KL_NOMEM) kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   }
-  closedir(d);
+  if (rc == KL_OK && more < 0) {
+    rc = kl_err_set(err, KL_IO, "cannot list partition directory %s: %s", dir, strerror(errno));
+  }
+  kl_os_closedir(env, d);
   if (rc) return rc;
   if (kl_skiplist_first(log->segs)) log->hint[0] = 0;
   return KL_OK;
@@ -155,12 +154,12 @@ static int apply_commit(kl_log *log, const kl_commit *c) {
 ** so a listing that follows holds it, unless a later commit rolled past
 ** it and retention removed it meanwhile (renamed to .deleted).  Then the
 ** record has moved on: read both again. */
-static kl_rc load(kl_log *log, const kl_commit *view, kl_err *err) {
+static kl_rc load(kl_log *log, const kl_view *view, kl_err *err) {
   for (int tries = 1;; tries++) {
     kl_commit c;
     kl_err ce = {0};
-    kl_rc crc = view ? KL_OK : kl_commit_read(log->dir, &c, &ce);
-    if (crc == KL_OK && view) c = *view;
+    kl_rc crc = view ? KL_OK : kl_commit_read(log->env, log->dir, &c, &ce);
+    if (crc == KL_OK && view) c = view->end;
     /* A path that is no directory says so first. */
     kl_rc rc = list_segments(log, err);
     if (rc) return rc;
@@ -169,7 +168,7 @@ static kl_rc load(kl_log *log, const kl_commit *view, kl_err *err) {
     if (!committed || apply_commit(log, &c)) break;
     kl_commit now;
     kl_err e = {0};
-    int moved = !view && kl_commit_read(log->dir, &now, &e) == KL_OK && now.gen != c.gen;
+    int moved = !view && kl_commit_read(log->env, log->dir, &now, &e) == KL_OK && now.gen != c.gen;
     if (!moved || tries == KL_LIST_TRIES) {
       return kl_err_set(err, KL_CORRUPT, "%s/%s: position 24: the committed segment %020lld.log "
                         "is missing", log->dir, KL_COMMIT_FILE, (long long)c.seg_base);
@@ -196,7 +195,7 @@ kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log 
   return kl_log_open_view(env, dir, set, NULL, out, err);
 }
 
-kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_commit *view,
+kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_view *view,
                        kl_log **out, kl_err *err) {
   *out = NULL;
   kl_log *log = kl_malloc(env, sizeof *log);
@@ -213,6 +212,10 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
   }
   log->log_start = -1;
   kl_rc rc = load(log, view, err);
+  kl_segment *last = rc == KL_OK && view && view->tail.len ? kl_log_last(log) : NULL;
+  if (last && kl_segment_hold_tail(last, view->tail.p, view->tail.len) != KL_OK) {
+    rc = kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
+  }
   if (rc) {
     kl_log_close(log);
     return rc;

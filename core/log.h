@@ -41,9 +41,10 @@ kl_rc kl_log_open_in(const kl_env *env, const char *dir, kl_segset *set, kl_log 
 
 /* kl_log_open_in with the end a writer's own transaction has reached
 ** (writer.h kl_writer_view) in place of the commit record's: what the
-** writing connection reads of its own uncommitted records.  view NULL:
-** the commit record's. */
-kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_commit *view,
+** writing connection reads of its own uncommitted records, its batch in
+** memory included (copied: view may go after the call).  view NULL: the
+** commit record's. */
+kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const kl_view *view,
                        kl_log **out, kl_err *err);
 
 /* kl_log_open for readers: a directory without segments is not a

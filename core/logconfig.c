@@ -36,8 +36,7 @@ kl_rc kl_logconfig_read(const kl_env *env, const char *dir, kl_buf *out, kl_err 
 
 kl_rc kl_logconfig_write(const kl_env *env, const char *dir, const char *text, size_t n,
                          kl_err *err) {
-  (void)env;
   char path[4300];
   snprintf(path, sizeof path, "%s/%s", dir, KL_LOGCONFIG_FILE);
-  return kl_file_replace(-1, dir, path, text, n, err);
+  return kl_file_replace(env, -1, dir, path, text, n, err);
 }

@@ -84,8 +84,19 @@ static size_t per_record(const kl_fact *f) {
   return sizeof(int64_t) + (f->rend ? sizeof(uint32_t) : 0);
 }
 
+kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n) {
+  uint8_t *m = kl_malloc(s->env, n ? n : 1);
+  if (!m) return KL_NOMEM;
+  memcpy(m, p, n);
+  kl_free(s->env, s->mem);
+  s->mem = m;
+  s->mem_len = n;
+  return KL_OK;
+}
+
 void kl_segment_free(kl_segment *s) {
   close_files(s, 1);
+  kl_free(s->env, s->mem);
   kl_free(s->env, s->salvage.holes);
   kl_free(s->env, s->vpos);
   kl_free(s->env, s->vsize);
@@ -137,14 +148,16 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
   }
   if (rc) return rc;
   if (s->limit >= 0) {
-    if (s->log.size < s->limit) {
+    int64_t disk = s->limit - (int64_t)s->mem_len;
+    if (s->log.size < disk) {
       int64_t size = s->log.size;
       kl_file_close(&s->log);
       return kl_err_set(err, KL_CORRUPT, "%s: position %lld: the file ends there, but %lld bytes "
-                        "were committed", s->log_path, (long long)size, (long long)s->limit);
+                        "were committed", s->log_path, (long long)size, (long long)disk);
     }
     s->log.size = s->limit;
     s->log.capped = 1;
+    if (s->mem) kl_file_hold_tail(&s->log, disk, s->mem);
   }
   if (s->seen && (s->log.dev != s->dev || s->log.ino != s->ino || s->log.size != s->size)) {
     int64_t was = s->size, now = s->log.size;

@@ -98,6 +98,10 @@ struct kl_segment {
   int is_last;              /* the active (last) segment of its log */
   int64_t limit;            /* bytes committed (commit.h), or -1: what
                             ** lies beyond is not part of the log */
+  uint8_t *mem;             /* the last mem_len bytes below limit, held in
+                            ** memory: a writer's batch not yet written
+                            ** (commit.h kl_view), read past the file's */
+  size_t mem_len;
   char *log_path;           /* full path of the .log (one block with the
                             ** two index paths below) */
   char *index_path, *timeindex_path;
@@ -145,6 +149,11 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
                       const char *log_path);
 /* Close the files and free everything. */
 void kl_segment_free(kl_segment *s);
+
+/* The segment's last n bytes below its limit are p's (copied), not the
+** file's: what a writer's view holds in memory (commit.h kl_view).
+** KL_NOMEM. */
+kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n);
 
 /*
 ** Open the .log if it is not open (or, when it is gone, <name>.log.deleted:

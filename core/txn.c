@@ -3,13 +3,13 @@
 */
 #include "txn.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "crc32c.h"
 #include "file.h"
+#include "os.h"
 
 #define KL_SNAP_HEADER 10
 #define KL_SNAP_ENTRY 46
@@ -239,14 +239,15 @@ static kl_producer snapshot_entry(const uint8_t *e) {
 static kl_rc load_snapshot(kl_log *log, int64_t leo, open_set *s, int64_t *from, kl_err *err) {
   const kl_env *env = kl_log_env(log);
   *from = -1;
-  DIR *d = opendir(kl_log_dir(log));
+  void *d = kl_os_opendir(env, kl_log_dir(log));
   if (!d) return KL_OK; /* the walk from the start finds the same */
   int64_t best = -1, off;
-  struct dirent *de;
-  while ((de = readdir(d)) != NULL) {
-    if (kl_offset_file_name(de->d_name, ".snapshot", &off) && off <= leo && off > best) best = off;
+  const char *name;
+  int isdir;
+  while (kl_os_readdir(env, d, &name, &isdir) > 0) {
+    if (kl_offset_file_name(name, ".snapshot", &off) && off <= leo && off > best) best = off;
   }
-  closedir(d);
+  kl_os_closedir(env, d);
   if (best < 0) return KL_OK;
   char path[4096];
   snprintf(path, sizeof path, "%s/%020lld.snapshot", kl_log_dir(log), (long long)best);

@@ -1,14 +1,12 @@
 /*
 ** writer.c - see writer.h.
 **
-** Every byte goes through pwrite at a position the writer tracks, never
-** through a FILE buffer: what is on disk after a write call is exactly
+** Every byte goes through a positioned write (os.h) at a position the
+** writer tracks, never through a buffer: what is on disk after a write call is exactly
 ** what the state says, which is what rollback and recovery rely on.
 */
-/* F_OFD_SETLK needs _GNU_SOURCE, which CMakeLists.txt defines. */
 #include "writer.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -24,6 +22,7 @@
 #include "checkpoint.h"
 #include "file.h"
 #include "log.h"
+#include "os.h"
 #include "scan.h"
 #include "segment.h"
 
@@ -110,12 +109,12 @@ static const char *fname(kl_writer *w, const char *suffix) {
 static kl_rc sync_fd(kl_writer *w, int fd, const char *what, kl_err *err) {
   if (fd < 0) return KL_OK;
   w->stats.fsyncs++;
-  if (fdatasync(fd) == 0) return KL_OK;
+  if (kl_os_sync(w->env, fd, 1) == 0) return KL_OK;
   return kl_err_set(err, kl_write_rc(errno), "%s: fsync failed: %s", what, strerror(errno));
 }
 
-static kl_rc truncate_fd(int fd, int64_t size, const char *what, kl_err *err) {
-  if (ftruncate(fd, (off_t)size) == 0) return KL_OK;
+static kl_rc truncate_fd(kl_writer *w, int fd, int64_t size, const char *what, kl_err *err) {
+  if (kl_os_truncate(w->env, fd, size) == 0) return KL_OK;
   return kl_err_set(err, kl_write_rc(errno), "%s: cannot truncate to %lld bytes: %s", what, (long long)size,
                     strerror(errno));
 }
@@ -123,9 +122,9 @@ static kl_rc truncate_fd(int fd, int64_t size, const char *what, kl_err *err) {
 /* ---- the active segment's files ---- */
 
 static void close_segment(kl_writer *w) {
-  if (w->logfd >= 0) close(w->logfd);
-  if (w->oidxfd >= 0) close(w->oidxfd);
-  if (w->tidxfd >= 0) close(w->tidxfd);
+  if (w->logfd >= 0) kl_os_close(w->env, w->logfd);
+  if (w->oidxfd >= 0) kl_os_close(w->env, w->oidxfd);
+  if (w->tidxfd >= 0) kl_os_close(w->env, w->tidxfd);
   w->logfd = w->oidxfd = w->tidxfd = -1;
 }
 
@@ -141,7 +140,7 @@ static kl_rc open_segment(kl_writer *w, int create, kl_err *err) {
     seg_path(w, w->st.seg_base, sfx[i], p, sizeof p);
     int flags = O_RDWR | (create ? O_CREAT | O_TRUNC : i ? O_CREAT : 0);
     kl_err e = {0};
-    kl_rc rc = kl_fd_open(p, flags, 0644, fds[i], &e);
+    kl_rc rc = kl_fd_open(w->env, p, flags, 0644, fds[i], &e);
     if (rc) {
       close_segment(w);
       if (rc == KL_NOTFOUND) {
@@ -169,7 +168,7 @@ static kl_rc put_tidx(kl_writer *w, kl_err *err) {
   uint8_t e[12];
   kl_put_u64(e, (uint64_t)w->st.max_ts);
   kl_put_u32(e + 8, (uint32_t)(w->st.max_ts_off - w->st.seg_base));
-  kl_rc rc = kl_write_at(w->tidxfd, e, 12, w->st.tidx_n * 12, fname(w, ".timeindex"), err);
+  kl_rc rc = kl_write_at(w->env, w->tidxfd, e, 12, w->st.tidx_n * 12, fname(w, ".timeindex"), err);
   if (rc) return rc;
   w->dirty |= DIRTY_TIDX;
   w->st.tidx_n++;
@@ -188,7 +187,7 @@ static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts
     uint8_t e[8];
     kl_put_u32(e, (uint32_t)(last - w->st.seg_base));
     kl_put_u32(e + 4, (uint32_t)pos);
-    kl_rc rc = kl_write_at(w->oidxfd, e, 8, w->st.oidx_n * 8, fname(w, ".index"), err);
+    kl_rc rc = kl_write_at(w->env, w->oidxfd, e, 8, w->st.oidx_n * 8, fname(w, ".index"), err);
     if (rc) return rc;
     w->dirty |= DIRTY_OIDX;
     w->st.oidx_n++;
@@ -241,8 +240,8 @@ static kl_rc append_batch(kl_writer *w, const uint8_t *h, const uint8_t *p, size
   /* Header and records in one call; what a short write left, piece by
   ** piece. */
   struct iovec iov[2] = {{(void *)h, KL_V2_HEADER}, {(void *)p, size - KL_V2_HEADER}};
-  ssize_t k;
-  do k = pwritev(w->logfd, iov, 2, (off_t)pos);
+  long k;
+  do k = kl_os_writev(w->env, w->logfd, iov, 2, pos);
   while (k < 0 && errno == EINTR);
   kl_rc rc = KL_OK;
   if (k < 0) {
@@ -251,11 +250,11 @@ static kl_rc append_batch(kl_writer *w, const uint8_t *h, const uint8_t *p, size
   } else if ((size_t)k < size) {
     size_t done = (size_t)k;
     if (done < KL_V2_HEADER) {
-      rc = kl_write_at(w->logfd, h + done, KL_V2_HEADER - done, pos + (int64_t)done, fname(w, ".log"), err);
+      rc = kl_write_at(w->env, w->logfd, h + done, KL_V2_HEADER - done, pos + (int64_t)done, fname(w, ".log"), err);
       done = KL_V2_HEADER;
     }
     if (rc == KL_OK) {
-      rc = kl_write_at(w->logfd, p + (done - KL_V2_HEADER), size - done, pos + (int64_t)done,
+      rc = kl_write_at(w->env, w->logfd, p + (done - KL_V2_HEADER), size - done, pos + (int64_t)done,
                       fname(w, ".log"), err);
     }
   }
@@ -304,15 +303,16 @@ static int cmp_i64(const void *a, const void *b) {
 static kl_rc list_bases(kl_writer *w, int64_t **out, size_t *count, kl_err *err) {
   *out = NULL;
   *count = 0;
-  DIR *d = opendir(w->dir);
+  void *d = kl_os_opendir(w->env, w->dir);
   if (!d) return kl_err_set(err, KL_IO, "cannot open %s: %s", w->dir, strerror(errno));
   int64_t *bases = NULL;
   size_t n = 0, cap = 0;
-  struct dirent *de;
+  const char *name;
+  int isdir, more;
   kl_rc rc = KL_OK;
-  while ((de = readdir(d)) != NULL) {
+  while ((more = kl_os_readdir(w->env, d, &name, &isdir)) > 0) {
     int64_t b;
-    if (!kl_segment_name(de->d_name, &b)) continue;
+    if (!kl_segment_name(name, &b)) continue;
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       int64_t *nb = kl_realloc(w->env, bases, cap * sizeof *bases);
@@ -324,7 +324,8 @@ static kl_rc list_bases(kl_writer *w, int64_t **out, size_t *count, kl_err *err)
     }
     bases[n++] = b;
   }
-  closedir(d);
+  if (rc == KL_OK && more < 0) rc = kl_err_set(err, KL_IO, "cannot list %s: %s", w->dir, strerror(errno));
+  kl_os_closedir(w->env, d);
   if (rc) {
     kl_free(w->env, bases);
     return rc;
@@ -358,12 +359,12 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
     if (!drop && !retire) continue;
     struct stat sb;
     seg_path(w, bases[i], ".log", p, sizeof p);
-    if (drop && stat(p, &sb) == 0) w->stats.truncated += (uint64_t)sb.st_size;
+    if (drop && kl_os_stat(w->env, p, &sb) == 0) w->stats.truncated += (uint64_t)sb.st_size;
     for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++) {
       seg_path(w, bases[i], sfx[k], p, sizeof p);
       char to[4300];
       snprintf(to, sizeof to, "%s.deleted", p);
-      if ((drop ? unlink(p) : rename(p, to)) != 0 && errno != ENOENT) {
+      if ((drop ? kl_os_unlink(w->env, p) : kl_os_rename(w->env, p, to)) != 0 && errno != ENOENT) {
         rc = kl_err_set(err, KL_IO, "%s: cannot remove: %s", p, strerror(errno));
         break;
       }
@@ -378,24 +379,25 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
 ** ago (a rename sets the ctime).  Errors are ignored: the files are below
 ** the log start, and Kafka deletes them when it loads the log. */
 static void purge_deleted(kl_writer *w) {
-  DIR *d = opendir(w->dir);
+  void *d = kl_os_opendir(w->env, w->dir);
   if (!d) return;
   time_t now = time(NULL);
-  struct dirent *de;
+  const char *name;
+  int isdir;
   char p[4400];
-  while ((de = readdir(d)) != NULL) {
-    size_t n = strlen(de->d_name);
+  while (kl_os_readdir(w->env, d, &name, &isdir) > 0) {
+    size_t n = strlen(name);
     int64_t b;
-    if (n < 28 || strcmp(de->d_name + n - 8, ".deleted") != 0) continue;
+    if (n < 28 || strcmp(name + n - 8, ".deleted") != 0) continue;
     char stem[32];
     if (n - 8 > 30) continue;
-    snprintf(stem, sizeof stem, "%.20s.log", de->d_name);
+    snprintf(stem, sizeof stem, "%.20s.log", name);
     if (!kl_segment_name(stem, &b)) continue;
     struct stat sb;
-    snprintf(p, sizeof p, "%s/%s", w->dir, de->d_name);
-    if (stat(p, &sb) == 0 && now - sb.st_ctime > DELETE_DELAY_S) unlink(p);
+    snprintf(p, sizeof p, "%s/%s", w->dir, name);
+    if (kl_os_stat(w->env, p, &sb) == 0 && now - sb.st_ctime > DELETE_DELAY_S) kl_os_unlink(w->env, p);
   }
-  closedir(d);
+  kl_os_closedir(w->env, d);
 }
 
 /* ---- recovery ---- */
@@ -411,8 +413,8 @@ static kl_rc rebuild(kl_writer *w, int committed, kl_err *err) {
   int64_t base = st->seg_base;
   fresh_segment(st, base);
   st->next_offset = base;
-  kl_rc rc = truncate_fd(w->oidxfd, 0, fname(w, ".index"), err);
-  if (rc == KL_OK) rc = truncate_fd(w->tidxfd, 0, fname(w, ".timeindex"), err);
+  kl_rc rc = truncate_fd(w, w->oidxfd, 0, fname(w, ".index"), err);
+  if (rc == KL_OK) rc = truncate_fd(w, w->tidxfd, 0, fname(w, ".timeindex"), err);
   if (rc) return rc;
   kl_log *log = NULL;
   rc = kl_log_open(w->env, w->dir, &log, err);
@@ -451,8 +453,8 @@ static kl_rc rebuild(kl_writer *w, int committed, kl_err *err) {
   }
   if (!committed) {
     struct stat sb;
-    if (fstat(w->logfd, &sb) == 0 && sb.st_size > end) w->stats.truncated += sb.st_size - end;
-    if ((rc = truncate_fd(w->logfd, end, fname(w, ".log"), err)) != KL_OK) return rc;
+    if (kl_os_fstat(w->env, w->logfd, &sb) == 0 && sb.st_size > end) w->stats.truncated += sb.st_size - end;
+    if ((rc = truncate_fd(w, w->logfd, end, fname(w, ".log"), err)) != KL_OK) return rc;
   }
   st->seg_size = end;
   /* As recover() ends: the final time index entry. */
@@ -471,14 +473,14 @@ static kl_rc publish(kl_writer *w, kl_commit *c, kl_err *err) {
   if (rc == KL_OK && (w->dirty & DIRTY_TIDX)) rc = sync_fd(w, w->tidxfd, fname(w, ".timeindex"), err);
   if (rc == KL_OK && w->dir_dirty) {
     w->stats.fsyncs++;
-    if (fsync(w->dirfd) != 0) {
+    if (kl_os_sync(w->env, w->dirfd, 0) != 0) {
       rc = kl_err_set(err, KL_IO, "%s: fsync of the directory failed: %s", w->dir, strerror(errno));
     }
   }
   if (rc) return rc;
   w->dirty = 0;
   w->dir_dirty = 0;
-  rc = kl_commit_write(w->dir, w->dirfd, &w->commitfd, c, err);
+  rc = kl_commit_write(w->env, w->dir, w->dirfd, &w->commitfd, c, err);
   if (rc == KL_OK) {
     w->stats.fsyncs++;
     w->com = *c;
@@ -513,9 +515,9 @@ static kl_rc adopt(kl_writer *w, kl_err *err) {
   return publish(w, &c, err);
 }
 
-static int file_size_is(int fd, int64_t size) {
+static int file_size_is(kl_writer *w, int fd, int64_t size) {
   struct stat sb;
-  return fstat(fd, &sb) == 0 && (int64_t)sb.st_size == size;
+  return kl_os_fstat(w->env, fd, &sb) == 0 && (int64_t)sb.st_size == size;
 }
 
 static kl_rc write_log_start(kl_writer *w, int64_t start, kl_err *err);
@@ -572,7 +574,7 @@ static kl_rc load(kl_writer *w, kl_err *err) {
 ** recovering the committed segment. */
 static kl_rc load_state(kl_writer *w, kl_err *err) {
   kl_commit c;
-  kl_rc rc = kl_commit_read(w->dir, &c, err);
+  kl_rc rc = kl_commit_read(w->env, w->dir, &c, err);
   if (rc == KL_NOTFOUND) return adopt(w, err);
   if (rc) return rc;
   w->com = c;
@@ -581,13 +583,15 @@ static kl_rc load_state(kl_writer *w, kl_err *err) {
   char p[4200];
   struct stat sb;
   seg_path(w, c.next_offset, ".log", p, sizeof p);
-  int extra = c.next_offset != c.seg_base && stat(p, &sb) == 0;
-  if (!extra && file_size_is(w->logfd, c.seg_size) && file_size_is(w->oidxfd, c.oidx_n * 8) &&
-      file_size_is(w->tidxfd, c.tidx_n * 12)) {
+  int extra = c.next_offset != c.seg_base && kl_os_stat(w->env, p, &sb) == 0;
+  if (!extra && file_size_is(w, w->logfd, c.seg_size) && file_size_is(w, w->oidxfd, c.oidx_n * 8) &&
+      file_size_is(w, w->tidxfd, c.tidx_n * 12)) {
     return KL_OK;
   }
   /* A writer stopped between its appends and its commit. */
-  if (fstat(w->logfd, &sb) != 0) return kl_err_set(err, KL_IO, "%s: cannot stat", w->dir);
+  if (kl_os_fstat(w->env, w->logfd, &sb) != 0) {
+    return kl_err_set(err, KL_IO, "%s: cannot stat: %s", fname(w, ".log"), strerror(errno));
+  }
   if (sb.st_size < c.seg_size) {
     seg_path(w, c.seg_base, ".log", p, sizeof p);
     return kl_err_set(err, KL_CORRUPT, "%s: position %lld: the file ends there, but %lld bytes "
@@ -595,7 +599,7 @@ static kl_rc load_state(kl_writer *w, kl_err *err) {
   }
   w->stats.truncated += (uint64_t)(sb.st_size - c.seg_size);
   if ((rc = remove_segments(w, c.seg_base, -1, err)) != KL_OK) return rc;
-  if ((rc = truncate_fd(w->logfd, c.seg_size, fname(w, ".log"), err)) != KL_OK) return rc;
+  if ((rc = truncate_fd(w, w->logfd, c.seg_size, fname(w, ".log"), err)) != KL_OK) return rc;
   if ((rc = rebuild(w, 1, err)) != KL_OK) return rc;
   kl_commit nc = w->st;
   nc.flags = 0;
@@ -605,18 +609,11 @@ static kl_rc load_state(kl_writer *w, kl_err *err) {
 
 /* ---- locks ---- */
 
-static int ofd_lock(int fd, short type) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = type;
-  fl.l_whence = SEEK_SET;
-  return fcntl(fd, F_OFD_SETLK, &fl);
-}
 
 static void unlock_all(kl_writer *w) {
   if (w->brokerfd >= 0) {
-    ofd_lock(w->brokerfd, F_UNLCK);
-    close(w->brokerfd);
+    kl_os_lock(w->env, w->brokerfd, KL_LOCK_OFD_UNLOCK);
+    kl_os_close(w->env, w->brokerfd);
     w->brokerfd = -1;
   }
   if (w->lockfd >= 0) {
@@ -624,9 +621,9 @@ static void unlock_all(kl_writer *w) {
     ** at work, and one who opened it meanwhile sees it gone (lock_own). */
     char p[4200];
     snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
-    unlink(p);
-    ofd_lock(w->lockfd, F_UNLCK);
-    close(w->lockfd);
+    kl_os_unlink(w->env, p);
+    kl_os_lock(w->env, w->lockfd, KL_LOCK_OFD_UNLOCK);
+    kl_os_close(w->env, w->lockfd);
     w->lockfd = -1;
   }
 }
@@ -638,23 +635,23 @@ static kl_rc lock_own(kl_writer *w, kl_err *err) {
   snprintf(p, sizeof p, "%s/%s", w->dir, LOCK_FILE);
   for (int tries = 0; tries < 100; tries++) {
     int fd;
-    kl_rc rc = kl_fd_open(p, O_RDWR | O_CREAT, 0644, &fd, err);
+    kl_rc rc = kl_fd_open(w->env, p, O_RDWR | O_CREAT, 0644, &fd, err);
     if (rc) return rc;
-    if (ofd_lock(fd, F_WRLCK) != 0) {
+    if (kl_os_lock(w->env, fd, KL_LOCK_OFD_WRITE) != 0) {
       int e = errno;
-      close(fd);
+      kl_os_close(w->env, fd);
       if (e == EAGAIN || e == EACCES) {
         return kl_err_set(err, KL_BUSY, "%s: another writer holds %s", w->dir, p);
       }
       return kl_err_set(err, KL_IO, "%s: cannot lock: %s", p, strerror(e));
     }
     struct stat a, b;
-    if (fstat(fd, &a) == 0 && stat(p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+    if (kl_os_fstat(w->env, fd, &a) == 0 && kl_os_stat(w->env, p, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
       w->lockfd = fd;
       return KL_OK;
     }
-    ofd_lock(fd, F_UNLCK);
-    close(fd);
+    kl_os_lock(w->env, fd, KL_LOCK_OFD_UNLOCK);
+    kl_os_close(w->env, fd);
   }
   return kl_err_set(err, KL_BUSY, "%s: other writers keep taking %s", w->dir, p);
 }
@@ -671,13 +668,13 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
   ** says that one may start here: make the lock it would take. */
   snprintf(p, sizeof p, "%s/meta.properties", w->parent);
   struct stat sb;
-  int made = stat(p, &sb) == 0 ? O_CREAT : 0;
+  int made = kl_os_stat(w->env, p, &sb) == 0 ? O_CREAT : 0;
   snprintf(p, sizeof p, "%s/.lock", w->parent);
   int fd = -1;
-  if (kl_fd_open(p, O_RDONLY | made, 0644, &fd, NULL) != KL_OK) fd = -1; /* no broker's lock */
-  if (fd >= 0 && ofd_lock(fd, F_RDLCK) != 0) {
+  if (kl_fd_open(w->env, p, O_RDONLY | made, 0644, &fd, NULL) != KL_OK) fd = -1; /* no broker's lock */
+  if (fd >= 0 && kl_os_lock(w->env, fd, KL_LOCK_OFD_READ) != 0) {
     int e = errno;
-    close(fd);
+    kl_os_close(w->env, fd);
     if (e == EAGAIN || e == EACCES) {
       return kl_err_set(err, KL_BUSY, "%s: a Kafka broker holds %s (writing is refused while it "
                         "runs on this log directory)", w->dir, p);
@@ -695,11 +692,11 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
     ** shutdown; once we append, recovery from its recovery point is what
     ** is safe (behaviour.md 12.5). */
     snprintf(p, sizeof p, "%s/.kafka_cleanshutdown", w->parent);
-    if (unlink(p) == 0) {
+    if (kl_os_unlink(w->env, p) == 0) {
       int pd;
-      if (kl_fd_open(w->parent, O_RDONLY | O_DIRECTORY, 0, &pd, NULL) == KL_OK) {
-        fsync(pd);
-        close(pd);
+      if (kl_fd_open(w->env, w->parent, O_RDONLY | O_DIRECTORY, 0, &pd, NULL) == KL_OK) {
+        kl_os_sync(w->env, pd, 0);
+        kl_os_close(w->env, pd);
       }
     }
   }
@@ -770,7 +767,7 @@ kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *o
   kl_rc rc =
       kl_partition_logdir(w->dir, w->parent, sizeof w->parent, w->pname, sizeof w->pname, err);
   if (rc == KL_OK &&
-      (rc = kl_fd_open(w->dir, O_RDONLY | O_DIRECTORY, 0, &w->dirfd, err)) == KL_NOTFOUND) {
+      (rc = kl_fd_open(env, w->dir, O_RDONLY | O_DIRECTORY, 0, &w->dirfd, err)) == KL_NOTFOUND) {
     rc = kl_err_set(err, KL_CANTOPEN, "cannot open %s: %s", w->dir, strerror(ENOENT));
   }
   if (rc) {
@@ -902,12 +899,12 @@ static kl_rc restore(kl_writer *w, wmark *m, kl_err *err) {
   }
   if (rc == KL_OK && w->logfd >= 0) {
     struct stat sb;
-    if (fstat(w->logfd, &sb) == 0 && sb.st_size > m->st.seg_size) {
+    if (kl_os_fstat(w->env, w->logfd, &sb) == 0 && sb.st_size > m->st.seg_size) {
       w->stats.truncated += (uint64_t)(sb.st_size - m->st.seg_size);
     }
-    rc = truncate_fd(w->logfd, m->st.seg_size, fname(w, ".log"), err);
-    if (rc == KL_OK) rc = truncate_fd(w->oidxfd, m->st.oidx_n * 8, fname(w, ".index"), err);
-    if (rc == KL_OK) rc = truncate_fd(w->tidxfd, m->st.tidx_n * 12, fname(w, ".timeindex"), err);
+    rc = truncate_fd(w, w->logfd, m->st.seg_size, fname(w, ".log"), err);
+    if (rc == KL_OK) rc = truncate_fd(w, w->oidxfd, m->st.oidx_n * 8, fname(w, ".index"), err);
+    if (rc == KL_OK) rc = truncate_fd(w, w->tidxfd, m->st.tidx_n * 12, fname(w, ".timeindex"), err);
   }
   if (rc) return rc;
   w->st = m->st;
@@ -954,8 +951,8 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
     struct stat sb;
     seg_path(w, v[i].base, ".log", p, sizeof p);
     v[i].size = v[i].base == w->st.seg_base ? w->st.seg_size
-                                             : stat(p, &sb) == 0 ? (int64_t)sb.st_size : 0;
-    int64_t mtime = stat(p, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000 +
+                                             : kl_os_stat(w->env, p, &sb) == 0 ? (int64_t)sb.st_size : 0;
+    int64_t mtime = kl_os_stat(w->env, p, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000 +
                                             sb.st_mtim.tv_nsec / 1000000 : 0;
     total += v[i].size;
     /* A segment that rolled ends its time index with its largest
@@ -963,12 +960,12 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
     v[i].max_ts = mtime;
     seg_path(w, v[i].base, ".timeindex", p, sizeof p);
     int fd;
-    if (kl_fd_open(p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1;
-    if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= 12) {
+    if (kl_fd_open(w->env, p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1;
+    if (fd >= 0 && kl_os_fstat(w->env, fd, &sb) == 0 && sb.st_size >= 12) {
       uint8_t e[12];
-      if (pread(fd, e, 12, (off_t)(sb.st_size / 12 * 12 - 12)) == 12) v[i].max_ts = kl_get_i64(e);
+      if (kl_os_read(w->env, fd, e, 12, sb.st_size / 12 * 12 - 12) == 12) v[i].max_ts = kl_get_i64(e);
     }
-    if (fd >= 0) close(fd);
+    if (fd >= 0) kl_os_close(w->env, fd);
   }
   size_t k = 0;
   if (rc == KL_OK && w->opt.retention_bytes >= 0 && total >= w->opt.retention_bytes) {
@@ -1080,7 +1077,7 @@ kl_rc kl_writer_recover(const kl_env *env, const char *dir, kl_writer_stats *don
   kl_writer *w = NULL;
   kl_commit c;
   kl_rc rc = kl_writer_open(env, dir, &o, &w, err);
-  if (rc == KL_OK && (rc = kl_commit_read(w->dir, &c, err)) == KL_NOTFOUND) {
+  if (rc == KL_OK && (rc = kl_commit_read(env, w->dir, &c, err)) == KL_NOTFOUND) {
     kl_writer_close(w, NULL);
     return KL_OK; /* Kafka's own: it recovers it */
   }
@@ -1116,23 +1113,39 @@ kl_rc kl_writer_close(kl_writer *w, kl_err *err) {
   drop_marks(w, 0);
   kl_free(w->env, w->marks);
   unlock_all(w);
-  if (w->commitfd >= 0) close(w->commitfd);
-  if (w->dirfd >= 0) close(w->dirfd);
+  if (w->commitfd >= 0) kl_os_close(w->env, w->commitfd);
+  if (w->dirfd >= 0) kl_os_close(w->env, w->dirfd);
   kl_builder_free(&w->b);
   kl_free(w->env, w->dir);
   kl_free(w->env, w);
   return rc;
 }
 
-int kl_writer_view(kl_writer *w, kl_commit *view, kl_err *err) {
+int kl_writer_view(kl_writer *w, kl_view *view, kl_err *err) {
   if (!w->in_txn) return 0;
-  if (kl_builder_count(&w->b) && flush(w, err) != KL_OK) return -1;
-  if (w->st.next_offset == w->com.next_offset && w->st.seg_base == w->com.seg_base &&
+  int32_t n = kl_builder_count(&w->b);
+  if (n == 0 && w->st.next_offset == w->com.next_offset && w->st.seg_base == w->com.seg_base &&
       w->st.seg_size == w->com.seg_size) {
     return 0; /* nothing of its own yet */
   }
-  *view = w->st;
-  view->log_start = w->com.log_start;
+  view->end = w->st;
+  view->end.log_start = w->com.log_start;
+  view->tail.len = 0;
+  if (n == 0) return 1;
+  /* The batch as flush would write it now (sealing leaves the builder as
+  ** it was), placed after the active segment's bytes. */
+  if (w->opt.log_append_time) w->b.spec.append_time = now_ms();
+  uint8_t h[KL_V2_HEADER];
+  const uint8_t *payload;
+  size_t len;
+  if (kl_builder_seal(&w->b, h, &payload, &len, err) != KL_OK) return -1;
+  if (kl_buf_append(w->env, &view->tail, h, sizeof h) != KL_OK ||
+      kl_buf_append(w->env, &view->tail, payload, len) != KL_OK) {
+    kl_err_set(err, KL_NOMEM, "out of memory reading %s", w->dir);
+    return -1;
+  }
+  view->end.seg_size += (int64_t)view->tail.len;
+  view->end.next_offset = w->b.spec.base_offset + n;
   return 1;
 }
 
@@ -1162,7 +1175,7 @@ kl_rc kl_writer_create(const kl_env *env, const char *dir, const kl_writer_opts 
                       "accepts (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" or \"..\")", dir,
                       (int)tlen, name);
   }
-  int made = mkdir(dir, 0755) == 0;
+  int made = kl_os_mkdir(env, dir, 0755) == 0;
   if (!made && errno != EEXIST) {
     return kl_err_set(err, errno == EACCES || errno == EROFS ? KL_READONLY : KL_IO,
                       "cannot create %s: %s", dir, strerror(errno));
@@ -1179,12 +1192,12 @@ kl_rc kl_writer_create(const kl_env *env, const char *dir, const kl_writer_opts 
     char p[4200];
     for (int i = 0; i < 3; i++) {
       seg_path(w, 0, sfx[i], p, sizeof p);
-      unlink(p);
+      kl_os_unlink(env, p);
     }
     snprintf(p, sizeof p, "%s/%s", w->dir, KL_COMMIT_FILE);
-    unlink(p);
+    kl_os_unlink(env, p);
     kl_writer_close(w, NULL);
   }
-  if (rc != KL_OK && made) rmdir(dir);
+  if (rc != KL_OK && made) kl_os_rmdir(env, dir);
   return rc;
 }

@@ -153,10 +153,13 @@ kl_rc kl_writer_rollback(kl_writer *w, kl_err *err);
 kl_rc kl_writer_recover(const kl_env *env, const char *dir, kl_writer_stats *done, kl_err *err);
 
 /* What the writing connection reads: inside a transaction that has
-** appended, the batch in memory is written (a batch ends there) and *view
-** is the end reached so far, for kl_log_open_view; 0 (no view: the commit
-** record's is the end) otherwise.  -1 on a write error (err says why). */
-int kl_writer_view(kl_writer *w, kl_commit *view, kl_err *err);
+** appended, 1 and *view is the end reached so far with the batch still in
+** memory encoded in view->tail (nothing is written: the batch goes on
+** filling, and is written as it would have been without the read), for
+** kl_log_open_view; 0 (no view: the commit record's is the end)
+** otherwise.  -1 when the batch cannot be encoded (out of memory: err says
+** why).  view->tail is reused from call to call (start it empty). */
+int kl_writer_view(kl_writer *w, kl_view *view, kl_err *err);
 
 int kl_writer_in_txn(const kl_writer *w);
 /* The next offset to be assigned (inside a transaction), else the last

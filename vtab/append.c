@@ -18,9 +18,11 @@
 #include "glue.h"
 #include "headers.h"
 #include "log.h"
-#include "scan.h"
-#include "txn.h"
 #include "logconfig.h"
+#include "os.h"
+#include "scan.h"
+#include "sqlenv.h"
+#include "txn.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -154,8 +156,8 @@ kl_append *kl_append_new(sqlite3 *db, const char *name, const char *dir,
 void kl_append_free(kl_append *a) {
   if (!a) return;
   kl_writer_close(a->w, NULL);
-  kl_buf_free(NULL, &a->hbytes);
-  kl_buf_free(NULL, &a->hs);
+  kl_buf_free(kl_sqlite_env(), &a->hbytes);
+  kl_buf_free(kl_sqlite_env(), &a->hs);
   sqlite3_free(a->sp);
   sqlite3_free(a->dir);
   sqlite3_free(a->name);
@@ -179,10 +181,10 @@ static int fail_kl(char **errmsg, kl_rc rc, const kl_err *err) {
 static int read_log_options(const char *dir, kl_append_opts *o, unsigned skip, char **errmsg) {
   kl_err err = {0};
   kl_buf b = {0};
-  kl_rc k = kl_logconfig_read(NULL, dir, &b, &err);
+  kl_rc k = kl_logconfig_read(kl_sqlite_env(), dir, &b, &err);
   if (k == KL_NOTFOUND) return SQLITE_OK;
   if (k) {
-    kl_buf_free(NULL, &b);
+    kl_buf_free(kl_sqlite_env(), &b);
     return fail_kl(errmsg, k, &err);
   }
   int rc = SQLITE_OK, line = 0;
@@ -211,7 +213,7 @@ static int read_log_options(const char *dir, kl_append_opts *o, unsigned skip, c
     }
     p = nl ? nl + 1 : NULL;
   }
-  kl_buf_free(NULL, &b);
+  kl_buf_free(kl_sqlite_env(), &b);
   return rc;
 }
 
@@ -220,7 +222,7 @@ static int write_log_options(const char *dir, const kl_append_opts *o, char **er
   char *text = log_options_text(o);
   if (!text) return SQLITE_NOMEM;
   kl_err err = {0};
-  kl_rc k = kl_logconfig_write(NULL, dir, text, strlen(text), &err);
+  kl_rc k = kl_logconfig_write(kl_sqlite_env(), dir, text, strlen(text), &err);
   sqlite3_free(text);
   return k ? fail_kl(errmsg, k, &err) : SQLITE_OK;
 }
@@ -232,7 +234,7 @@ static int holds(const char *dir, char **hint, int *rc, char **errmsg) {
   kl_err err = {0};
   kl_log *log = NULL;
   *hint = NULL;
-  kl_rc k = kl_log_open(NULL, dir, &log, &err);
+  kl_rc k = kl_log_open(kl_sqlite_env(), dir, &log, &err);
   if (k != KL_OK) {
     *rc = fail_kl(errmsg, k, &err);
     return -1;
@@ -243,7 +245,7 @@ static int holds(const char *dir, char **hint, int *rc, char **errmsg) {
   char p[4200];
   struct stat sb;
   snprintf(p, sizeof p, "%s/%s", dir, KL_COMMIT_FILE);
-  if (what == 0 && stat(p, &sb) == 0) what = 1;
+  if (what == 0 && kl_os_stat(kl_sqlite_env(), p, &sb) == 0) what = 1;
   return what;
 }
 
@@ -254,11 +256,11 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
     kl_path_iter it;
     const char *s;
     size_t n;
-    kl_path_iter_init(&it, path);
+    kl_path_iter_init(&it, kl_sqlite_env(), path);
     while (kl_path_next(&it, &s, &n)) {
       char *one = sqlite3_mprintf("%.*s", (int)n, s);
       if (!one) return SQLITE_NOMEM;
-      int e = stat(one, &sb) == 0 ? 0 : errno;
+      int e = kl_os_stat(kl_sqlite_env(), one, &sb) == 0 ? 0 : errno;
       int rc = e ? fail(errmsg, SQLITE_CANTOPEN, "kafka_log: cannot open %s: %s (mode='create' "
                         "makes a new log there)", one, strerror(e)) : SQLITE_OK;
       sqlite3_free(one);
@@ -273,7 +275,7 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
   }
   char *hint = NULL;
   int rc = SQLITE_OK;
-  int what = stat(path, &sb) == 0 || errno != ENOENT ? holds(path, &hint, &rc, errmsg) : 0;
+  int what = kl_os_stat(kl_sqlite_env(), path, &sb) == 0 || errno != ENOENT ? holds(path, &hint, &rc, errmsg) : 0;
   if (what < 0) {
   } else if (what == 2) {
     rc = fail(errmsg, SQLITE_ERROR, "kafka_log: %s is a log directory (%s): a table writes to "
@@ -303,7 +305,7 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
   char *slash = strrchr(parent, '/');
   if (slash && slash != parent) *slash = 0;
   else if (slash) slash[1] = 0;
-  int e = !slash ? 0 : stat(parent, &sb) != 0 ? errno : !S_ISDIR(sb.st_mode) ? ENOTDIR : 0;
+  int e = !slash ? 0 : kl_os_stat(kl_sqlite_env(), parent, &sb) != 0 ? errno : !S_ISDIR(sb.st_mode) ? ENOTDIR : 0;
   if (e) {
     rc = fail(errmsg, SQLITE_CANTOPEN, "kafka_log: cannot create %s: its parent %s %s", path,
               parent, e == ENOENT ? "does not exist" : strerror(e));
@@ -311,7 +313,7 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
   sqlite3_free(parent);
   if (rc) return rc;
   kl_err err = {0};
-  kl_rc k = kl_writer_create(NULL, path, &o->w, &err);
+  kl_rc k = kl_writer_create(kl_sqlite_env(), path, &o->w, &err);
   return k ? fail_kl(errmsg, k, &err) : write_log_options(path, o, errmsg);
 }
 
@@ -334,7 +336,7 @@ static int start(kl_append *a, char **errmsg) {
   if (!a->w) {
     /* A log directory is not a partition: refuse before making segments. */
     kl_log *log = NULL;
-    if (kl_log_open(NULL, a->dir, &log, &err) == KL_OK) {
+    if (kl_log_open(kl_sqlite_env(), a->dir, &log, &err) == KL_OK) {
       const char *hint = kl_log_first(log) ? NULL : kl_log_hint(log);
       int bad = hint != NULL;
       if (bad) {
@@ -349,7 +351,7 @@ static int start(kl_append *a, char **errmsg) {
     /* The log's options, when it keeps them, are what it is written with. */
     int src = read_log_options(a->dir, &a->opt, 0, errmsg);
     if (src) return src;
-    rc = kl_writer_open(NULL, a->dir, &a->opt.w, &a->w, &err);
+    rc = kl_writer_open(kl_sqlite_env(), a->dir, &a->opt.w, &a->w, &err);
     if (rc) return fail_kl(errmsg, rc, &err);
   }
   rc = kl_writer_begin(a->w, &err);
@@ -366,7 +368,7 @@ static int start(kl_append *a, char **errmsg) {
   return SQLITE_OK;
 }
 
-kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err) {
+kl_rc kl_append_view(kl_append *a, kl_view *view, int *has_view, kl_err *err) {
   *has_view = 0;
   if (!a->w) return KL_OK;
   int v = kl_writer_view(a->w, view, err);
@@ -382,7 +384,7 @@ static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, int64_t *hw
   *start = kl_log_start_offset(log);
   *hw = -1;
   kl_broker *b = NULL; /* the listing reads the checkpoint as every reader does */
-  kl_rc rc = kl_broker_open(NULL, a->dir, &b, err);
+  kl_rc rc = kl_broker_open(kl_sqlite_env(), a->dir, &b, err);
   if (rc == KL_OK && kl_broker_count(b) == 1) {
     int64_t s = kl_broker_part(b, 0)->log_start;
     if (s > *start) *start = s;
@@ -396,6 +398,7 @@ static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, int64_t *hw
 ** start, and the offset below which a read_committed table shows what is
 ** committed (the last stable offset, the high watermark). */
 typedef struct del_view {
+  kl_view view;             /* the writer's, its batch in memory included */
   kl_log *log;
   kl_txns txns;
   int64_t start, cap;
@@ -403,14 +406,13 @@ typedef struct del_view {
 
 static kl_rc del_view_open(kl_append *a, del_view *d, kl_err *err) {
   memset(d, 0, sizeof *d);
-  kl_commit view;
-  int v = kl_writer_view(a->w, &view, err);
+  int v = kl_writer_view(a->w, &d->view, err);
   if (v < 0) return err->rc ? err->rc : KL_IO;
   int64_t hw = -1;
-  kl_rc rc = kl_log_open_view(NULL, a->dir, NULL, v ? &view : NULL, &d->log, err);
+  kl_rc rc = kl_log_open_view(kl_sqlite_env(), a->dir, NULL, v ? &d->view : NULL, &d->log, err);
   if (rc == KL_OK) rc = reader_start(a, d->log, &d->start, &hw, err);
   kl_reader rd;
-  kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+  kl_reader_init(&rd, kl_sqlite_env(), NULL, KL_ON_CORRUPT_ERROR);
   if (rc == KL_OK && a->opt.read_committed) rc = kl_txns_load(d->log, &rd, &d->txns, err);
   d->cap = a->opt.read_committed ? d->txns.lso : INT64_MAX;
   if (rc == KL_OK && !a->opt.read_committed) rc = kl_log_end_offset(d->log, &rd, &d->cap, err);
@@ -420,8 +422,9 @@ static kl_rc del_view_open(kl_append *a, del_view *d, kl_err *err) {
 }
 
 static void del_view_close(del_view *d) {
-  kl_txns_free(NULL, &d->txns);
+  kl_txns_free(kl_sqlite_env(), &d->txns);
   kl_log_close(d->log);
+  kl_buf_free(kl_sqlite_env(), &d->view.tail);
 }
 
 /* Count the records from lo to hi (without decoding them), all of them

@@ -73,11 +73,13 @@ void kl_append_free(kl_append *a);
 int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *rowid,
                      char **errmsg);
 
-/* The end this table's own open transaction has reached (its batch in
-** memory written first), for its readers: *has_view 1 with *view, 0 when
-** there is none (read up to the commit record).  The writer's error, in
-** err, when writing the batch failed. */
-kl_rc kl_append_view(kl_append *a, kl_commit *view, int *has_view, kl_err *err);
+/* The end this table's own open transaction has reached, its batch in
+** memory included without writing it (core/writer.h kl_writer_view), for
+** its readers: *has_view 1 with *view, 0 when there is none (read up to
+** the commit record).  view->tail starts empty; the caller frees it
+** (kl_buf_free with kl_sqlite_env()).  KL_NOMEM in err when the batch
+** cannot be encoded. */
+kl_rc kl_append_view(kl_append *a, kl_view *view, int *has_view, kl_err *err);
 
 /* The offset below which this table's open transaction has deleted every
 ** row (its DELETE so far), for its own readers: its DELETE takes effect

@@ -29,6 +29,7 @@
 #include "listing.h"
 #include "log.h"
 #include "scan.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -203,7 +204,7 @@ static kl_rc next_partition(kb_cursor *c, kl_err *err) {
   while (kl_listing_next(&c->ls)) {
     kl_rc rc = kl_listing_open_log(&c->ls, &c->log, err);
     if (rc) return rc;
-    kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+    kl_reader_init(&c->rd, kl_sqlite_env(), &vt->conn->stats, KL_ON_CORRUPT_ERROR);
     c->have_rd = 1;
     kl_segment *s = c->lo == INT64_MIN ? kl_log_first(c->log) : kl_log_floor(c->log, c->lo);
     if (!s) s = kl_log_first(c->log);

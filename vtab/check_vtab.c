@@ -20,6 +20,8 @@
 #include "check.h"
 #include "glue.h"
 #include "listing.h"
+#include "os.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -130,7 +132,7 @@ static int check_next(ck_cursor *c) {
     if (!c->part) return SQLITE_OK;
     kl_err err;
     kl_err_clear(&err);
-    kl_rc rc = kl_check_dir_stats(NULL, c->part->dir, &vt->conn->stats, add_row, c, &err);
+    kl_rc rc = kl_check_dir_stats(kl_sqlite_env(), c->part->dir, &vt->conn->stats, add_row, c, &err);
     if (rc != KL_OK) {
       clear_rows(c);
       c->part = NULL;
@@ -161,7 +163,7 @@ static int ck_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   }
   int rc = kl_listing_start(&c->ls, cur->pVtab, "kafka_log_check", dir, &f);
   struct stat st;
-  if (rc == SQLITE_CANTOPEN && stat(dir, &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (rc == SQLITE_CANTOPEN && kl_os_stat(kl_sqlite_env(), dir, &st) == 0 && S_ISDIR(st.st_mode)) {
     /* A directory that is neither a partition nor a log directory: what
     ** is wrong with it is a finding (no_segments), as for a partition
     ** that lost its segments.  It has no topic or partition. */
@@ -175,7 +177,7 @@ static int ck_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     kl_err err;
     kl_err_clear(&err);
     ck_vtab *vt = (ck_vtab *)cur->pVtab;
-    kl_rc krc = kl_check_dir_stats(NULL, dir, &vt->conn->stats, add_row, c, &err);
+    kl_rc krc = kl_check_dir_stats(kl_sqlite_env(), dir, &vt->conn->stats, add_row, c, &err);
     if (krc != KL_OK) {
       clear_rows(c);
       c->part = NULL;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "sqlenv.h"
 #include "utf8.h"
 
 /* ---- to JSON ---- */
@@ -15,18 +16,18 @@
 static kl_rc json_bytes(kl_buf *o, const uint8_t *p, int32_t n) {
   static const char hex[] = "0123456789abcdef";
   kl_rc rc;
-  if (n < 0) return kl_buf_append(NULL, o, "null", 4);
+  if (n < 0) return kl_buf_append(kl_sqlite_env(), o, "null", 4);
   if (!kl_utf8_valid(p, (size_t)n)) {
-    if ((rc = kl_buf_reserve(NULL, o, o->len + 12 + 2 * (size_t)n))) return rc;
+    if ((rc = kl_buf_reserve(kl_sqlite_env(), o, o->len + 12 + 2 * (size_t)n))) return rc;
     memcpy(o->p + o->len, "{\"hex\":\"", 8);
     o->len += 8;
     for (int32_t i = 0; i < n; i++) {
       o->p[o->len++] = (uint8_t)hex[p[i] >> 4];
       o->p[o->len++] = (uint8_t)hex[p[i] & 15];
     }
-    return kl_buf_append(NULL, o, "\"}", 2);
+    return kl_buf_append(kl_sqlite_env(), o, "\"}", 2);
   }
-  if ((rc = kl_buf_reserve(NULL, o, o->len + 2 + 6 * (size_t)n))) return rc;
+  if ((rc = kl_buf_reserve(kl_sqlite_env(), o, o->len + 2 + 6 * (size_t)n))) return rc;
   o->p[o->len++] = '"';
   for (int32_t i = 0; i < n; i++) {
     uint8_t ch = p[i];
@@ -45,20 +46,20 @@ static kl_rc json_bytes(kl_buf *o, const uint8_t *p, int32_t n) {
 
 kl_rc kl_headers_json(kl_buf *o, const kl_record *r) {
   o->len = 0;
-  kl_rc rc = kl_buf_append(NULL, o, "[", 1);
+  kl_rc rc = kl_buf_append(kl_sqlite_env(), o, "[", 1);
   const uint8_t *p = r->headers, *end = r->headers ? r->headers + r->headers_len : NULL;
   kl_header h;
   int first = 1;
   while (rc == KL_OK && r->headers && kl_header_next(&p, end, &h) == KL_OK) {
-    if (!first) rc = kl_buf_append(NULL, o, ",", 1);
+    if (!first) rc = kl_buf_append(kl_sqlite_env(), o, ",", 1);
     first = 0;
-    if (rc == KL_OK) rc = kl_buf_append(NULL, o, "[", 1);
+    if (rc == KL_OK) rc = kl_buf_append(kl_sqlite_env(), o, "[", 1);
     if (rc == KL_OK) rc = json_bytes(o, h.name, h.name_len);
-    if (rc == KL_OK) rc = kl_buf_append(NULL, o, ",", 1);
+    if (rc == KL_OK) rc = kl_buf_append(kl_sqlite_env(), o, ",", 1);
     if (rc == KL_OK) rc = json_bytes(o, h.value, h.value_len);
-    if (rc == KL_OK) rc = kl_buf_append(NULL, o, "]", 1);
+    if (rc == KL_OK) rc = kl_buf_append(kl_sqlite_env(), o, "]", 1);
   }
-  if (rc == KL_OK) rc = kl_buf_append(NULL, o, "]", 1);
+  if (rc == KL_OK) rc = kl_buf_append(kl_sqlite_env(), o, "]", 1);
   return rc;
 }
 
@@ -147,7 +148,7 @@ static int jstring(jp *j, kl_buf *out, kl_rc *rc) {
         default: return 0;
       }
     }
-    if (out && *rc == KL_OK) *rc = kl_buf_append(NULL, out, enc, k);
+    if (out && *rc == KL_OK) *rc = kl_buf_append(kl_sqlite_env(), out, enc, k);
   }
   if (j->p >= j->end) return 0;
   j->p++;
@@ -260,13 +261,13 @@ static kl_rc part(jp *j, int idx, int is_name, kl_buf *bytes, int32_t *len, kl_e
       ok = ok && *k.p == '}';
     }
     if (ok) {
-      rc = kl_buf_reserve(NULL, bytes, at + scratch.len / 2);
+      rc = kl_buf_reserve(kl_sqlite_env(), bytes, at + scratch.len / 2);
       for (size_t i = 0; rc == KL_OK && i < scratch.len; i += 2) {
         bytes->p[bytes->len++] = (uint8_t)(hexv(scratch.p[i]) << 4 | hexv(scratch.p[i + 1]));
       }
       j->p = k.p + 1;
     }
-    kl_buf_free(NULL, &scratch);
+    kl_buf_free(kl_sqlite_env(), &scratch);
     if (rc) return kl_err_set(err, rc, "out of memory reading headers");
     if (!ok) {
       return kl_err_set(err, KL_CORRUPT, "headers[%d]: the %s object must be "
@@ -333,7 +334,7 @@ kl_rc kl_headers_parse(const char *json, size_t n, kl_buf *bytes, kl_buf *hdrs, 
     /* Offsets for now: bytes may still move. */
     h.name = (const uint8_t *)(uintptr_t)name_at;
     h.value = (const uint8_t *)(uintptr_t)value_at;
-    if (kl_buf_append(NULL, hdrs, &h, sizeof h)) {
+    if (kl_buf_append(kl_sqlite_env(), hdrs, &h, sizeof h)) {
       return kl_err_set(err, KL_NOMEM, "out of memory reading headers");
     }
     k++;

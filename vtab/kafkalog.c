@@ -24,6 +24,7 @@
 #include "logcache.h"
 #include "partitioner.h"
 #include "timefn.h"
+#include "sqlenv.h"
 #include "writer.h"
 #include "txnstate.h"
 
@@ -136,7 +137,7 @@ static void fn_recover(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   kl_writer_stats done;
   kl_err err = {0};
-  kl_rc rc = kl_writer_recover(NULL, dir, &done, &err);
+  kl_rc rc = kl_writer_recover(kl_sqlite_env(), dir, &done, &err);
   if (rc) {
     char *m = sqlite3_mprintf("kafka_log_recover: %s", err.msg[0] ? err.msg : kl_rc_name(rc));
     sqlite3_result_error(ctx, m ? m : "kafka_log_recover: out of memory", -1);

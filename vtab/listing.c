@@ -2,6 +2,7 @@
 ** listing.c - see listing.h.
 */
 #include "listing.h"
+#include "sqlenv.h"
 
 #include <string.h>
 
@@ -26,7 +27,7 @@ int kl_listing_start(kl_listing *l, sqlite3_vtab *vt, const char *module, const 
   if (!l->path) return SQLITE_NOMEM;
   kl_err err;
   kl_err_clear(&err);
-  kl_rc rc = kl_broker_open(NULL, path, &l->b, &err);
+  kl_rc rc = kl_broker_open(kl_sqlite_env(), path, &l->b, &err);
   if (rc) return kl_vtab_error(vt, module, rc, &err);
   return kl_choose_parts(l->b, f, &l->sel, &l->nsel);
 }
@@ -41,8 +42,8 @@ const kl_part *kl_listing_next(kl_listing *l) {
 }
 
 kl_rc kl_listing_open_log(const kl_listing *l, kl_log **out, kl_err *err) {
-  if (kl_broker_single(l->b)) return kl_log_open_partition(NULL, l->part->dir, out, err);
-  return kl_log_open(NULL, l->part->dir, out, err);
+  if (kl_broker_single(l->b)) return kl_log_open_partition(kl_sqlite_env(), l->part->dir, out, err);
+  return kl_log_open(kl_sqlite_env(), l->part->dir, out, err);
 }
 
 sqlite3_int64 kl_listing_rowid(const kl_listing *l, int64_t v) {

@@ -6,6 +6,7 @@
 
 #include "broker.h"
 #include "txn.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -15,7 +16,7 @@ kl_rc lv_committed_bounds(kl_vcursor *c, kl_err *err) {
   kl_logref *r = c->ref;
   if (!r->txns_loaded) {
     kl_reader rd;
-    kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, c->on_corrupt);
+    kl_reader_init(&rd, kl_sqlite_env(), &((kl_vtab *)c->base.pVtab)->conn->stats, c->on_corrupt);
     kl_rc rc = kl_txns_load(r->log, &rd, &r->txns, err);
     kl_reader_free(&rd);
     if (rc) return rc;

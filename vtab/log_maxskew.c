@@ -4,6 +4,7 @@
 #include "log_vtab.h"
 
 #include "log.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -22,7 +23,7 @@ void kl_fn_max_skew(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   kl_err err = {0};
   kl_log *log = NULL;
   kl_cursor *cur = NULL;
-  kl_rc rc = kl_log_open_partition(NULL, dir, &log, &err);
+  kl_rc rc = kl_log_open_partition(kl_sqlite_env(), dir, &log, &err);
   if (rc == KL_OK) rc = kl_cursor_new(log, &conn->stats, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds all = kl_bounds_all();
   if (rc == KL_OK) rc = kl_cursor_start(cur, &all, &err);

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "broker.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -125,7 +126,7 @@ char *lv_absolute(const char *path) {
   kl_path_iter it;
   const char *s;
   size_t n;
-  kl_path_iter_init(&it, path);
+  kl_path_iter_init(&it, kl_sqlite_env(), path);
   while (kl_path_next(&it, &s, &n)) {
     char *one = absolute_one(s, n);
     char *joined = one ? sqlite3_mprintf("%s%s%s", out ? out : "", out ? "," : "", one) : NULL;

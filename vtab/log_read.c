@@ -14,6 +14,7 @@
 #include "terms.h"
 #include "txn.h"
 #include "utf8.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -90,7 +91,7 @@ int lv_close(sqlite3_vtab_cursor *cur) {
   kl_vcursor *c = (kl_vcursor *)cur;
   end_scan(c);
   sqlite3_free(c->plan);
-  kl_buf_free(NULL, &c->json);
+  kl_buf_free(kl_sqlite_env(), &c->json);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -156,15 +157,19 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   c->part = p;
   c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
   /* The writing connection reads its own open transaction (append.h). */
-  kl_commit view;
+  kl_view view = {0};
   int has_view = 0;
   kl_rc rc = vt->app ? kl_append_view(vt->app, &view, &has_view, err) : KL_OK;
-  if (rc) return rc;
+  if (rc) {
+    kl_buf_free(kl_sqlite_env(), &view.tail);
+    return rc;
+  }
   if (!c->cur || c->stale || has_view || strcmp(c->ref->dir, p->dir) != 0) {
     lv_end_partition(c);
     c->stale = 0;
     rc = lv_acquire_log(vt, p->dir, kl_broker_single(c->bk->b), has_view ? &view : NULL, &c->ref,
-                     err);
+                        err);
+    kl_buf_free(kl_sqlite_env(), &view.tail);
     if (rc) return rc;
     if (kl_cursor_new(c->ref->log, &vt->conn->stats, c->on_corrupt, &c->cur) != KL_OK) {
       return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "txn.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -55,7 +56,7 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
     if (!known || !any) return KL_OK;
   } else {
     kl_reader rd;
-    kl_reader_init(&rd, NULL, &((kl_vtab *)c->base.pVtab)->conn->stats, KL_ON_CORRUPT_ERROR);
+    kl_reader_init(&rd, kl_sqlite_env(), &((kl_vtab *)c->base.pVtab)->conn->stats, KL_ON_CORRUPT_ERROR);
     rc = kl_log_lookup_time(c->ref->log, &rd, KL_TS_MAX, &tl, err);
     kl_reader_free(&rd);
     if (rc || tl.status != KL_LOOKUP_OK) return rc;

@@ -129,7 +129,7 @@ int lv_set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg);
 
 /* A counted reference to the log of dir (logcache.h); with view, as the
 ** writing connection sees it inside its transaction (not cached). */
-kl_rc lv_acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_commit *view,
+kl_rc lv_acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_view *view,
                      kl_logref **out, kl_err *err);
 
 /* ---- log_options.c ---- */

@@ -15,6 +15,8 @@
 #include "commit.h"
 #include "file.h"
 #include "glue.h"
+#include "os.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -36,20 +38,20 @@ static unsigned hash_dir(const char *s) {
 
 static void unwatch(kl_logcache *c, kl_logref *r) {
   if (r->dirfd >= 0) {
-    close(r->dirfd);
+    kl_os_close(kl_sqlite_env(), r->dirfd);
     c->watched--;
   }
-  if (r->lastfd >= 0) close(r->lastfd);
-  if (r->commitfd >= 0) close(r->commitfd);
+  if (r->lastfd >= 0) kl_os_close(kl_sqlite_env(), r->lastfd);
+  if (r->commitfd >= 0) kl_os_close(kl_sqlite_env(), r->commitfd);
   r->dirfd = r->lastfd = r->commitfd = -1;
 }
 
 void kl_logref_release(kl_logref *r) {
   if (r && --r->refs == 0) {
-    if (r->dirfd >= 0) close(r->dirfd);
-    if (r->lastfd >= 0) close(r->lastfd);
-    if (r->commitfd >= 0) close(r->commitfd);
-    kl_txns_free(NULL, &r->txns);
+    if (r->dirfd >= 0) kl_os_close(kl_sqlite_env(), r->dirfd);
+    if (r->lastfd >= 0) kl_os_close(kl_sqlite_env(), r->lastfd);
+    if (r->commitfd >= 0) kl_os_close(kl_sqlite_env(), r->commitfd);
+    kl_txns_free(kl_sqlite_env(), &r->txns);
     kl_log_close(r->log);
     sqlite3_free(r->dir);
     sqlite3_free(r);
@@ -100,7 +102,7 @@ void kl_logcache_forget(kl_logcache *c, const char *dir) {
 /* Is the cached log still what is on disk? */
 static int fresh(const kl_logref *r) {
   struct stat st;
-  if ((r->dirfd >= 0 ? fstat(r->dirfd, &st) : stat(r->dir, &st)) != 0 ||
+  if ((r->dirfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->dirfd, &st) : kl_os_stat(kl_sqlite_env(), r->dir, &st)) != 0 ||
       r->dir_mtime.tv_sec != st.st_mtim.tv_sec || r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
     return 0;
   }
@@ -109,8 +111,8 @@ static int fresh(const kl_logref *r) {
   const kl_commit *was = kl_log_commit(r->log);
   if (was || r->commitfd >= 0) {
     kl_commit now;
-    if (!was || (r->commitfd >= 0 ? kl_commit_read_fd(r->commitfd, r->dir, &now, NULL)
-                                  : kl_commit_read(r->dir, &now, NULL)) != KL_OK ||
+    if (!was || (r->commitfd >= 0 ? kl_commit_read_fd(kl_sqlite_env(), r->commitfd, r->dir, &now, NULL)
+                                  : kl_commit_read(kl_sqlite_env(), r->dir, &now, NULL)) != KL_OK ||
         now.gen != was->gen) {
       return 0;
     }
@@ -118,7 +120,7 @@ static int fresh(const kl_logref *r) {
   kl_segment *last = kl_log_last(r->log);
   if (!last) return 1;
   if (r->dirfd >= 0 && r->lastfd < 0) return 0; /* watched, but its .log did not open */
-  if ((r->lastfd >= 0 ? fstat(r->lastfd, &st) : stat(last->log_path, &st)) != 0) return 0;
+  if ((r->lastfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->lastfd, &st) : kl_os_stat(kl_sqlite_env(), last->log_path, &st)) != 0) return 0;
   return st.st_size == r->last_size;
 }
 
@@ -136,7 +138,7 @@ static void to_front(kl_logcache *c, kl_logref *r) {
 /* A new reference to dir's log, not cached, watching nothing: opened with
 ** view when not NULL (kl_log_open_view); alone: a directory without
 ** segments is an error that says why. */
-static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int alone,
+static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_view *view, int alone,
                      kl_logref **out, kl_err *err) {
   *out = NULL;
   kl_logref *r = sqlite3_malloc(sizeof *r);
@@ -145,12 +147,12 @@ static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int
   r->dirfd = r->lastfd = r->commitfd = -1;
   r->refs = 1;
   r->dir = sqlite3_mprintf("%s", dir);
-  kl_rc rc = r->dir ? kl_log_open_view(NULL, dir, c->set, view, &r->log, err)
+  kl_rc rc = r->dir ? kl_log_open_view(kl_sqlite_env(), dir, c->set, view, &r->log, err)
                     : kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   if (rc == KL_OK && alone && !kl_log_first(r->log)) {
     kl_log_close(r->log);
     r->log = NULL;
-    rc = kl_log_open_partition(NULL, dir, &r->log, err); /* says why, with its hint */
+    rc = kl_log_open_partition(kl_sqlite_env(), dir, &r->log, err); /* says why, with its hint */
   }
   if (rc) {
     kl_logref_release(r);
@@ -160,7 +162,7 @@ static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_commit *view, int
   return KL_OK;
 }
 
-kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view,
+kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_view *view,
                            kl_logref **out, kl_err *err) {
   return new_ref(c, dir, view, 0, out, err);
 }
@@ -182,30 +184,30 @@ kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **ou
   struct stat st;
   int watch = c->watched < KL_LOGCACHE_WATCHED;
   int dirfd = -1;
-  if ((watch && kl_fd_open(dir, O_RDONLY | O_DIRECTORY, 0, &dirfd, NULL) != KL_OK) ||
-      (watch ? fstat(dirfd, &st) : stat(dir, &st)) != 0) {
+  if ((watch && kl_fd_open(kl_sqlite_env(), dir, O_RDONLY | O_DIRECTORY, 0, &dirfd, NULL) != KL_OK) ||
+      (watch ? kl_os_fstat(kl_sqlite_env(), dirfd, &st) : kl_os_stat(kl_sqlite_env(), dir, &st)) != 0) {
     int e = errno;
-    if (dirfd >= 0) close(dirfd);
+    if (dirfd >= 0) kl_os_close(kl_sqlite_env(), dirfd);
     return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN,
                       "cannot open partition directory %s: %s", dir, strerror(e));
   }
   kl_logref *r;
   kl_rc rc = new_ref(c, dir, NULL, alone, &r, err);
   if (rc) {
-    if (dirfd >= 0) close(dirfd);
+    if (dirfd >= 0) kl_os_close(kl_sqlite_env(), dirfd);
     return rc;
   }
   r->dirfd = dirfd;
   /* After the log read its commit record: a commit in between makes the
   ** log stale at once, never the other way round. */
-  if (dirfd >= 0 && kl_commit_open(dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
+  if (dirfd >= 0 && kl_commit_open(kl_sqlite_env(), dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
   r->dir_mtime = st.st_mtim;
   kl_segment *last = kl_log_last(r->log);
   if (last) {
-    if (dirfd >= 0 && kl_fd_open(last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
+    if (dirfd >= 0 && kl_fd_open(kl_sqlite_env(), last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
       r->lastfd = -1;
     }
-    if (r->lastfd >= 0 ? fstat(r->lastfd, &st) == 0 : stat(last->log_path, &st) == 0) {
+    if (r->lastfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->lastfd, &st) == 0 : kl_os_stat(kl_sqlite_env(), last->log_path, &st) == 0) {
       r->last_size = st.st_size;
     } else {
       r->last_size = -1; /* not fresh next time: opened afresh */
@@ -237,7 +239,7 @@ kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **ou
 void kl_listref_release(kl_listref *k) {
   if (k && --k->refs == 0) {
     for (size_t i = 0; i < k->nfd; i++) {
-      if (k->fd[i] >= 0) close(k->fd[i]);
+      if (k->fd[i] >= 0) kl_os_close(kl_sqlite_env(), k->fd[i]);
     }
     sqlite3_free(k->fd);
     sqlite3_free(k->mtime);
@@ -255,7 +257,7 @@ void kl_listref_release(kl_listref *k) {
 static int listref_fresh(const kl_listref *k) {
   struct stat st;
   for (size_t i = 0; i < k->nfd; i++) {
-    if (fstat(k->fd[i], &st) != 0 || st.st_mtim.tv_sec != k->mtime[i].tv_sec ||
+    if (kl_os_fstat(kl_sqlite_env(), k->fd[i], &st) != 0 || st.st_mtim.tv_sec != k->mtime[i].tv_sec ||
         st.st_mtim.tv_nsec != k->mtime[i].tv_nsec || st.st_size != k->size[i]) {
       return 0;
     }
@@ -268,9 +270,9 @@ static int listref_fresh(const kl_listref *k) {
 static void listref_watch(kl_listref *k, const char *path, int flags) {
   struct stat st;
   int fd;
-  if (kl_fd_open(path, O_RDONLY | flags, 0, &fd, NULL) != KL_OK) return;
-  if (fstat(fd, &st) != 0) {
-    close(fd);
+  if (kl_fd_open(kl_sqlite_env(), path, O_RDONLY | flags, 0, &fd, NULL) != KL_OK) return;
+  if (kl_os_fstat(kl_sqlite_env(), fd, &st) != 0) {
+    kl_os_close(kl_sqlite_env(), fd);
     return;
   }
   k->fd[k->nfd] = fd;
@@ -294,7 +296,7 @@ kl_rc kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, k
   k->refs = 1;
   k->path = sqlite3_mprintf("%s", path);
   k->no_checkpoints = no_checkpoints;
-  kl_rc rc = k->path ? kl_broker_open_flags(NULL, path, no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0,
+  kl_rc rc = k->path ? kl_broker_open_flags(kl_sqlite_env(), path, no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0,
                                             &k->b, err)
                      : kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   if (rc) {

@@ -107,7 +107,7 @@ void kl_logref_release(kl_logref *r);
 /* The log of dir as a writing connection sees it inside its transaction
 ** (core/log.h kl_log_open_view): opened afresh and not cached (the view
 ** moves with every append); released like the others. */
-kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_commit *view,
+kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_view *view,
                            kl_logref **out, kl_err *err);
 void kl_logcache_forget(kl_logcache *c, const char *dir);
 

@@ -24,6 +24,7 @@
 #include "cursor.h"
 #include "file.h"
 #include "glue.h"
+#include "sqlenv.h"
 #include "listing.h"
 #include "log.h"
 #include "metaimage.h"
@@ -112,10 +113,10 @@ static void km_end(km_cursor *c) {
   c->lc = NULL;
   kl_log_close(c->log);
   c->log = NULL;
-  kl_msnaps_free(NULL, c->snaps, c->nsnaps);
+  kl_msnaps_free(kl_sqlite_env(), c->snaps, c->nsnaps);
   c->snaps = NULL;
   c->nsnaps = c->si = 0;
-  kl_free(NULL, c->dir);
+  kl_free(kl_sqlite_env(), c->dir);
   c->dir = NULL;
   sqlite3_free(c->path);
   c->path = NULL;
@@ -125,7 +126,7 @@ static void km_end(km_cursor *c) {
 static int km_close(sqlite3_vtab_cursor *cur) {
   km_cursor *c = (km_cursor *)cur;
   km_end(c);
-  kl_buf_free(NULL, &c->json);
+  kl_buf_free(kl_sqlite_env(), &c->json);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -136,7 +137,7 @@ static kl_rc snap_next(km_cursor *c, kl_err *err) {
   for (;;) {
     if (!c->sw) {
       if (c->si == c->nsnaps) return KL_DONE;
-      kl_rc rc = kl_msnap_open(NULL, c->snaps[c->si].path, &vt->conn->stats, &c->sw, err);
+      kl_rc rc = kl_msnap_open(kl_sqlite_env(), c->snaps[c->si].path, &vt->conn->stats, &c->sw, err);
       if (rc) return rc;
     }
     kl_rc rc = kl_msnap_next(c->sw, &c->e, err);
@@ -186,7 +187,7 @@ static int km_step(km_cursor *c) {
   if (rc == KL_OK && c->e.value) {
     kl_err e;
     kl_err_clear(&e);
-    rc = kl_meta_decode(NULL, c->e.value, (size_t)c->e.value_len, &c->rec, &c->json, &e);
+    rc = kl_meta_decode(kl_sqlite_env(), c->e.value, (size_t)c->e.value_len, &c->rec, &c->json, &e);
     if (rc) {
       const char *where = c->state == KM_IN_SNAPSHOTS ? c->snaps[c->si].path : c->dir;
       kl_err_set(&err, rc, "%s: record at offset %lld: %s", where, (long long)c->e.offset, e.msg);
@@ -220,9 +221,9 @@ static int km_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   if (!(c->path = sqlite3_mprintf("%s", path))) return SQLITE_NOMEM;
   kl_err err;
   kl_err_clear(&err);
-  kl_rc rc = kl_metalog_dir(NULL, path, &c->dir, &err);
-  if (rc == KL_OK) rc = kl_msnaps_list(NULL, c->dir, &c->snaps, &c->nsnaps, &err);
-  if (rc == KL_OK) rc = kl_log_open(NULL, c->dir, &c->log, &err);
+  kl_rc rc = kl_metalog_dir(kl_sqlite_env(), path, &c->dir, &err);
+  if (rc == KL_OK) rc = kl_msnaps_list(kl_sqlite_env(), c->dir, &c->snaps, &c->nsnaps, &err);
+  if (rc == KL_OK) rc = kl_log_open(kl_sqlite_env(), c->dir, &c->log, &err);
   if (rc) {
     km_end(c);
     return km_fail(cur, "kafka_metadata", rc, &err);
@@ -353,7 +354,7 @@ static void ki_end(ki_cursor *c) {
 static int ki_close(sqlite3_vtab_cursor *cur) {
   ki_cursor *c = (ki_cursor *)cur;
   ki_end(c);
-  kl_buf_free(NULL, &c->tmp);
+  kl_buf_free(kl_sqlite_env(), &c->tmp);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -393,13 +394,13 @@ static int ki_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kl_err err;
   kl_err_clear(&err);
   char *dir = NULL;
-  kl_rc rc = kl_metalog_dir(NULL, path, &dir, &err);
-  if (rc == KL_OK) rc = kl_mimage_new(NULL, &c->img);
-  if (rc == KL_OK) rc = kl_metalog_replay(NULL, dir, &vt->conn->stats, &c->q, c->img, &err);
+  kl_rc rc = kl_metalog_dir(kl_sqlite_env(), path, &dir, &err);
+  if (rc == KL_OK) rc = kl_mimage_new(kl_sqlite_env(), &c->img);
+  if (rc == KL_OK) rc = kl_metalog_replay(kl_sqlite_env(), dir, &vt->conn->stats, &c->q, c->img, &err);
   if (rc == KL_OK) {
     rc = c->parts ? kl_mimage_parts(c->img, &c->pv, &c->n) : kl_mimage_topics(c->img, &c->topics, &c->n);
   }
-  kl_free(NULL, dir);
+  kl_free(kl_sqlite_env(), dir);
   if (rc) {
     ki_end(c);
     int src = km_fail(cur, ki_name(c), rc, &err);
@@ -463,16 +464,16 @@ static int kt_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) { return ki_open
 /* A JSON string of a NUL-terminated text (names and values Kafka keeps
 ** as Java strings: the UTF-8 the record carried). */
 static kl_rc json_str(kl_buf *o, const char *s) {
-  kl_rc rc = kl_buf_append(NULL, o, "\"", 1);
+  kl_rc rc = kl_buf_append(kl_sqlite_env(), o, "\"", 1);
   for (; rc == KL_OK && *s; s++) {
     unsigned char ch = (unsigned char)*s;
     char e[8];
     if (ch == '"' || ch == '\\') snprintf(e, sizeof e, "\\%c", ch);
     else if (ch < 0x20) snprintf(e, sizeof e, "\\u%04x", ch);
     else e[0] = (char)ch, e[1] = 0;
-    rc = kl_buf_append(NULL, o, e, strlen(e));
+    rc = kl_buf_append(kl_sqlite_env(), o, e, strlen(e));
   }
-  return rc ? rc : kl_buf_append(NULL, o, "\"", 1);
+  return rc ? rc : kl_buf_append(kl_sqlite_env(), o, "\"", 1);
 }
 
 static int kt_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
@@ -484,14 +485,14 @@ static int kt_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KT_PARTITIONS: sqlite3_result_int(ctx, t->partitions); break;
     case KT_CONFIGS: {
       c->tmp.len = 0;
-      kl_rc rc = kl_buf_append(NULL, &c->tmp, "{", 1);
+      kl_rc rc = kl_buf_append(kl_sqlite_env(), &c->tmp, "{", 1);
       for (size_t i = 0; rc == KL_OK && i < t->nconfigs; i++) {
-        if (i) rc = kl_buf_append(NULL, &c->tmp, ",", 1);
+        if (i) rc = kl_buf_append(kl_sqlite_env(), &c->tmp, ",", 1);
         if (rc == KL_OK) rc = json_str(&c->tmp, t->configs[i]->name);
-        if (rc == KL_OK) rc = kl_buf_append(NULL, &c->tmp, ":", 1);
+        if (rc == KL_OK) rc = kl_buf_append(kl_sqlite_env(), &c->tmp, ":", 1);
         if (rc == KL_OK) rc = json_str(&c->tmp, t->configs[i]->value);
       }
-      if (rc == KL_OK) rc = kl_buf_append(NULL, &c->tmp, "}", 1);
+      if (rc == KL_OK) rc = kl_buf_append(kl_sqlite_env(), &c->tmp, "}", 1);
       if (rc) sqlite3_result_error_nomem(ctx);
       else sqlite3_result_text(ctx, (const char *)c->tmp.p, (int)c->tmp.len, SQLITE_TRANSIENT);
       break;
@@ -550,13 +551,13 @@ static int kpm_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) { return ki_ope
 static void result_ids(sqlite3_context *ctx, kl_buf *b, const kl_ids *a) {
   if (a->n < 0) return;
   b->len = 0;
-  kl_rc rc = kl_buf_append(NULL, b, "[", 1);
+  kl_rc rc = kl_buf_append(kl_sqlite_env(), b, "[", 1);
   for (int32_t i = 0; rc == KL_OK && i < a->n; i++) {
     char num[16];
     snprintf(num, sizeof num, "%s%d", i ? "," : "", (int)a->v[i]);
-    rc = kl_buf_append(NULL, b, num, strlen(num));
+    rc = kl_buf_append(kl_sqlite_env(), b, num, strlen(num));
   }
-  if (rc == KL_OK) rc = kl_buf_append(NULL, b, "]", 1);
+  if (rc == KL_OK) rc = kl_buf_append(kl_sqlite_env(), b, "]", 1);
   if (rc) sqlite3_result_error_nomem(ctx);
   else sqlite3_result_text(ctx, (const char *)b->p, (int)b->len, SQLITE_TRANSIENT);
 }

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "offsets.h"
 #include "scan.h"
+#include "sqlenv.h"
 #include "txn.h"
 
 SQLITE_EXTENSION_INIT3
@@ -124,8 +125,8 @@ static kl_rc read_partition(ko_cursor *c, const kl_part *p, kl_err *err) {
   kl_txns txns;
   int have_txns = 0;
   kl_reader rd;
-  kl_reader_init(&rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
-  kl_rc rc = kl_log_open_partition(NULL, p->dir, &log, err);
+  kl_reader_init(&rd, kl_sqlite_env(), &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+  kl_rc rc = kl_log_open_partition(kl_sqlite_env(), p->dir, &log, err);
   if (rc == KL_OK && (rc = kl_txns_load(log, &rd, &txns, err)) == KL_OK) have_txns = 1;
   if (rc == KL_OK) rc = kl_cursor_new(log, &vt->conn->stats, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds all = kl_bounds_all();
@@ -145,7 +146,7 @@ static kl_rc read_partition(ko_cursor *c, const kl_part *p, kl_err *err) {
     }
   }
   kl_cursor_free(cur);
-  if (have_txns) kl_txns_free(NULL, &txns);
+  if (have_txns) kl_txns_free(kl_sqlite_env(), &txns);
   kl_reader_free(&rd);
   kl_log_close(log);
   return rc == KL_DONE ? KL_OK : rc;
@@ -169,9 +170,9 @@ static int ko_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kl_err err;
   kl_err_clear(&err);
   kl_broker *b = NULL;
-  kl_rc rc = kl_broker_open(NULL, path, &b, &err);
+  kl_rc rc = kl_broker_open(kl_sqlite_env(), path, &b, &err);
   if (rc) return ko_error(c, rc, &err);
-  rc = kl_offsets_new(NULL, &c->fold);
+  rc = kl_offsets_new(kl_sqlite_env(), &c->fold);
   for (size_t i = kl_broker_seek(b, KO_TOPIC, strlen(KO_TOPIC), 0);
        rc == KL_OK && i < kl_broker_count(b); i++) {
     const kl_part *p = kl_broker_part(b, i);

@@ -27,12 +27,14 @@
 #include <sys/stat.h>
 
 #include "broker.h"
-#include "utf8.h"
 #include "cursor.h"
 #include "glue.h"
 #include "listing.h"
 #include "log.h"
+#include "os.h"
+#include "sqlenv.h"
 #include "txn.h"
+#include "utf8.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -129,7 +131,7 @@ static int kp_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
     return SQLITE_ERROR;
   }
   kl_err err = {0};
-  kl_rc rc = kl_broker_open(NULL, path, &c->b, &err);
+  kl_rc rc = kl_broker_open(kl_sqlite_env(), path, &c->b, &err);
   if (rc) return kp_error(c, rc, &err);
   c->path = sqlite3_mprintf("%s", path);
   return c->path ? SQLITE_OK : SQLITE_NOMEM;
@@ -145,8 +147,8 @@ static int kp_load(kp_cursor *c) {
   kl_err err = {0};
   kl_cursor *cur = NULL;
   kl_reader rd;
-  kl_reader_init(&rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
-  kl_rc rc = kl_log_open(NULL, p->dir, &c->log, &err);
+  kl_reader_init(&rd, kl_sqlite_env(), &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+  kl_rc rc = kl_log_open(kl_sqlite_env(), p->dir, &c->log, &err);
   kl_log *log = c->log;
   c->has_first = c->has_last = 0;
   c->log_start = c->log_end = c->segments = c->bytes = 0;
@@ -154,7 +156,7 @@ static int kp_load(kp_cursor *c) {
     c->segments = (int64_t)kl_log_segment_count(log);
     for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
       struct stat st;
-      if (stat(s->log_path, &st) == 0) c->bytes += st.st_size;
+      if (kl_os_stat(kl_sqlite_env(), s->log_path, &st) == 0) c->bytes += st.st_size;
     }
     c->log_start = kl_log_start_offset(log);
     if (p->log_start > c->log_start) c->log_start = p->log_start;
@@ -198,7 +200,7 @@ static int kp_load_lso(kp_cursor *c) {
   kl_err err = {0};
   kl_reader rd;
   kl_txns t;
-  kl_reader_init(&rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+  kl_reader_init(&rd, kl_sqlite_env(), &vt->conn->stats, KL_ON_CORRUPT_ERROR);
   kl_rc rc = kl_txns_load(c->log, &rd, &t, &err);
   if (rc == KL_OK) {
     /* Never above the high watermark (Kafka's LSO is capped by it). */
@@ -206,7 +208,7 @@ static int kp_load_lso(kp_cursor *c) {
     c->lso = t.lso;
     if (p->high_watermark >= 0 && p->high_watermark < c->lso) c->lso = p->high_watermark;
     if (c->lso < c->log_start) c->lso = c->log_start;
-    kl_txns_free(NULL, &t);
+    kl_txns_free(kl_sqlite_env(), &t);
   }
   kl_reader_free(&rd);
   return rc ? kp_error(c, rc, &err) : SQLITE_OK;

@@ -29,6 +29,7 @@
 #include "log.h"
 #include "txn.h"
 #include "txnstate.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -85,7 +86,7 @@ static int kr_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
 }
 
 static void kr_end_part(kr_cursor *c) {
-  kl_free(NULL, c->p);
+  kl_free(kl_sqlite_env(), c->p);
   c->p = NULL;
   c->n = c->i = 0;
 }
@@ -104,15 +105,15 @@ static kl_rc load_producers(kl_conn *conn, kl_log *log, kl_producer **p, size_t 
   kl_reader rd;
   kl_txns t;
   kl_txn_state st = {0};
-  kl_reader_init(&rd, NULL, &conn->stats, KL_ON_CORRUPT_ERROR);
+  kl_reader_init(&rd, kl_sqlite_env(), &conn->stats, KL_ON_CORRUPT_ERROR);
   kl_rc rc = kl_txns_load_state(log, &rd, &t, &st, origin, err);
   if (rc == KL_OK) {
-    kl_txns_free(NULL, &t);
-    if ((rc = kl_txn_producers(NULL, &st, p, n)) != KL_OK) {
+    kl_txns_free(kl_sqlite_env(), &t);
+    if ((rc = kl_txn_producers(kl_sqlite_env(), &st, p, n)) != KL_OK) {
       kl_err_set(err, rc, "out of memory reading %s", kl_log_dir(log));
     }
   }
-  kl_txn_state_free(NULL, &st);
+  kl_txn_state_free(kl_sqlite_env(), &st);
   kl_reader_free(&rd);
   return rc;
 }
@@ -328,7 +329,7 @@ static kl_rc partition_cands(kl_conn *conn, const kl_part *part, cands *s, kl_er
   kl_producer *p = NULL;
   size_t n = 0;
   kl_txn_origin o;
-  kl_rc rc = kl_log_open(NULL, part->dir, &log, err);
+  kl_rc rc = kl_log_open(kl_sqlite_env(), part->dir, &log, err);
   if (rc == KL_OK) rc = load_producers(conn, log, &p, &n, &o, err);
   kl_log_close(log);
   if (rc) return rc;
@@ -347,7 +348,7 @@ static kl_rc partition_cands(kl_conn *conn, const kl_part *part, cands *s, kl_er
       rc = kl_err_set(err, KL_NOMEM, "out of memory");
     }
   }
-  kl_free(NULL, p);
+  kl_free(kl_sqlite_env(), p);
   return rc;
 }
 
@@ -409,10 +410,10 @@ static kl_rc find_hanging(kh_cursor *c, kl_conn *conn, int have_now, kl_err *err
   size_t found;
   const kl_txnlog_row *const *rows = NULL;
   size_t nrows = 0;
-  kl_rc rc = kl_txnlog_new(NULL, &fold);
+  kl_rc rc = kl_txnlog_new(kl_sqlite_env(), &fold);
   if (rc == KL_OK) rc = kl_txnlog_read(conn, c->path, fold, NULL, NULL, &found, err);
   if (rc == KL_OK) rc = kl_txnlog_rows(fold, &rows, &nrows);
-  if (rc == KL_OK) rc = kl_broker_open(NULL, c->path, &b, err);
+  if (rc == KL_OK) rc = kl_broker_open(kl_sqlite_env(), c->path, &b, err);
   size_t next;
   for (size_t i = 0; rc == KL_OK && i < kl_broker_count(b); i = next) {
     const kl_part *p = kl_broker_part(b, kl_replica_pick(b, i, &next));

@@ -16,6 +16,7 @@
 #include "broker.h"
 #include "checkpoint.h"
 #include "glue.h"
+#include "sqlenv.h"
 #include "listing.h"
 #include "replica.h"
 
@@ -70,8 +71,8 @@ static int ke_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
 }
 
 static void ke_end_part(ke_cursor *c) {
-  kl_epoch_checkpoint_free(NULL, &c->file);
-  kl_epoch_chain_free(NULL, &c->chain);
+  kl_epoch_checkpoint_free(kl_sqlite_env(), &c->file);
+  kl_epoch_chain_free(kl_sqlite_env(), &c->chain);
   c->i = 0;
 }
 
@@ -96,12 +97,12 @@ static int ke_advance(ke_cursor *c) {
     snprintf(path, sizeof path, "%s/leader-epoch-checkpoint", p->dir);
     kl_err err;
     kl_err_clear(&err);
-    kl_rc rc = kl_epoch_checkpoint_read(NULL, path, &c->file, &err);
+    kl_rc rc = kl_epoch_checkpoint_read(kl_sqlite_env(), path, &c->file, &err);
     /* Kept as LeaderEpochFileCache loads the file: what a later entry
     ** contradicts is dropped (replica.h). */
     for (size_t i = 0; rc == KL_OK && i < c->file.n; i++) {
       const kl_epoch_entry *e = &c->file.e[i];
-      if ((rc = kl_epoch_chain_assign(NULL, &c->chain, e->epoch, e->start_offset)) != KL_OK) {
+      if ((rc = kl_epoch_chain_assign(kl_sqlite_env(), &c->chain, e->epoch, e->start_offset)) != KL_OK) {
         kl_err_set(&err, rc, "out of memory");
       }
       if (rc == KL_OK) c->chain.e[c->chain.n - 1].line = e->line;
@@ -303,7 +304,7 @@ static kl_rc add_pair(kd_cursor *c, const kl_part *pa, const kl_part *pb, kl_sta
   if (!r->a || !r->b || (pa->topic && pb->topic && !r->topic)) {
     return kl_err_set(err, KL_NOMEM, "out of memory");
   }
-  return kl_replica_compare(NULL, pa->dir, pb->dir, stats, &r->d, err);
+  return kl_replica_compare(kl_sqlite_env(), pa->dir, pb->dir, stats, &r->d, err);
 }
 
 static int cmp_part(const kl_part *x, const kl_part *y) {
@@ -356,8 +357,8 @@ static int kd_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kl_err err;
   kl_err_clear(&err);
   kl_broker *ba = NULL, *bb = NULL;
-  kl_rc rc = kl_broker_open_flags(NULL, a, KL_BROKER_NO_CHECKPOINTS, &ba, &err);
-  if (rc == KL_OK) rc = kl_broker_open_flags(NULL, b, KL_BROKER_NO_CHECKPOINTS, &bb, &err);
+  kl_rc rc = kl_broker_open_flags(kl_sqlite_env(), a, KL_BROKER_NO_CHECKPOINTS, &ba, &err);
+  if (rc == KL_OK) rc = kl_broker_open_flags(kl_sqlite_env(), b, KL_BROKER_NO_CHECKPOINTS, &bb, &err);
   if (rc == KL_OK) rc = pair_all(c, ba, bb, &vt->conn->stats, &err);
   kl_broker_close(ba);
   kl_broker_close(bb);

@@ -23,7 +23,9 @@
 #include "glue.h"
 #include "listing.h"
 #include "log.h"
+#include "os.h"
 #include "scan.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -140,7 +142,7 @@ static int ks_load(ks_cursor *c) {
   char path[4200];
   struct stat st;
   snprintf(path, sizeof path, "%.*s.txnindex", (int)(strlen(s->log_path) - 4), s->log_path);
-  r->file_bytes[3] = stat(path, &st) == 0 ? (int64_t)st.st_size : -1;
+  r->file_bytes[3] = kl_os_stat(kl_sqlite_env(), path, &st) == 0 ? (int64_t)st.st_size : -1;
   return SQLITE_OK;
 }
 
@@ -154,7 +156,7 @@ static int next_partition(ks_cursor *c) {
     kl_err_clear(&err);
     kl_rc rc = kl_listing_open_log(&c->ls, &c->log, &err);
     if (rc) return ks_error(c, rc, &err);
-    kl_reader_init(&c->rd, NULL, &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+    kl_reader_init(&c->rd, kl_sqlite_env(), &vt->conn->stats, KL_ON_CORRUPT_ERROR);
     c->have_rd = 1;
     c->seg = kl_log_first(c->log);
     if (c->seg) return ks_load(c);

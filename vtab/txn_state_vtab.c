@@ -22,6 +22,7 @@
 #include "cursor.h"
 #include "log.h"
 #include "txnstate.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -61,7 +62,7 @@ static kl_rc read_partition(kl_conn *conn, const kl_part *p, kl_txnlog *f,
                             kl_txnlog_visit visit, void *ctx, kl_err *err) {
   kl_log *log = NULL;
   kl_cursor *cur = NULL;
-  kl_rc rc = kl_log_open_partition(NULL, p->dir, &log, err);
+  kl_rc rc = kl_log_open_partition(kl_sqlite_env(), p->dir, &log, err);
   if (rc == KL_OK) rc = kl_cursor_new(log, &conn->stats, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds all = kl_bounds_all();
   if (p->log_start > 0) all.off_lo = p->log_start; /* below it Kafka has deleted */
@@ -112,7 +113,7 @@ kl_rc kl_txnlog_read(kl_conn *conn, const char *path, kl_txnlog *f, kl_txnlog_vi
                      void *ctx, size_t *found, kl_err *err) {
   kl_broker *b = NULL;
   *found = 0;
-  kl_rc rc = kl_broker_open(NULL, path, &b, err);
+  kl_rc rc = kl_broker_open(kl_sqlite_env(), path, &b, err);
   size_t next;
   for (size_t i = rc ? 0 : kl_broker_seek(b, KT_TOPIC, strlen(KT_TOPIC), 0);
        rc == KL_OK && i < kl_broker_count(b); i = next) {
@@ -244,7 +245,7 @@ static int kt_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kl_err err;
   kl_err_clear(&err);
   size_t found;
-  kl_rc rc = kl_txnlog_new(NULL, &c->fold);
+  kl_rc rc = kl_txnlog_new(kl_sqlite_env(), &c->fold);
   if (rc == KL_OK) {
     rc = kl_txnlog_read(vt->conn, path, c->fold, vt->history ? add_history : NULL, c, &found,
                         &err);
@@ -295,12 +296,12 @@ static int kt_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KT_TIMEOUT: sqlite3_result_int(ctx, v->timeout_ms); break;
     case KT_PARTITIONS: {
       kl_buf b = {0};
-      if (kl_txnlog_partitions_json(NULL, v, &b) != KL_OK) {
-        kl_buf_free(NULL, &b);
+      if (kl_txnlog_partitions_json(kl_sqlite_env(), v, &b) != KL_OK) {
+        kl_buf_free(kl_sqlite_env(), &b);
         return SQLITE_NOMEM;
       }
       sqlite3_result_text(ctx, (const char *)b.p, (int)b.len, SQLITE_TRANSIENT);
-      kl_buf_free(NULL, &b);
+      kl_buf_free(kl_sqlite_env(), &b);
       break;
     }
     case KT_START_TS: result_id(ctx, v->start_ts); break;

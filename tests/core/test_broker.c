@@ -16,6 +16,7 @@
 
 #include "broker.h"
 #include "checkpoint.h"
+#include "os.h"
 
 static void mkdirp(const char *root, const char *name) {
   char p[4096];
@@ -340,8 +341,8 @@ static void test_partition_path_forms(void **state) {
 }
 
 /* Reads of the checkpoints fail with EIO. */
-static long eio_read(void *ud, int fd, void *buf, size_t n, int64_t pos) {
-  (void)ud, (void)fd, (void)buf, (void)n, (void)pos;
+static long eio_read(const kl_os *os, int fd, void *buf, size_t n, int64_t pos) {
+  (void)os, (void)fd, (void)buf, (void)n, (void)pos;
   errno = EIO;
   return -1;
 }
@@ -356,7 +357,8 @@ static void test_unreadable_checkpoint(void **state) {
   char one[4200], f[4200];
   snprintf(one, sizeof one, "%s/orders-1", d);
   snprintf(f, sizeof f, "%s/log-start-offset-checkpoint", d);
-  kl_env env = {NULL, NULL, eio_read};
+  kl_os os = {.xRead = eio_read};
+  kl_env env = {NULL, NULL, &os};
   const char *paths[] = {d, one};
   for (int i = 0; i < 2; i++) {
     kl_broker *b = NULL;

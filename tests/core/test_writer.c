@@ -451,7 +451,7 @@ static void test_commit_slots(void **state) {
   txn(w, 5, 5);
   kl_commit c;
   kl_err err = {0};
-  assert_int_equal(kl_commit_read(a, &c, &err), KL_OK);
+  assert_int_equal(kl_commit_read(NULL, a, &c, &err), KL_OK);
   assert_int_equal(c.next_offset, 10);
   char p[4200];
   snprintf(p, sizeof p, "%s/%s", a, KL_COMMIT_FILE);
@@ -462,14 +462,14 @@ static void test_commit_slots(void **state) {
   /* Tear the newer slot: the older one is the commit of offsets 0..4. */
   t_flip(p, (int64_t)(c.gen % 2) * KL_COMMIT_SLOT + 20, 0x01);
   kl_commit old;
-  assert_int_equal(kl_commit_read(a, &old, &err), KL_OK);
+  assert_int_equal(kl_commit_read(NULL, a, &old, &err), KL_OK);
   assert_int_equal(old.gen, c.gen - 1);
   assert_int_equal(old.next_offset, 5);
   assert_int_equal(check_log(a), 5);
   /* Both torn: an error naming the file, no guess. */
   t_flip(p, (int64_t)(old.gen % 2) * KL_COMMIT_SLOT + 20, 0x01);
   kl_err e2 = {0};
-  assert_int_equal(kl_commit_read(a, &old, &e2), KL_CORRUPT);
+  assert_int_equal(kl_commit_read(NULL, a, &old, &e2), KL_CORRUPT);
   assert_non_null(strstr(e2.msg, KL_COMMIT_FILE));
   t_flip(p, (int64_t)(old.gen % 2) * KL_COMMIT_SLOT + 20, 0x01);
   /* The next writer goes on from the older commit. */

@@ -704,7 +704,7 @@ static void test_crash(void **state) {
     /* Did the kill leave bytes past the commit (a transaction cut)? */
     kl_commit cr;
     kl_err ce = {0};
-    if (kl_commit_read(dir, &cr, &ce) == KL_OK) {
+    if (kl_commit_read(NULL, dir, &cr, &ce) == KL_OK) {
       char lp[4200];
       struct stat sb;
       snprintf(lp, sizeof lp, "%s/%020lld.log", dir, (long long)cr.seg_base);

@@ -1,0 +1,181 @@
+/*
+** os.c - the POSIX table of the operating-system layer (see os.h), and the
+** calls that pick the table of a kl_env.
+*/
+/* F_OFD_SETLK and SEEK_DATA need _GNU_SOURCE, which CMakeLists.txt defines. */
+#include "os.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+static int px_open(const kl_os *os, const char *path, int flags, int mode) {
+  (void)os;
+  int fd = open(path, flags, mode);
+  /* O_NONBLOCK off again (os.h): F_SETFL keeps the access mode; of the
+  ** flags given only O_APPEND is a status flag. */
+  if (fd >= 0 && (flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags & O_APPEND) != 0) {
+    int e = errno;
+    close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+static int px_close(const kl_os *os, int fd) {
+  (void)os;
+  return close(fd);
+}
+static long px_read(const kl_os *os, int fd, void *buf, size_t n, int64_t pos) {
+  (void)os;
+  return (long)pread(fd, buf, n, (off_t)pos);
+}
+static long px_write(const kl_os *os, int fd, const void *buf, size_t n, int64_t pos) {
+  (void)os;
+  return (long)pwrite(fd, buf, n, (off_t)pos);
+}
+static long px_writev(const kl_os *os, int fd, const struct iovec *iov, int cnt, int64_t pos) {
+  (void)os;
+  return (long)pwritev(fd, iov, cnt, (off_t)pos);
+}
+static int px_sync(const kl_os *os, int fd, int data) {
+  (void)os;
+  return data ? fdatasync(fd) : fsync(fd);
+}
+static int px_truncate(const kl_os *os, int fd, int64_t size) {
+  (void)os;
+  return ftruncate(fd, (off_t)size);
+}
+static int px_stat(const kl_os *os, const char *path, struct stat *st) {
+  (void)os;
+  return stat(path, st);
+}
+static int px_fstat(const kl_os *os, int fd, struct stat *st) {
+  (void)os;
+  return fstat(fd, st);
+}
+static int px_rename(const kl_os *os, const char *from, const char *to) {
+  (void)os;
+  return rename(from, to);
+}
+static int px_unlink(const kl_os *os, const char *path) {
+  (void)os;
+  return unlink(path);
+}
+static int px_mkdir(const kl_os *os, const char *path, int mode) {
+  (void)os;
+  return mkdir(path, (mode_t)mode);
+}
+static int px_rmdir(const kl_os *os, const char *path) {
+  (void)os;
+  return rmdir(path);
+}
+static void *px_opendir(const kl_os *os, const char *path) {
+  (void)os;
+  return opendir(path);
+}
+static int px_readdir(const kl_os *os, void *dir, const char **name, int *is_dir) {
+  (void)os;
+  errno = 0;
+  struct dirent *de = readdir((DIR *)dir);
+  if (de) {
+    *name = de->d_name;
+    *is_dir = -1;
+#ifdef DT_DIR
+    if (de->d_type == DT_DIR) *is_dir = 1;
+    else if (de->d_type != DT_UNKNOWN && de->d_type != DT_LNK) *is_dir = 0;
+#endif
+    return 1;
+  }
+  return errno ? -1 : 0;
+}
+static void px_closedir(const kl_os *os, void *dir) {
+  (void)os;
+  closedir((DIR *)dir);
+}
+static int px_lock(const kl_os *os, int fd, int lock) {
+  (void)os;
+  if (lock == KL_LOCK_DIR_EX) return flock(fd, LOCK_EX);
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = lock == KL_LOCK_OFD_READ ? F_RDLCK : lock == KL_LOCK_OFD_WRITE ? F_WRLCK : F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  return fcntl(fd, F_OFD_SETLK, &fl);
+}
+static int64_t px_seek_data(const kl_os *os, int fd, int64_t pos) {
+  (void)os;
+#ifdef SEEK_DATA
+  return (int64_t)lseek(fd, (off_t)pos, SEEK_DATA);
+#else
+  (void)fd;
+  return pos; /* no holes known: every byte is data */
+#endif
+}
+
+static const kl_os posix = {
+  NULL,        px_open,    px_close,   px_read,   px_write,    px_writev,   px_sync,
+  px_truncate, px_stat,    px_fstat,   px_rename, px_unlink,   px_mkdir,    px_rmdir,
+  px_opendir,  px_readdir, px_closedir, px_lock,  px_seek_data,
+};
+
+const kl_os *kl_os_posix(void) { return &posix; }
+
+/* The table of env, and the function of an entry: the POSIX one when the
+** table leaves it NULL. */
+#define OS(env) ((env) && (env)->os ? (env)->os : &posix)
+#define CALL(env, x, ...)                                                          \
+  (OS(env)->x ? OS(env)->x(OS(env), __VA_ARGS__) : posix.x(&posix, __VA_ARGS__))
+
+int kl_os_open(const kl_env *env, const char *path, int flags, int mode) {
+  return CALL(env, xOpen, path, flags, mode);
+}
+int kl_os_close(const kl_env *env, int fd) { return CALL(env, xClose, fd); }
+long kl_os_read(const kl_env *env, int fd, void *buf, size_t n, int64_t pos) {
+  return CALL(env, xRead, fd, buf, n, pos);
+}
+long kl_os_write(const kl_env *env, int fd, const void *buf, size_t n, int64_t pos) {
+  return CALL(env, xWrite, fd, buf, n, pos);
+}
+long kl_os_writev(const kl_env *env, int fd, const struct iovec *iov, int cnt, int64_t pos) {
+  return CALL(env, xWritev, fd, iov, cnt, pos);
+}
+int kl_os_sync(const kl_env *env, int fd, int data) { return CALL(env, xSync, fd, data); }
+int kl_os_truncate(const kl_env *env, int fd, int64_t size) {
+  return CALL(env, xTruncate, fd, size);
+}
+int kl_os_stat(const kl_env *env, const char *path, struct stat *st) {
+  return CALL(env, xStat, path, st);
+}
+int kl_os_fstat(const kl_env *env, int fd, struct stat *st) { return CALL(env, xFstat, fd, st); }
+int kl_os_rename(const kl_env *env, const char *from, const char *to) {
+  return CALL(env, xRename, from, to);
+}
+int kl_os_unlink(const kl_env *env, const char *path) { return CALL(env, xUnlink, path); }
+int kl_os_mkdir(const kl_env *env, const char *path, int mode) {
+  return CALL(env, xMkdir, path, mode);
+}
+int kl_os_rmdir(const kl_env *env, const char *path) { return CALL(env, xRmdir, path); }
+void *kl_os_opendir(const kl_env *env, const char *path) { return CALL(env, xOpendir, path); }
+int kl_os_readdir(const kl_env *env, void *dir, const char **name, int *is_dir) {
+  return CALL(env, xReaddir, dir, name, is_dir);
+}
+void kl_os_closedir(const kl_env *env, void *dir) {
+  if (OS(env)->xClosedir) {
+    OS(env)->xClosedir(OS(env), dir);
+  } else {
+    posix.xClosedir(&posix, dir);
+  }
+}
+int kl_os_lock(const kl_env *env, int fd, int lock) { return CALL(env, xLock, fd, lock); }
+int64_t kl_os_seek_data(const kl_env *env, int fd, int64_t pos) {
+  return CALL(env, xSeekData, fd, pos);
+}
+
+int kl_os_is_dir(const kl_env *env, const char *path) {
+  struct stat st;
+  return kl_os_stat(env, path, &st) == 0 && S_ISDIR(st.st_mode);
+}
