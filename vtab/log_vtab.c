@@ -875,15 +875,16 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
     }
   }
   c->pbnd = c->bnd;
-  /* Records below the log start offset are deleted for every consumer. */
-  if (p->log_start >= 0 && p->log_start > c->pbnd.off_lo) c->pbnd.off_lo = p->log_start;
+  /* Records below the log start offset are deleted for every consumer
+  ** (core/log.h).  One at the first segment's base, from no checkpoint,
+  ** deletes nothing: the bound stays open, sparing the scan a seek. */
+  int64_t ls = kl_log_readable_start(c->ref->log, p->log_start);
+  const kl_segment *first = kl_log_first(c->ref->log);
+  int deletes = p->log_start >= 0 || (first && ls > first->base);
+  if (deletes && ls > c->pbnd.off_lo) c->pbnd.off_lo = ls;
   /* And below what this table's own open transaction deleted. */
   int64_t del = vt->app ? kl_append_deleted_below(vt->app) : -1;
   if (del >= 0 && del > c->pbnd.off_lo) c->pbnd.off_lo = del;
-  /* And below the one a writer keeps (retention, core/commit.h). */
-  int64_t ls = kl_log_start_offset(c->ref->log);
-  const kl_segment *first = kl_log_first(c->ref->log);
-  if (first && ls > first->base && ls > c->pbnd.off_lo) c->pbnd.off_lo = ls;
   return c->read_committed ? committed_bounds(c, err) : KL_OK;
 }
 
