@@ -1,5 +1,6 @@
 /*
-** checkpoint.c - Kafka's text offset checkpoint files.
+** checkpoint.c - Kafka's text checkpoint files: one reader of their framing
+** for the offset checkpoints and leader-epoch-checkpoint alike.
 */
 #include "checkpoint.h"
 
@@ -97,9 +98,61 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {
   c->n = 0;
 }
 
-kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
-  out->e = NULL;
-  out->n = 0;
+/* One entry's fields, split: 1 taken, 0 malformed, -1 out of memory. */
+typedef int (*entry_fn)(const kl_env *env, void *ud, const char *const *f, const size_t *fl,
+                        size_t line);
+
+/* The framing every checkpoint-format file shares (Kafka's CheckpointFile):
+** a version line "0", a count line, then exactly that many entries of
+** `fields` fields, each given to fn.  shape names the entry's fields in the
+** message of a malformed one. */
+typedef struct framing {
+  int fields;
+  const char *shape;
+  entry_fn fn;
+  void *ud;
+} framing;
+
+/* Line `line` (1-based) of the file; *count is read from line 2, *seen
+** counts the entries. */
+static kl_rc frame_line(const kl_env *env, const char *path, const framing *fr, const char *s,
+                        size_t n, size_t line, int64_t *count, int64_t *seen, kl_err *err) {
+  const char *fld[4];
+  size_t fl[4];
+  int k = split(s, n, fld, fl, fr->fields);
+  int64_t version;
+  if (line == 1) {
+    if (k != 1 || !parse_int(fld[0], fl[0], INT64_MIN, INT64_MAX, &version)) {
+      return kl_err_set(err, KL_CORRUPT, "%s:1: malformed version line", path);
+    }
+    if (version != 0) {
+      return kl_err_set(err, KL_CORRUPT, "%s:1: unrecognized version %lld (expected 0)", path,
+                        (long long)version);
+    }
+    return KL_OK;
+  }
+  if (line == 2) {
+    if (k != 1 || !parse_int(fld[0], fl[0], 0, INT32_MAX, count)) {
+      return kl_err_set(err, KL_CORRUPT, "%s:2: malformed entry count", path);
+    }
+    return KL_OK;
+  }
+  if (*count <= *seen) {
+    return kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
+                      path, line, (long long)*count);
+  }
+  int r = k == fr->fields ? fr->fn(env, fr->ud, fld, fl, line) : 0;
+  if (r < 0) return kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+  if (r == 0) {
+    return kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected %s)", path, line,
+                      fr->shape);
+  }
+  (*seen)++;
+  return KL_OK;
+}
+
+/* Read the file at path through fr (nothing when it does not exist). */
+static kl_rc read_framed(const kl_env *env, const char *path, const framing *fr, kl_err *err) {
   kl_file f;
   kl_rc rc = kl_file_open(&f, env, path, err);
   if (rc == KL_NOTFOUND) return KL_OK;
@@ -120,69 +173,67 @@ kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_e
   }
   /* Lines end in \n; a \r before it belongs to the line's whitespace. */
   size_t pos = 0, line = 0;
-  int64_t version = -1, count = -1;
-  size_t cap_e = 0;
+  int64_t count = -1, seen = 0;
   while (rc == KL_OK && pos < len) {
     const char *s = buf + pos;
     const char *nl = memchr(s, '\n', len - pos);
     size_t n = nl ? (size_t)(nl - s) : len - pos;
     pos += n + (nl != NULL);
-    line++;
-    const char *fld[4];
-    size_t fl[4];
-    int k = split(s, n, fld, fl, 3);
-    if (line == 1) {
-      if (k != 1 || !parse_int(fld[0], fl[0], INT64_MIN, INT64_MAX, &version)) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:1: malformed version line", path);
-      } else if (version != 0) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:1: unrecognized version %lld (expected 0)", path,
-                        (long long)version);
-      }
-    } else if (line == 2) {
-      if (k != 1 || !parse_int(fld[0], fl[0], 0, INT32_MAX, &count)) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:2: malformed entry count", path);
-      }
-    } else {
-      int64_t p, off;
-      if ((size_t)count <= out->n) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
-                        path, line, (long long)count);
-      } else if (k != 3 || !is_field(fld[0], fl[0]) || !parse_int(fld[1], fl[1], INT32_MIN, INT32_MAX, &p) ||
-                 !parse_int(fld[2], fl[2], INT64_MIN, INT64_MAX, &off)) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected <topic> <partition> "
-                        "<offset>)", path, line);
-      } else {
-        if (out->n == cap_e) {
-          cap_e = cap_e ? cap_e * 2 : 16;
-          kl_ckpt_entry *e = kl_realloc(env, out->e, cap_e * sizeof *e);
-          if (!e) {
-            rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-            break;
-          }
-          out->e = e;
-        }
-        char *t = kl_malloc(env, fl[0] + 1);
-        if (!t) {
-          rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-          break;
-        }
-        memcpy(t, fld[0], fl[0]);
-        t[fl[0]] = 0;
-        out->e[out->n].topic = t;
-        out->e[out->n].partition = (int32_t)p;
-        out->e[out->n].offset = off;
-        out->e[out->n].line = line;
-        out->n++;
-      }
-    }
+    rc = frame_line(env, path, fr, s, n, ++line, &count, &seen, err);
   }
   if (rc == KL_OK && line < 2) {
     rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: no entry count line", path, line + 1);
-  } else if (rc == KL_OK && (int64_t)out->n != count) {
-    rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: expected %lld entries but found only %zu", path,
-                    line + 1, (long long)count, out->n);
+  } else if (rc == KL_OK && seen != count) {
+    rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: expected %lld entries but found only %lld", path,
+                    line + 1, (long long)count, (long long)seen);
   }
   kl_free(env, buf);
+  return rc;
+}
+
+/* Grow *p (of *cap elements of size sz) to hold n + 1. */
+static int grow(const kl_env *env, void **p, size_t *cap, size_t n, size_t sz) {
+  if (n < *cap) return 1;
+  size_t c = *cap ? *cap * 2 : 16;
+  void *q = kl_realloc(env, *p, c * sz);
+  if (!q) return 0;
+  *p = q;
+  *cap = c;
+  return 1;
+}
+
+typedef struct offsets_ud {
+  kl_ckpt *out;
+  size_t cap;
+} offsets_ud;
+
+static int offset_entry(const kl_env *env, void *ud, const char *const *f, const size_t *fl,
+                        size_t line) {
+  offsets_ud *u = ud;
+  int64_t p, off;
+  if (!is_field(f[0], fl[0]) || !parse_int(f[1], fl[1], INT32_MIN, INT32_MAX, &p) ||
+      !parse_int(f[2], fl[2], INT64_MIN, INT64_MAX, &off)) {
+    return 0;
+  }
+  if (!grow(env, (void **)&u->out->e, &u->cap, u->out->n, sizeof *u->out->e)) return -1;
+  char *t = kl_malloc(env, fl[0] + 1);
+  if (!t) return -1;
+  memcpy(t, f[0], fl[0]);
+  t[fl[0]] = 0;
+  kl_ckpt_entry *e = &u->out->e[u->out->n++];
+  e->topic = t;
+  e->partition = (int32_t)p;
+  e->offset = off;
+  e->line = line;
+  return 1;
+}
+
+kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
+  out->e = NULL;
+  out->n = 0;
+  offsets_ud u = {out, 0};
+  framing fr = {3, "<topic> <partition> <offset>", offset_entry, &u};
+  kl_rc rc = read_framed(env, path, &fr, err);
   if (rc) {
     kl_checkpoint_free(env, out);
     return rc;
@@ -191,6 +242,42 @@ kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_e
     qsort(out->e, out->n, sizeof *out->e, cmp_entry);
   }
   return KL_OK;
+}
+
+typedef struct epochs_ud {
+  kl_epochs *out;
+  size_t cap;
+} epochs_ud;
+
+static int epoch_entry(const kl_env *env, void *ud, const char *const *f, const size_t *fl,
+                       size_t line) {
+  (void)line;
+  epochs_ud *u = ud;
+  int64_t e, off;
+  if (!parse_int(f[0], fl[0], INT32_MIN, INT32_MAX, &e) ||
+      !parse_int(f[1], fl[1], INT64_MIN, INT64_MAX, &off)) {
+    return 0;
+  }
+  if (!grow(env, (void **)&u->out->e, &u->cap, u->out->n, sizeof *u->out->e)) return -1;
+  u->out->e[u->out->n++] = (kl_epoch_entry){(int32_t)e, off};
+  return 1;
+}
+
+kl_rc kl_checkpoint_read_epochs(const kl_env *env, const char *path, kl_epochs *out,
+                                kl_err *err) {
+  out->e = NULL;
+  out->n = 0;
+  epochs_ud u = {out, 0};
+  framing fr = {2, "<epoch> <start offset>", epoch_entry, &u};
+  kl_rc rc = read_framed(env, path, &fr, err);
+  if (rc) kl_epochs_free(env, out);
+  return rc;
+}
+
+void kl_epochs_free(const kl_env *env, kl_epochs *e) {
+  kl_free(env, e->e);
+  e->e = NULL;
+  e->n = 0;
 }
 
 int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition) {

@@ -2,7 +2,8 @@
 ** checkpoint.h - Kafka's offset checkpoint files (format.md 11.1): the
 ** log directory's recovery-point-offset-checkpoint,
 ** log-start-offset-checkpoint, replication-offset-checkpoint and
-** cleaner-offset-checkpoint.
+** cleaner-offset-checkpoint; and, with two fields an entry, a partition's
+** leader-epoch-checkpoint.
 **
 **   0                  <- version, must be 0
 **   2                  <- number of entries
@@ -47,6 +48,28 @@ typedef struct kl_ckpt {
 ** it cannot be read.  Free with kl_checkpoint_free. */
 kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err);
 void kl_checkpoint_free(const kl_env *env, kl_ckpt *c);
+
+/* A partition directory's leader-epoch-checkpoint (format.md 11.2): the
+** same framing, with "<epoch> <start offset>" entries, kept in the file's
+** order (Kafka writes them by increasing epoch). */
+#define KL_LEADER_EPOCH_FILE "leader-epoch-checkpoint"
+
+typedef struct kl_epoch_entry {
+  int32_t epoch;
+  int64_t start_offset;     /* the first offset of that epoch */
+} kl_epoch_entry;
+
+typedef struct kl_epochs {
+  kl_epoch_entry *e;
+  size_t n;
+} kl_epochs;
+
+/* Read the leader-epoch-checkpoint at path into *out (empty when the file
+** does not exist), as strictly as kl_checkpoint_read: KL_CORRUPT
+** "<path>:<line>: ..." when malformed.  Free with kl_epochs_free. */
+kl_rc kl_checkpoint_read_epochs(const kl_env *env, const char *path, kl_epochs *out,
+                                kl_err *err);
+void kl_epochs_free(const kl_env *env, kl_epochs *e);
 
 /* The offset recorded for (topic, partition), or -1. */
 int64_t kl_checkpoint_get(const kl_ckpt *c, const char *topic, int32_t partition);

@@ -708,44 +708,22 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
 
 /* ---- the public calls ---- */
 
-/* The latest leader epoch of dir's leader-epoch-checkpoint ("0", a count,
-** then "<epoch> <start offset>" lines) in *epoch, or -1: batches appended
-** to a partition a broker led carry its epoch (behaviour.md 12.2), a log
-** of its own none.  A file that cannot be read is an error naming it. */
+/* The latest leader epoch of dir's leader-epoch-checkpoint in *epoch, or
+** -1: batches appended to a partition a broker led carry its epoch
+** (behaviour.md 12.2), a log of its own none.  A file that cannot be read,
+** or is malformed, is an error naming it (checkpoint.h). */
 static kl_rc last_leader_epoch(const kl_env *env, const char *dir, int32_t *epoch,
                                kl_err *err) {
   char p[4200];
-  snprintf(p, sizeof p, "%s/leader-epoch-checkpoint", dir);
+  snprintf(p, sizeof p, "%s/" KL_LEADER_EPOCH_FILE, dir);
   *epoch = -1;
-  kl_file f;
-  kl_rc rc = kl_file_open(&f, env, p, err);
-  if (rc == KL_NOTFOUND) return KL_OK;
-  if (rc) return rc;
-  /* One line per epoch the partition had: a few KiB; what lies past this
-  ** is not read. */
-  size_t n = f.size < (int64_t)1 << 20 ? (size_t)f.size : (size_t)1 << 20;
-  char *buf = kl_malloc(env, n + 1);
-  if (!buf) rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", p);
-  else rc = kl_file_read(&f, 0, buf, n, err);
-  kl_file_close(&f);
-  if (rc) {
-    kl_free(env, buf);
-    return rc;
+  kl_epochs es;
+  kl_rc rc = kl_checkpoint_read_epochs(env, p, &es, err);
+  for (size_t i = 0; rc == KL_OK && i < es.n; i++) {
+    if (es.e[i].epoch > *epoch) *epoch = es.e[i].epoch;
   }
-  buf[n] = 0;
-  long version, count, e;
-  long long start;
-  int used;
-  const char *s = buf;
-  if (sscanf(s, "%ld %ld%n", &version, &count, &used) == 2 && version == 0) {
-    s += used;
-    for (long i = 0; i < count && sscanf(s, "%ld %lld%n", &e, &start, &used) == 2; i++) {
-      s += used;
-      if (e >= 0 && e <= INT32_MAX && e > *epoch) *epoch = (int32_t)e;
-    }
-  }
-  kl_free(env, buf);
-  return KL_OK;
+  if (rc == KL_OK) kl_epochs_free(env, &es);
+  return rc;
 }
 
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
