@@ -362,7 +362,7 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
     for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++) {
       seg_path(w, bases[i], sfx[k], p, sizeof p);
       char to[4300];
-      snprintf(to, sizeof to, "%s.deleted", p);
+      snprintf(to, sizeof to, "%s" KL_DELETED_SUFFIX, p);
       if ((drop ? unlink(p) : rename(p, to)) != 0 && errno != ENOENT) {
         rc = kl_err_set(err, KL_IO, "%s: cannot remove: %s", p, strerror(errno));
         break;
@@ -386,9 +386,12 @@ static void purge_deleted(kl_writer *w) {
   while ((de = readdir(d)) != NULL) {
     size_t n = strlen(de->d_name);
     int64_t b;
-    if (n < 28 || strcmp(de->d_name + n - 8, ".deleted") != 0) continue;
+    if (n < 20 + KL_DELETED_LEN ||
+        strcmp(de->d_name + n - KL_DELETED_LEN, KL_DELETED_SUFFIX) != 0) {
+      continue;
+    }
     char stem[32];
-    if (n - 8 > 30) continue;
+    if (n - KL_DELETED_LEN > 30) continue;
     snprintf(stem, sizeof stem, "%.20s.log", de->d_name);
     if (!kl_segment_name(stem, &b)) continue;
     struct stat sb;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "topic.h"
+
 SQLITE_EXTENSION_INIT3
 
 int kl_sqlite_rc(kl_rc rc) {
@@ -164,17 +166,15 @@ static int in_values(sqlite3_value *v, int is_in, sqlite3_value ***out, int *n) 
   return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
-/* Topic values in the listing's order (bytes, then length), non-text
-** ones last. */
+/* Topic values in the listing's order (core/topic.h), non-text ones last. */
 static int cmp_topic(const void *a, const void *b) {
   sqlite3_value *x = *(sqlite3_value *const *)a, *y = *(sqlite3_value *const *)b;
   int tx = sqlite3_value_type(x) == SQLITE_TEXT, ty = sqlite3_value_type(y) == SQLITE_TEXT;
   if (tx != ty) return tx ? -1 : 1;
   if (!tx) return 0;
-  const unsigned char *px = sqlite3_value_text(x), *py = sqlite3_value_text(y);
-  int nx = sqlite3_value_bytes(x), ny = sqlite3_value_bytes(y);
-  int c = px && py ? memcmp(px, py, (size_t)(nx < ny ? nx : ny)) : 0;
-  return c ? c : (nx > ny) - (nx < ny);
+  const char *px = (const char *)sqlite3_value_text(x), *py = (const char *)sqlite3_value_text(y);
+  size_t nx = px ? (size_t)sqlite3_value_bytes(x) : 0, ny = py ? (size_t)sqlite3_value_bytes(y) : 0;
+  return kl_topic_cmp(px, nx, 0, py, ny, 0);
 }
 
 /* Does p's partition satisfy the partition = values (pv of np, when
@@ -373,8 +373,7 @@ kl_rc kl_listing_open_log(const kl_listing *l, kl_log **out, kl_err *err) {
 }
 
 sqlite3_int64 kl_listing_rowid(const kl_listing *l, int64_t v) {
-  if (kl_broker_single(l->b)) return v;
-  return (sqlite3_int64)(((uint64_t)l->index << 44) + (uint64_t)v);
+  return kl_broker_rowid(l->b, l->index, v);
 }
 
 void kl_listing_end(kl_listing *l) {

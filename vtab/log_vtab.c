@@ -60,11 +60,6 @@ static const char kl_schema[] =
     " dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN, isolation HIDDEN, key_type HIDDEN,"
     " value_type HIDDEN)";
 
-/* Rowids of a path with several partitions carry the partition's place in
-** the listing above the offset, so that rows stay distinct (SQLite's OR
-** optimisation merges rowid sets); one partition's rowid is its offset. */
-#define KL_ROWID_SHIFT 44
-
 #define KL_NO_LANE ((size_t)-1) /* kl_vcursor.lane: no lane is read */
 
 typedef struct kl_vtab {
@@ -92,7 +87,7 @@ typedef struct kl_vcursor {
   size_t *sel;              /* the chosen ones (indexes into bk), in order */
   size_t nsel, isel;        /* how many; the next to read */
   const kl_part *part;      /* the one being read */
-  int64_t rowid_base;       /* its place in the listing, for rowids */
+  size_t place;             /* its place in the listing, for rowids */
   kl_logref *ref;           /* its log (one ref), or NULL */
   kl_cursor *cur;
   kl_bounds bnd;            /* the query's bounds */
@@ -858,7 +853,7 @@ static kl_rc open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   size_t i = c->sel[k];
   const kl_part *p = kl_broker_part(c->bk->b, i);
   c->part = p;
-  c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
+  c->place = i;
   /* The writing connection reads its own open transaction (append.h). */
   kl_commit view;
   int has_view = 0;
@@ -911,7 +906,7 @@ static kl_rc use_lane(kl_vcursor *c, size_t k, kl_err *err) {
   if (l->cur) {
     size_t i = c->sel[k];
     c->part = kl_broker_part(c->bk->b, i);
-    c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
+    c->place = i;
     c->ref = l->ref;
     c->cur = l->cur;
     c->pbnd = l->pbnd;
@@ -1342,10 +1337,7 @@ static int kl_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     if (rc) return rc;
     off = kl_cursor_record(c->cur)->offset;
   }
-  /* Offsets beyond 2^44 in a path of several partitions would reach the
-  ** next partition's rowids: they keep the offset alone. */
-  *rowid = c->rowid_base && off >= 0 && off < ((int64_t)1 << KL_ROWID_SHIFT) ? c->rowid_base + off
-                                                                              : off;
+  *rowid = kl_broker_rowid(c->bk->b, c->place, off);
   return SQLITE_OK;
 }
 
