@@ -336,10 +336,9 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
   int64_t n = entries_before_zeros(ck, s, ix);
   int64_t prev_off = -1, prev_pos = -1;
   for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
-    const uint8_t *slot = kl_index_slot(ix, i);
-    int64_t rel = (int64_t)kl_get_u32(slot);
-    int64_t off = kl_add_sat(s->base, rel);
-    int64_t p = (int64_t)kl_get_u32(slot + 4);
+    int64_t rel = kl_index_relative_at(ix, i);
+    int64_t off = kl_index_offset_at(ix, i);
+    int64_t p = kl_index_position_at(ix, i);
     if (i > 0 && (off <= prev_off || p <= prev_pos)) {
       report(ck, "index_not_monotonic", KL_SEV_WARNING, i * 8,
              "entry %lld (offset %lld, position %lld) does not follow entry %lld (offset %lld, "
@@ -384,7 +383,7 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
     ** them, whether it is the first offset (before Kafka 2.0) or the last. */
     int64_t np = w->end;
     if (i + 1 < n) {
-      int64_t q = (int64_t)kl_get_u32(kl_index_slot(ix, i + 1) + 4);
+      int64_t q = kl_index_position_at(ix, i + 1);
       if (q > p && q < np) np = q;
     }
     int64_t j = span_before(ck, np);
@@ -405,10 +404,9 @@ static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const w
   int64_t n = entries_before_zeros(ck, s, ix);
   int64_t prev_ts = 0, prev_off = 0, last_ts = -1;
   for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
-    const uint8_t *slot = kl_index_slot(ix, i);
-    int64_t ts = kl_get_i64(slot);
-    int64_t rel = (int64_t)kl_get_u32(slot + 8);
-    int64_t off = kl_add_sat(s->base, rel);
+    int64_t ts = kl_index_timestamp_at(ix, i);
+    int64_t rel = kl_index_relative_at(ix, i);
+    int64_t off = kl_index_time_offset_at(ix, i);
     if (i > 0 && (ts <= prev_ts || off < prev_off)) {
       report(ck, "timeindex_not_monotonic", KL_SEV_WARNING, i * 12,
              "entry %lld (timestamp %lld, offset %lld) does not follow entry %lld (timestamp "

@@ -167,8 +167,7 @@ static void fresh_segment(kl_commit *st, int64_t base) {
 
 static kl_rc put_tidx(kl_writer *w, kl_err *err) {
   uint8_t e[12];
-  kl_put_u64(e, (uint64_t)w->st.max_ts);
-  kl_put_u32(e + 8, (uint32_t)(w->st.max_ts_off - w->st.seg_base));
+  kl_index_put_time(e, w->st.seg_base, w->st.max_ts, w->st.max_ts_off);
   kl_rc rc = kl_write_at(w->tidxfd, e, 12, w->st.tidx_n * 12, fname(w, ".timeindex"), err);
   if (rc) return rc;
   w->dirty |= DIRTY_TIDX;
@@ -186,8 +185,7 @@ static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts
   }
   if (pos - w->st.last_index_pos > w->opt.index_interval) {
     uint8_t e[8];
-    kl_put_u32(e, (uint32_t)(last - w->st.seg_base));
-    kl_put_u32(e + 4, (uint32_t)pos);
+    kl_index_put_offset(e, w->st.seg_base, last, pos);
     kl_rc rc = kl_write_at(w->oidxfd, e, 8, w->st.oidx_n * 8, fname(w, ".index"), err);
     if (rc) return rc;
     w->dirty |= DIRTY_OIDX;
@@ -947,7 +945,7 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
     if (kl_fd_open(p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1;
     if (fd >= 0 && fstat(fd, &sb) == 0 && sb.st_size >= 12) {
       uint8_t e[12];
-      if (pread(fd, e, 12, (off_t)(sb.st_size / 12 * 12 - 12)) == 12) v[i].max_ts = kl_get_i64(e);
+      if (pread(fd, e, 12, (off_t)(sb.st_size / 12 * 12 - 12)) == 12) v[i].max_ts = kl_index_entry_timestamp(e);
     }
     if (fd >= 0) close(fd);
   }
