@@ -19,14 +19,6 @@
 #include "codec.h"
 #include "crc32c.h"
 
-/* Fixed-seed splitmix64: the randomized tests replay identically. */
-static uint64_t t_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* A heap copy of exactly n bytes, so that ASan sees any read past them. */
 static uint8_t *dup_exact(const uint8_t *p, size_t n) {
   uint8_t *q = malloc(n ? n : 1);
