@@ -373,6 +373,9 @@ kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err) {
   return KL_OK;
 }
 
+/* The v2 record framer, a Kafka-rule walker (cyclomatic complexity above
+** 25 on purpose): one check per field of DefaultRecord, in the order of
+** its bytes, each a way a record is malformed. */
 kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   if (it->remaining == 0) {
     if (it->p != it->end) {

@@ -193,7 +193,8 @@ typedef struct walk {
 
 /* Walk every entry from position 0 with the readers' walker (scan.h),
 ** reporting each damage it meets, the way a data end that is not damage
-** came about, and record-level damage in the batches it yields. */
+** came about, and record-level damage in the batches it yields.  A
+** Kafka-rule walker (complexity above 25): one branch per finding kind. */
 static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   w->next_offset = s->base;
   w->max_ts = -1;
@@ -329,6 +330,8 @@ static kl_rc index_read_failure(checker *ck, const kl_index *ix) {
   return ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
 }
 
+/* Kafka's OffsetIndex sanity rules, entry by entry; a Kafka-rule walker
+** (complexity above 25): one branch per finding kind. */
 static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
   kl_index *ix;
   kl_rc rc = open_index(ck, rd, s, KL_INDEX_OFFSET, &ix);
@@ -467,6 +470,7 @@ static void report_missing(checker *ck, const txn_expect *x, int64_t pos) {
 ** has already registered transactions begun later in that chunk, and
 ** transactions begun before the first segment are known only to the
 ** producer snapshot.  Readers do not use it to decide what was aborted.
+** A Kafka-rule walker (complexity above 25): one branch per finding kind.
 */
 static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
   int compare = !ck->txn_unknown;

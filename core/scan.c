@@ -357,6 +357,10 @@ static kl_rc walk_context(kl_scan *sc, kl_err *err) {
   return KL_OK;
 }
 
+/* A Kafka-rule walker (cyclomatic complexity above 25 on purpose): each
+** branch is one of the conditions on which Kafka's LogSegment.recover and
+** FileRecords iteration stop, skip or fail, in Kafka's order; split, the
+** order that decides which damage is reported would be spread out. */
 kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
   kl_segment *s = sc->seg;
   kl_reader *rd = sc->rd;
