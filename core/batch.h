@@ -22,8 +22,25 @@
 
 #define KL_LOG_OVERHEAD 12        /* offset + size */
 #define KL_ENTRY_PREFIX 17        /* offset, size, epoch/crc, magic */
+#define KL_ENTRY_MIN 18           /* fewer bytes left end Kafka's scan */
 #define KL_V2_HEADER 61           /* RECORD_BATCH_OVERHEAD */
 #define KL_LEGACY_MIN_SIZE 14     /* smallest legal legacy messageSize */
+
+/* What the first bytes of a log entry say before its body is read, in the
+** order Kafka's reader checks them (its scan stops at fewer than 18 bytes
+** left; the size must reach a legacy message's minimum; the magic is
+** checked before whether the entry fits, so that foreign bytes are
+** corruption and only a plausible entry is a crash tail).  p holds at
+** least KL_ENTRY_PREFIX + 1 bytes when avail does; *len is the size
+** field.  The walker (scan.c) and kl_batch_parse both classify with it. */
+enum {
+  KL_ENTRY_FITS,            /* a whole entry of a known magic */
+  KL_ENTRY_SHORT,           /* fewer than KL_ENTRY_MIN bytes left */
+  KL_ENTRY_LENGTH,          /* size below KL_LEGACY_MIN_SIZE */
+  KL_ENTRY_MAGIC,           /* magic not 0, 1 or 2 */
+  KL_ENTRY_PAST_END         /* the entry extends past avail */
+};
+int kl_entry_class(const uint8_t *p, int64_t avail, int32_t *len);
 
 /* Timestamp types, as the SQL column reports them. */
 enum { KL_TS_NONE = 0, KL_TS_CREATE = 1, KL_TS_APPEND = 2 };
@@ -126,10 +143,10 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, kl_codec_ctx *ctx, cons
 ** grow inside the batch's range. */
 kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err);
 
-/* Pass over the next n records without decoding them (their lengths and
-** offsets only), for a batch whose records are known to decode: a lookup
-** of one record in a batch decoded before.  KL_OK, or KL_CORRUPT when the
-** bytes say otherwise after all. */
+/* Pass over the next n records, for a lookup of one record in a batch
+** decoded before: each is framed and checked as kl_records_next does (one
+** framer, one validation; only nothing is returned).  KL_OK, or
+** KL_CORRUPT when the bytes say otherwise after all. */
 kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err);
 
 /* Next header from *p (advanced) below end: KL_OK, KL_DONE at end.  The

@@ -14,6 +14,7 @@
 #include "checkpoint.h"
 #include "os.h"
 #include "segment.h"
+#include "topic.h"
 #include "utf8.h"
 
 struct kl_broker {
@@ -49,13 +50,10 @@ typedef struct sub {
   int32_t part;
 } sub;
 
-/* Entries in the listing's order, as strcmp orders NUL-free topics. */
+/* Entries in the listing's order (topic.h). */
 static int cmp_sub(const void *a, const void *b) {
   const sub *x = a, *y = b;
-  int c = memcmp(x->name, y->name, x->tn < y->tn ? x->tn : y->tn);
-  if (c == 0 && x->tn != y->tn) c = x->tn < y->tn ? -1 : 1;
-  if (c == 0 && x->part != y->part) c = x->part < y->part ? -1 : 1;
-  return c;
+  return kl_topic_cmp(x->name, x->tn, x->part, y->name, y->tn, y->part);
 }
 
 size_t kl_partition_name(const char *name, int32_t *partition) {
@@ -96,9 +94,9 @@ static int cmp_part(const void *a, const void *b) {
   const kl_part *x = a, *y = b;
   if (!x->topic != !y->topic) return x->topic ? -1 : 1;
   if (x->topic) {
-    int c = strcmp(x->topic, y->topic);
+    int c = kl_topic_cmp(x->topic, strlen(x->topic), x->partition, y->topic, strlen(y->topic),
+                         y->partition);
     if (c) return c;
-    if (x->partition != y->partition) return x->partition < y->partition ? -1 : 1;
   }
   if (x->logdir != y->logdir) return x->logdir < y->logdir ? -1 : 1;
   return strcmp(x->dir, y->dir);
@@ -144,10 +142,7 @@ size_t kl_broker_seek(const kl_broker *b, const char *topic, size_t n, int32_t p
     if (!x->topic) {
       c = 1;
     } else {
-      size_t xn = strlen(x->topic);
-      c = memcmp(x->topic, topic, xn < n ? xn : n);
-      if (c == 0) c = xn < n ? -1 : xn > n;
-      if (c == 0) c = x->partition < p ? -1 : 0;
+      c = kl_topic_cmp(x->topic, strlen(x->topic), x->partition, topic, n, p);
     }
     if (c < 0) lo = mid + 1;
     else hi = mid;
@@ -499,4 +494,9 @@ kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, 
   if (b->n > 1 && (entries > 1 || b->scrubbed)) qsort(b->parts, b->n, sizeof *b->parts, cmp_part);
   *out = b;
   return KL_OK;
+}
+
+int64_t kl_broker_rowid(const kl_broker *b, size_t i, int64_t v) {
+  if (kl_broker_single(b) || v < 0 || v >= (int64_t)1 << KL_ROWID_SHIFT) return v;
+  return (int64_t)((uint64_t)i << KL_ROWID_SHIFT) + v;
 }

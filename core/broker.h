@@ -116,4 +116,13 @@ size_t kl_partition_name(const char *name, int32_t *partition);
 ** other, so no broker holds one. */
 int kl_topic_valid(const char *t, size_t n);
 
+/* The rowid of value v (an offset, a base offset) of the listing's i-th
+** partition.  A listing of several partitions carries the partition's
+** place above v's 44 bits (17.6 trillion offsets), so that rows of
+** different partitions stay distinct (SQLite's OR optimisation merges
+** rowid sets); one partition's rowid is v, and so is a v outside
+** [0, 2^44), which would reach the next partition's rowids. */
+#define KL_ROWID_SHIFT 44
+int64_t kl_broker_rowid(const kl_broker *b, size_t i, int64_t v);
+
 #endif

@@ -193,7 +193,8 @@ typedef struct walk {
 
 /* Walk every entry from position 0 with the readers' walker (scan.h),
 ** reporting each damage it meets, the way a data end that is not damage
-** came about, and record-level damage in the batches it yields. */
+** came about, and record-level damage in the batches it yields.  A
+** Kafka-rule walker (complexity above 25): one branch per finding kind. */
 static kl_rc check_log(checker *ck, kl_reader *rd, kl_segment *s, walk *w) {
   w->next_offset = s->base;
   w->max_ts = -1;
@@ -330,6 +331,8 @@ static kl_rc index_read_failure(checker *ck, const kl_index *ix) {
   return ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
 }
 
+/* Kafka's OffsetIndex sanity rules, entry by entry; a Kafka-rule walker
+** (complexity above 25): one branch per finding kind. */
 static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const walk *w) {
   kl_index *ix;
   kl_rc rc = open_index(ck, rd, s, KL_INDEX_OFFSET, &ix);
@@ -337,10 +340,9 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
   int64_t n = entries_before_zeros(ck, s, ix);
   int64_t prev_off = -1, prev_pos = -1;
   for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
-    const uint8_t *slot = kl_index_slot(ix, i);
-    int64_t rel = (int64_t)kl_get_u32(slot);
-    int64_t off = kl_add_sat(s->base, rel);
-    int64_t p = (int64_t)kl_get_u32(slot + 4);
+    int64_t rel = kl_index_relative_at(ix, i);
+    int64_t off = kl_index_offset_at(ix, i);
+    int64_t p = kl_index_position_at(ix, i);
     if (i > 0 && (off <= prev_off || p <= prev_pos)) {
       report(ck, "index_not_monotonic", KL_SEV_WARNING, i * 8,
              "entry %lld (offset %lld, position %lld) does not follow entry %lld (offset %lld, "
@@ -385,7 +387,7 @@ static kl_rc check_offset_index(checker *ck, kl_reader *rd, kl_segment *s, const
     ** them, whether it is the first offset (before Kafka 2.0) or the last. */
     int64_t np = w->end;
     if (i + 1 < n) {
-      int64_t q = (int64_t)kl_get_u32(kl_index_slot(ix, i + 1) + 4);
+      int64_t q = kl_index_position_at(ix, i + 1);
       if (q > p && q < np) np = q;
     }
     int64_t j = span_before(ck, np);
@@ -406,10 +408,9 @@ static kl_rc check_time_index(checker *ck, kl_reader *rd, kl_segment *s, const w
   int64_t n = entries_before_zeros(ck, s, ix);
   int64_t prev_ts = 0, prev_off = 0, last_ts = -1;
   for (int64_t i = 0; i < n && !ck->rc && !kl_index_failed(ix); i++) {
-    const uint8_t *slot = kl_index_slot(ix, i);
-    int64_t ts = kl_get_i64(slot);
-    int64_t rel = (int64_t)kl_get_u32(slot + 8);
-    int64_t off = kl_add_sat(s->base, rel);
+    int64_t ts = kl_index_timestamp_at(ix, i);
+    int64_t rel = kl_index_relative_at(ix, i);
+    int64_t off = kl_index_time_offset_at(ix, i);
     if (i > 0 && (ts <= prev_ts || off < prev_off)) {
       report(ck, "timeindex_not_monotonic", KL_SEV_WARNING, i * 12,
              "entry %lld (timestamp %lld, offset %lld) does not follow entry %lld (timestamp "
@@ -470,6 +471,7 @@ static void report_missing(checker *ck, const txn_expect *x, int64_t pos) {
 ** has already registered transactions begun later in that chunk, and
 ** transactions begun before the first segment are known only to the
 ** producer snapshot.  Readers do not use it to decide what was aborted.
+** A Kafka-rule walker (complexity above 25): one branch per finding kind.
 */
 static void check_txn_index(checker *ck, kl_segment *s, const char *path) {
   int compare = !ck->txn_unknown;

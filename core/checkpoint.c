@@ -12,6 +12,7 @@
 
 #include "file.h"
 #include "os.h"
+#include "topic.h"
 
 /* Checkpoints hold one line per partition of a log directory: a few MiB
 ** for the largest brokers.  More is not a checkpoint. */
@@ -78,16 +79,14 @@ static int split(const char *s, size_t n, const char **f, size_t *fl, int max) {
 
 static int cmp_entry(const void *a, const void *b) {
   const kl_ckpt_entry *x = a, *y = b;
-  int c = strcmp(x->topic, y->topic);
+  int c = kl_topic_cmp(x->topic, strlen(x->topic), x->partition, y->topic, strlen(y->topic),
+                       y->partition);
   if (c) return c;
-  if (x->partition != y->partition) return x->partition < y->partition ? -1 : 1;
   return x->line > y->line ? -1 : x->line < y->line; /* the later line first */
 }
 
 static int cmp_key(const kl_ckpt_entry *x, const char *topic, int32_t partition) {
-  int c = strcmp(x->topic, topic);
-  if (c) return c;
-  return x->partition < partition ? -1 : x->partition > partition;
+  return kl_topic_cmp(x->topic, strlen(x->topic), x->partition, topic, strlen(topic), partition);
 }
 
 void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {

@@ -62,6 +62,8 @@ typedef struct kl_epoch_ckpt {
   size_t n;
 } kl_epoch_ckpt;
 
+#define KL_LEADER_EPOCH_FILE "leader-epoch-checkpoint"
+
 /* Read the leader-epoch-checkpoint at path into *out (empty when the file
 ** does not exist).  Errors as kl_checkpoint_read's.  Free with
 ** kl_epoch_checkpoint_free. */

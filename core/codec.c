@@ -125,6 +125,8 @@ static void z_init(z_stream *zs, const kl_env *env) {
 ** treats a malformed follow-on header as end of stream, and Kafka reads
 ** through it.  Z_FINISH lets zlib skip allocating its 32 KiB window when
 ** the output fits in one call, which the ISIZE hint usually arranges.
+** A walker of the gzip member framing (complexity above 25): each branch
+** is one of RFC 1952's header fields or GZIPInputStream's end rules.
 */
 static kl_rc gzip_decompress(const kl_env *env, const uint8_t *src, size_t n,
                              kl_buf *out, size_t limit, kl_err *err) {
@@ -403,7 +405,8 @@ static kl_rc lz4_block(const kl_env *env, const uint8_t *p, size_t stored,
 ** Kafka's LZ4 frame subset (format.md 6.3).  liblz4's frame decoder cannot
 ** be used: it rejects the wrong header checksum that magic-0 data carries.
 ** Bytes after the end mark (and optional content checksum) are ignored, as
-** KafkaLZ4BlockInputStream stops reading there.
+** KafkaLZ4BlockInputStream stops reading there.  A walker of the frame
+** format (complexity above 25): one branch per frame field and block rule.
 */
 static kl_rc lz4_decompress(const kl_env *env, int magic, const uint8_t *src,
                             size_t n, kl_buf *out, size_t limit, kl_err *err) {

@@ -7,6 +7,30 @@
 #include <string.h>
 
 #include "codec.h"
+#include "invariant.h"
+
+/* The cursor's state: what produces its next row.  Forward iteration is a
+** machine of one function per state (next_forward runs them): CS_COUNT and
+** CS_RECORDS produce the rows of the current batch, from its record count
+** (not decoded) or decoded; CS_FACT, CS_WALK and CS_SEGMENT obtain the next
+** batch, from the segment's batch facts (without reading it), from the
+** walk of the segment, or by entering the next segment; CS_BATCH decides
+** how the batch just obtained is produced (passed over, counted, decoded).
+** Once a batch's rows end the state becomes kl_cursor.src, the source that
+** whatever obtained the batch left for the next one: a walk reaching a
+** batch already known hands over to the facts, facts that run out to the
+** walk, the facts of the segment's last batch to the next segment.
+** Backward iteration keeps its stretches instead (CS_BACKWARD). */
+typedef enum cstate {
+  CS_DONE,                  /* no more rows (until kl_cursor_start) */
+  CS_COUNT,                 /* the current batch's rows from its count */
+  CS_RECORDS,               /* the current batch's rows, decoded (it) */
+  CS_BATCH,                 /* the batch just obtained, to be classified */
+  CS_FACT,                  /* the next batch is the fact at fpos */
+  CS_WALK,                  /* the next batch comes from the walk (sc) */
+  CS_SEGMENT,               /* the segment ends: enter the next one */
+  CS_BACKWARD               /* backward iteration (next_backward) */
+} cstate;
 
 /* Backward: the batches of one stretch of a segment, between two positions
 ** a walk may start from (index entries that hold, or position 0). */
@@ -28,23 +52,24 @@ struct kl_cursor {
   kl_reader rd;             /* buffers, counters and mode */
   kl_bounds bnd;            /* as given */
   int64_t lo, hi;           /* effective offset bounds (time seek folded in) */
-  int done;
+  cstate state;             /* what produces the next row */
   kl_segment *seg;          /* current segment (pinned) */
   kl_batch batch;           /* current batch */
   kl_record rec;            /* current record */
 
   /* Forward iteration only. */
+  cstate src;               /* where the batch after the current one comes
+                            ** from: CS_FACT, CS_WALK or CS_SEGMENT */
   kl_scan sc;               /* the walk of seg */
-  int scanning;             /* sc is live */
-  kl_records it;            /* records of the current batch */
-  int in_batch;             /* it is live */
+  int scanning;             /* sc is live (it may hold the current batch's
+                            ** bytes: ended when the next batch is taken) */
+  kl_records it;            /* records of the current batch (CS_RECORDS) */
   int32_t count_left;       /* rows of the current batch still to produce
-                            ** from its header's record count */
+                            ** from its header's record count (CS_COUNT) */
   int32_t count_at;         /* the current row's index in that batch */
-  int counting;             /* rows come from the count (no decoding) */
-  int lazy;                 /* the current row is not decoded yet */
-  int64_t fpos;             /* the next batch is the fact at this position
-                            ** (segment.h), -1 while walking */
+  int lazy;                 /* the current row is not decoded yet (CS_COUNT) */
+  int64_t fpos;             /* CS_FACT: the next batch is the fact at this
+                            ** position (segment.h) */
   int64_t yielded;          /* position of the batch before it in the
                             ** segment (walked or known), -1 */
   int64_t bmin;             /* smallest record timestamp of the current
@@ -94,7 +119,7 @@ kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **ou
   memset(c, 0, sizeof *c);
   c->log = log;
   kl_reader_init(&c->rd, env, stats, on_corrupt);
-  c->done = 1;
+  c->state = CS_DONE;
   return KL_OK;
 }
 
@@ -297,10 +322,18 @@ static kl_rc walk_from(kl_cursor *c, kl_segment *s, int64_t pos, int64_t verify_
   if (rc) return rc;
   c->sc.stop_offset = c->hi;
   c->scanning = 1;
-  c->fpos = -1;
+  c->src = c->state = CS_WALK;
   return KL_OK;
 }
 
+/* The rows end: nothing more in the bounds. */
+static void finish(kl_cursor *c) {
+  leave_segment(c);
+  c->state = CS_DONE;
+}
+
+/* Enter the first segment from s on that may hold rows (CS_DONE when none
+** does), at its first batch reaching lo: the state is then its source. */
 static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
   for (; s; s = kl_log_next(c->log, s)) {
     if (s->base > c->hi) break;
@@ -314,6 +347,7 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
       const kl_fact *f = kl_segment_fact_reaching(s, c->lo);
       if (!f) continue; /* nothing here reaches lo */
       c->fpos = f->b.position;
+      c->src = c->state = CS_FACT;
       return KL_OK;
     }
     /* The lower time bound was folded into lo by the log's seek by time
@@ -323,32 +357,12 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     if ((rc = kl_scan_seek_offset(&c->rd, s, c->lo, &sk, err)) != KL_OK) return rc;
     if (!c->rd.skip && kl_segment_fact(s, sk.verify_from)) {
       c->fpos = sk.verify_from;
+      c->src = c->state = CS_FACT;
       return KL_OK;
     }
     return walk_from(c, s, sk.start, sk.verify_from, err);
   }
-  leave_segment(c);
-  c->done = 1;
-  return KL_OK;
-}
-
-/* The next batch of the segment from its facts, without reading it.
-** *got = 0 when the facts end: the data ends, or the walk takes over. */
-static kl_rc next_fact(kl_cursor *c, int *got, kl_err *err) {
-  *got = 0;
-  kl_fact *f = kl_segment_fact(c->seg, c->fpos);
-  set_fact(c, f);
-  if (!f) {
-    /* Not known: walk from the batch before, so that the first batch
-    ** walked is checked against it as a walk from 0 would check it. */
-    int64_t from = c->yielded >= 0 ? c->yielded : c->fpos;
-    return walk_from(c, c->seg, from, c->fpos, err);
-  }
-  c->batch = f->b;
-  c->yielded = c->fpos;
-  if (f->ends) c->fpos = INT64_MAX;
-  else c->fpos = f->b.position + f->b.size;
-  *got = 1;
+  finish(c);
   return KL_OK;
 }
 
@@ -430,6 +444,7 @@ static void learn_walked(kl_cursor *c) {
     f->linked = 1;
     s->facts_cover = -1;
     c->fpos = c->batch.position + c->batch.size;
+    c->src = CS_FACT;
   }
 }
 
@@ -444,96 +459,146 @@ static void learn_end(kl_cursor *c) {
   }
 }
 
-static kl_rc next_forward(kl_cursor *c, kl_err *err) {
-  kl_rc rc;
-  for (;;) {
-    if (c->counting) {
-      while (c->count_left > 0) {
-        c->count_left--;
-        c->count_at++;
-        if (c->cts) {
-          int64_t off = c->batch.base_offset + c->count_at, ts = c->cts[c->count_at];
-          if (off > c->hi) break;
-          if (off < c->lo || ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
-        }
-        c->lazy = 1;
-        return KL_OK;
-      }
-      c->counting = c->lazy = 0;
-      c->cts = NULL;
+/* CS_COUNT: the next row of the batch from its record count, within the
+** bounds when its timestamps are known (cts); *row = 0 when none is left. */
+static void fw_count(kl_cursor *c, int *row) {
+  assert(c->state == CS_COUNT);
+  while (c->count_left > 0) {
+    c->count_left--;
+    c->count_at++;
+    if (c->cts) {
+      int64_t off = c->batch.base_offset + c->count_at, ts = c->cts[c->count_at];
+      if (off > c->hi) break;
+      if (off < c->lo || ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
     }
-    if (c->in_batch) {
-      rc = kl_records_next(&c->it, &c->rec, err);
-      if (rc == KL_OK) {
-        note_record(c);
-        if (c->rec.offset > c->hi) break;
-        if (record_in(c, &c->rec)) return KL_OK;
-        continue;
-      }
-      c->in_batch = 0;
-      if (rc == KL_DONE) learn_decoded(c);
-      else if (!skip_damage(c, rc, err)) return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
-    }
-    if (c->fpos == INT64_MAX) { /* the facts say the segment ends here */
-      if ((rc = enter_forward(c, kl_log_next(c->log, c->seg), err)) != KL_OK) return rc;
-      if (c->done) return KL_DONE;
-      continue;
-    }
-    if (c->fpos >= 0) {
-      if (c->scanning) {
-        kl_scan_end(&c->sc);
-        c->scanning = 0;
-      }
-      int got;
-      if ((rc = next_fact(c, &got, err)) != KL_OK) return rc;
-      if (!got) continue;
-    } else {
-      rc = kl_scan_next(&c->sc, &c->batch, err);
-      if (rc == KL_DONE && c->sc.end == KL_END_STOP) break; /* past hi */
-      if (rc == KL_DONE) {
-        if (c->sc.end == KL_END_CLEAN) learn_end(c);
-        rc = enter_forward(c, kl_log_next(c->log, c->seg), err);
-        if (rc) return rc;
-        if (c->done) return KL_DONE;
-        continue;
-      }
-      if (rc && skip_damage(c, rc, err)) continue;
-      if (rc) return rc;
-      learn_walked(c);
-    }
-    if (c->batch.first_known && c->batch.base_offset > c->hi) break;
-    int64_t reach;
-    if (skew_reach(&c->bnd, &reach) && c->batch.max_timestamp > reach && c->batch.last_offset < c->hi) {
-      /* The running maximum passes the bound here: with the caller's
-      ** bound on disorder, no later record is below ts_hi. */
-      c->hi = c->batch.last_offset;
-    }
-    if (c->rd.skip) c->curfact = NULL;
-    const kl_fact *f = cur_fact(c);
-    if (skip_batch(c, &c->batch) || fact_outside(c, f)) {
-      c->rd.stats->batches_skipped++;
-      continue;
-    }
-    int known_ts = f && f->ts && !c->rd.skip;
-    if (known_ts || batch_within(c, &c->batch, f)) {
-      /* Its rows need not be decoded until a field of one is asked for
-      ** (kl_cursor_load): count(*) reads nothing when the batch is known,
-      ** and with its timestamps known, neither do offsets and timestamps,
-      ** nor bounds that cut through it. */
-      c->counting = 1;
-      c->count_left = c->batch.record_count;
-      c->count_at = -1;
-      c->cts = known_ts ? f->ts : NULL;
-      continue;
-    }
-    rc = open_records(c, err);
-    if (rc && skip_damage(c, rc, err)) continue;
-    if (rc) return rc;
-    c->in_batch = 1;
+    c->lazy = 1;
+    *row = 1;
+    return;
   }
-  leave_segment(c);
-  c->done = 1;
-  return KL_DONE;
+  c->lazy = 0;
+  c->cts = NULL;
+  c->state = c->src;
+}
+
+/* CS_RECORDS: decode the next record of the batch; a row when it is in
+** the bounds.  Past hi the rows end; at the batch's end, what it taught
+** is kept and the next batch is taken. */
+static kl_rc fw_records(kl_cursor *c, int *row, kl_err *err) {
+  assert(c->state == CS_RECORDS);
+  kl_rc rc = kl_records_next(&c->it, &c->rec, err);
+  if (rc == KL_OK) {
+    note_record(c);
+    if (c->rec.offset > c->hi) finish(c);
+    else *row = record_in(c, &c->rec);
+    return KL_OK;
+  }
+  c->state = c->src;
+  if (rc == KL_DONE) learn_decoded(c);
+  else if (!skip_damage(c, rc, err)) return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+  return KL_OK;
+}
+
+/* CS_FACT: the next batch of the segment from its facts, without reading
+** it.  When it is not known the walk takes over, from the batch before,
+** so that the first batch walked is checked against it as a walk from 0
+** would check it. */
+static kl_rc fw_fact(kl_cursor *c, kl_err *err) {
+  assert(c->state == CS_FACT && c->seg);
+  if (c->scanning) {
+    kl_scan_end(&c->sc);
+    c->scanning = 0;
+  }
+  kl_fact *f = kl_segment_fact(c->seg, c->fpos);
+  set_fact(c, f);
+  if (!f) return walk_from(c, c->seg, c->yielded >= 0 ? c->yielded : c->fpos, c->fpos, err);
+  c->batch = f->b;
+  c->yielded = c->fpos;
+  if (f->ends) c->src = CS_SEGMENT;
+  else c->fpos = f->b.position + f->b.size;
+  c->state = CS_BATCH;
+  return KL_OK;
+}
+
+/* CS_WALK: the next batch the walk reads.  Its end past hi ends the rows;
+** the end of the segment's data enters the next segment. */
+static kl_rc fw_walk(kl_cursor *c, kl_err *err) {
+  assert(c->state == CS_WALK && c->scanning);
+  kl_rc rc = kl_scan_next(&c->sc, &c->batch, err);
+  if (rc == KL_DONE && c->sc.end == KL_END_STOP) {
+    finish(c);
+    return KL_OK;
+  }
+  if (rc == KL_DONE) {
+    if (c->sc.end == KL_END_CLEAN) learn_end(c);
+    return enter_forward(c, kl_log_next(c->log, c->seg), err);
+  }
+  if (rc && skip_damage(c, rc, err)) return KL_OK;
+  if (rc) return rc;
+  learn_walked(c);
+  c->state = CS_BATCH;
+  return KL_OK;
+}
+
+/* CS_BATCH: how the rows of the batch just obtained are produced: none
+** (passed over on its header or its facts), from its count, or decoded. */
+static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
+  assert(c->state == CS_BATCH);
+  if (c->batch.first_known && c->batch.base_offset > c->hi) {
+    finish(c);
+    return KL_OK;
+  }
+  int64_t reach;
+  if (skew_reach(&c->bnd, &reach) && c->batch.max_timestamp > reach && c->batch.last_offset < c->hi) {
+    /* The running maximum passes the bound here: with the caller's
+    ** bound on disorder, no later record is below ts_hi. */
+    c->hi = c->batch.last_offset;
+  }
+  if (c->rd.skip) c->curfact = NULL;
+  const kl_fact *f = cur_fact(c);
+  if (skip_batch(c, &c->batch) || fact_outside(c, f)) {
+    c->rd.stats->batches_skipped++;
+    c->state = c->src;
+    return KL_OK;
+  }
+  int known_ts = f && f->ts && !c->rd.skip;
+  if (known_ts || batch_within(c, &c->batch, f)) {
+    /* Its rows need not be decoded until a field of one is asked for
+    ** (kl_cursor_load): count(*) reads nothing when the batch is known,
+    ** and with its timestamps known, neither do offsets and timestamps,
+    ** nor bounds that cut through it. */
+    c->count_left = c->batch.record_count;
+    c->count_at = -1;
+    c->cts = known_ts ? f->ts : NULL;
+    c->state = CS_COUNT;
+    return KL_OK;
+  }
+  kl_rc rc = open_records(c, err);
+  if (rc && skip_damage(c, rc, err)) {
+    c->state = c->src;
+    return KL_OK;
+  }
+  if (rc) return rc;
+  c->state = CS_RECORDS;
+  return KL_OK;
+}
+
+/* Run the states until one produces a row (KL_OK) or the rows end. */
+static kl_rc next_forward(kl_cursor *c, kl_err *err) {
+  kl_rc rc = KL_OK;
+  int row = 0;
+  while (rc == KL_OK && !row) {
+    switch (c->state) {
+      case CS_COUNT: fw_count(c, &row); break;
+      case CS_RECORDS: rc = fw_records(c, &row, err); break;
+      case CS_BATCH: rc = fw_batch(c, err); break;
+      case CS_FACT: rc = fw_fact(c, err); break;
+      case CS_WALK: rc = fw_walk(c, err); break;
+      case CS_SEGMENT: rc = enter_forward(c, kl_log_next(c->log, c->seg), err); break;
+      case CS_DONE: return KL_DONE;
+      case CS_BACKWARD: assert(0); return KL_MISUSE;
+    }
+  }
+  return rc;
 }
 
 /* ---- backward ---- */
@@ -669,7 +734,7 @@ static kl_rc prev_segment(kl_cursor *c, kl_err *err) {
     if (wanted) return enter_backward(c, s, err);
   }
   leave_segment(c);
-  c->done = 1;
+  c->state = CS_DONE;
   return KL_OK;
 }
 
@@ -709,23 +774,25 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
       continue;
     }
     if ((rc = prev_segment(c, err)) != KL_OK) return rc;
-    if (c->done) return KL_DONE;
+    if (c->state == CS_DONE) return KL_DONE;
   }
 done:
   leave_segment(c);
-  c->done = 1;
+  c->state = CS_DONE;
   return KL_DONE;
 }
 
 /* ---- common ---- */
 
 kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
+  assert(c && b && c->log);
   leave_segment(c);
   c->bnd = *b;
   c->lo = b->off_lo;
   c->hi = b->off_hi;
-  c->done = 0;
-  c->in_batch = c->counting = c->lazy = 0;
+  /* Forward: enter_forward sets the state of the first segment's source. */
+  c->state = b->desc ? CS_BACKWARD : CS_SEGMENT;
+  c->lazy = 0;
   c->cts = NULL;
   c->curfact = NULL;
   c->fpos = c->yielded = -1;
@@ -746,7 +813,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
       return kl_err_set(err, rc, "%s", e.msg);
     }
     if (tl.status != KL_LOOKUP_OK) {
-      c->done = 1;
+      c->state = CS_DONE;
       return KL_OK;
     }
     if (tl.offset > c->lo) c->lo = tl.offset;
@@ -762,7 +829,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
     if (rc && rc != KL_CORRUPT) return kl_err_set(err, rc, "%s", e.msg);
   }
   if (c->lo > c->hi || b->ts_lo > b->ts_hi || !kl_log_first(c->log)) {
-    c->done = 1;
+    c->state = CS_DONE;
     return KL_OK;
   }
   kl_rc rc;
@@ -772,7 +839,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   } else {
     kl_segment *s = kl_log_floor(c->log, c->hi);
     if (!s) {
-      c->done = 1;
+      c->state = CS_DONE;
       return KL_OK;
     }
     int wanted;
@@ -784,13 +851,14 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
       rc = prev_segment(c, err);
     }
   }
-  if (rc) c->done = 1;
+  if (rc) c->state = CS_DONE;
   return rc;
 }
 
 int kl_cursor_lazy(const kl_cursor *c) { return c->lazy; }
 
 int kl_cursor_peek(const kl_cursor *c, int64_t *offset, int64_t *timestamp) {
+  assert(!c->lazy || c->state == CS_COUNT);
   if (!c->lazy || !c->cts) return 0;
   *offset = c->batch.base_offset + c->count_at;
   *timestamp = c->cts[c->count_at];
@@ -826,6 +894,7 @@ static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
 }
 
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
+  assert(!c->lazy || (c->state == CS_COUNT && c->seg));
   if (!c->lazy) return KL_OK;
   /* Lazy rows come only from batches whose records all decoded before
   ** (batch_within, or their timestamps kept): a point lookup reads its one
@@ -848,27 +917,25 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
       if ((rc = kl_records_next(&c->it, &c->rec, err)) == KL_OK) note_record(c);
     }
     if (rc) rc = kl_scan_batch_error(c->seg, c->batch.position, rc, err);
-    c->counting = 0;
     c->cts = NULL;
-    c->in_batch = 1;
+    c->state = CS_RECORDS;
   }
   c->lazy = 0;
   if (rc) {
-    leave_segment(c);
-    c->done = 1;
-    c->counting = c->in_batch = 0;
+    finish(c);
     c->cts = NULL;
   }
   return rc;
 }
 
 kl_rc kl_cursor_next(kl_cursor *c, kl_err *err) {
+  /* Between calls a forward cursor waits in a state of its machine, a
+  ** backward one in CS_BACKWARD. */
+  assert(c->state == CS_DONE || (c->state == CS_BACKWARD) == (c->bnd.desc != 0));
+  assert(c->state == CS_DONE || c->state == CS_BACKWARD || c->seg);
   c->lazy = 0;
-  if (c->done) return KL_DONE;
+  if (c->state == CS_DONE) return KL_DONE;
   kl_rc rc = c->bnd.desc ? next_backward(c, err) : next_forward(c, err);
-  if (rc != KL_OK && rc != KL_DONE) {
-    leave_segment(c);
-    c->done = 1;
-  }
+  if (rc != KL_OK && rc != KL_DONE) finish(c);
   return rc;
 }

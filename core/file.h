@@ -48,15 +48,14 @@ typedef struct kl_file {
 ** writer comes): the path is opened without blocking and refused unless
 ** fstat says it is of the kind asked, so nothing is read from it.
 ** KL_NOTFOUND (no message) when it does not exist (and O_CREAT is not
-** asked); KL_IO naming path and
-** what it is ("a FIFO, not a regular file") or the OS reason (errno kept).
+** asked); KL_CANTOPEN naming path and what it is ("a FIFO, not a regular
+** file"), or the OS reason (errno kept; KL_IO for a failing device).
 ** *fd is -1 on failure. */
 kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *fd,
                  kl_err *err);
 
 /* Open path read-only (kl_fd_open).  KL_NOTFOUND when it does not exist (no
-** message); KL_IO with the OS reason, or saying what it is when it is not a
-** regular file, otherwise.  f->path borrows path. */
+** message); otherwise as kl_fd_open fails.  f->path borrows path. */
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err);
 void kl_file_close(kl_file *f);
 

@@ -161,18 +161,34 @@ int kl_index_keep(kl_index *ix) {
   return 1;
 }
 
+int64_t kl_index_relative_at(const kl_index *ix, int64_t i) {
+  const uint8_t *e = kl_index_slot(ix, i);
+  return (int64_t)kl_get_u32(ix->kind == KL_INDEX_OFFSET ? e : e + 8);
+}
 int64_t kl_index_offset_at(const kl_index *ix, int64_t i) {
-  return kl_add_sat(ix->base, (int64_t)kl_get_u32(kl_index_slot(ix, i)));
+  return kl_add_sat(ix->base, kl_index_relative_at(ix, i));
 }
 int64_t kl_index_position_at(const kl_index *ix, int64_t i) {
   return (int64_t)kl_get_u32(kl_index_slot(ix, i) + 4);
 }
 int64_t kl_index_timestamp_at(const kl_index *ix, int64_t i) {
-  return kl_get_i64(kl_index_slot(ix, i));
+  return kl_index_entry_timestamp(kl_index_slot(ix, i));
 }
 int64_t kl_index_time_offset_at(const kl_index *ix, int64_t i) {
-  return kl_add_sat(ix->base, (int64_t)kl_get_u32(kl_index_slot(ix, i) + 8));
+  return kl_add_sat(ix->base, kl_index_relative_at(ix, i));
 }
+
+void kl_index_put_offset(uint8_t e[KL_INDEX_OFFSET], int64_t base, int64_t offset,
+                         int64_t position) {
+  kl_put_u32(e, (uint32_t)(offset - base));
+  kl_put_u32(e + 4, (uint32_t)position);
+}
+void kl_index_put_time(uint8_t e[KL_INDEX_TIME], int64_t base, int64_t timestamp,
+                       int64_t offset) {
+  kl_put_u64(e, (uint64_t)timestamp);
+  kl_put_u32(e + 8, (uint32_t)(offset - base));
+}
+int64_t kl_index_entry_timestamp(const uint8_t e[KL_INDEX_TIME]) { return kl_get_i64(e); }
 
 int64_t kl_index_key(const kl_index *ix, int64_t i) {
   return ix->kind == KL_INDEX_OFFSET ? kl_index_offset_at(ix, i) : kl_index_timestamp_at(ix, i);

@@ -118,6 +118,24 @@ int64_t kl_index_offset_at(const kl_index *ix, int64_t i);
 int64_t kl_index_position_at(const kl_index *ix, int64_t i);
 int64_t kl_index_timestamp_at(const kl_index *ix, int64_t i);
 int64_t kl_index_time_offset_at(const kl_index *ix, int64_t i);
+/* The relative offset slot i stores, as stored (either kind; the checker
+** reports one past 31 bits, which Kafka never writes). */
+int64_t kl_index_relative_at(const kl_index *ix, int64_t i);
+
+/* An entry's bytes, big-endian as Kafka lays them out; these and the
+** accessors above are the only code that knows the layout:
+**
+**   .index      0 u32 offset - base      4 u32 position in the .log
+**   .timeindex  0 i64 timestamp          8 u32 offset - base
+**
+** kl_index_put_* encode one entry of a segment at base (the writer rolls
+** before an offset or position passes 32 bits); kl_index_entry_timestamp
+** decodes a .timeindex entry read whole (the last one dates a segment). */
+void kl_index_put_offset(uint8_t e[KL_INDEX_OFFSET], int64_t base, int64_t offset,
+                         int64_t position);
+void kl_index_put_time(uint8_t e[KL_INDEX_TIME], int64_t base, int64_t timestamp,
+                       int64_t offset);
+int64_t kl_index_entry_timestamp(const uint8_t e[KL_INDEX_TIME]);
 
 /* The search key of slot i: the offset (offset index) or the timestamp
 ** (time index). */

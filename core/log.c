@@ -263,6 +263,11 @@ int64_t kl_log_start_offset(const kl_log *log) {
   return log->log_start > start ? log->log_start : start;
 }
 
+int64_t kl_log_readable_start(const kl_log *log, int64_t checkpoint_start) {
+  int64_t start = kl_log_start_offset(log);
+  return checkpoint_start > start ? checkpoint_start : start;
+}
+
 kl_rc kl_log_end_offset(kl_log *log, kl_reader *rd, int64_t *leo, kl_err *err) {
   *leo = 0;
   /* An empty last segment (just rolled) ends where it starts, which is

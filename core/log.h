@@ -74,9 +74,19 @@ kl_segment *kl_log_prev(const kl_log *log, const kl_segment *s);
 /* Segment with the greatest base offset <= offset, or NULL. */
 kl_segment *kl_log_floor(const kl_log *log, int64_t offset);
 
-/* Log start offset (first segment's base) and log end offset (next offset
-** to be written).  Both 0 for an empty log. */
+/* Log start offset (the greater of the first segment's base and the
+** commit record's log start) and log end offset (next offset to be
+** written).  Both 0 for an empty log. */
 int64_t kl_log_start_offset(const kl_log *log);
+
+/* The effective log start offset, the first offset any consumer may read:
+** the greatest of the first segment's base, the commit record's log start
+** (a kafkalog writer's retention) and checkpoint_start, the log directory's
+** log-start-offset-checkpoint for this partition (-1 when it names none).
+** Kafka moves the checkpoint after the retention that the commit record
+** publishes, so a stop between the two leaves the commit record ahead: every
+** reader takes the larger.  Records below it are deleted for everyone. */
+int64_t kl_log_readable_start(const kl_log *log, int64_t checkpoint_start);
 kl_rc kl_log_end_offset(kl_log *log, kl_reader *rd, int64_t *leo, kl_err *err);
 
 /* Statuses of lookups, as expected.json names them. */

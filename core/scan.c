@@ -85,7 +85,7 @@ static kl_rc entry_in(kl_reader *rd, kl_window *w, kl_segment *s, int64_t pos, k
   }
   int zero;
   kl_rc rc;
-  if (avail < KL_ENTRY_PREFIX + 1) { /* Kafka: p >= end - 17 stops the scan */
+  if (avail < KL_ENTRY_MIN) { /* KL_ENTRY_SHORT: p is not read */
     if ((rc = zero_from(s, pos, &zero, err)) != KL_OK) return rc;
     *st = zero ? E_ZEROS : E_SHORT;
     return KL_OK;
@@ -95,8 +95,9 @@ static kl_rc entry_in(kl_reader *rd, kl_window *w, kl_segment *s, int64_t pos, k
   if (w == &rd->win) w->min_read = (size_t)s->read_hint;
   if ((rc = kl_window_get(w, &s->log, pos, n, &p, rd->stats, err)) != KL_OK) return rc;
   rd->stats->batch_headers++;
-  int32_t len = kl_get_i32(p + 8);
-  if (len < KL_LEGACY_MIN_SIZE) {
+  int32_t len;
+  int cls = kl_entry_class(p, avail, &len);
+  if (cls == KL_ENTRY_LENGTH) {
     int head_zero = 1;
     for (int i = 0; i < KL_LOG_OVERHEAD; i++) head_zero &= p[i] == 0;
     if (head_zero) {
@@ -114,12 +115,12 @@ static kl_rc entry_in(kl_reader *rd, kl_window *w, kl_segment *s, int64_t pos, k
     snprintf(msg, msgn, "entry length %d is below the minimum of 14", len);
     return KL_OK;
   }
-  if ((int8_t)p[16] < 0 || p[16] > 2) {
+  if (cls == KL_ENTRY_MAGIC) {
     *st = E_MAGIC;
     snprintf(msg, msgn, "unknown magic %d", (int8_t)p[16]);
     return KL_OK;
   }
-  if ((int64_t)len + KL_LOG_OVERHEAD > avail) {
+  if (cls == KL_ENTRY_PAST_END) {
     *st = E_TOOLONG;
     b->base_offset = kl_get_i64(p);
     snprintf(msg, msgn, "entry of %lld bytes extends past the end of the file (%lld bytes left)",
@@ -356,6 +357,10 @@ static kl_rc walk_context(kl_scan *sc, kl_err *err) {
   return KL_OK;
 }
 
+/* A Kafka-rule walker (cyclomatic complexity above 25 on purpose): each
+** branch is one of the conditions on which Kafka's LogSegment.recover and
+** FileRecords iteration stop, skip or fail, in Kafka's order; split, the
+** order that decides which damage is reported would be spread out. */
 kl_rc kl_scan_next(kl_scan *sc, kl_batch *b, kl_err *err) {
   kl_segment *s = sc->seg;
   kl_reader *rd = sc->rd;

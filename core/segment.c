@@ -133,10 +133,10 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
     /* Removed by retention since the directory was listed: its bytes stay
     ** a while as <name>.deleted (Kafka's delayed deletion), and a reader
     ** goes on with the log as it listed it. */
-    char *del = kl_malloc(s->env, strlen(s->log_path) + 9);
+    char *del = kl_malloc(s->env, strlen(s->log_path) + KL_DELETED_LEN + 1);
     if (del) {
       strcpy(del, s->log_path);
-      strcat(del, ".deleted");
+      strcat(del, KL_DELETED_SUFFIX);
       rc = kl_file_open(&s->log, s->env, del, err);
       kl_free(s->env, del);
       s->log.path = s->log_path;

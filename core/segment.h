@@ -221,6 +221,12 @@ kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind);
 /* The hole containing pos, or NULL (binary search). */
 const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos);
 
+/* What retention renames a removed segment's files to, <name>.deleted,
+** before deleting them a while later (Kafka's file.delete.delay.ms): a
+** reader that listed the directory before goes on reading them. */
+#define KL_DELETED_SUFFIX ".deleted"
+#define KL_DELETED_LEN (sizeof KL_DELETED_SUFFIX - 1)
+
 /* "<20 digits>.log" and nothing else (not .log.deleted, .log.swap, ...):
 ** *base is the segment's base offset. */
 int kl_segment_name(const char *name, int64_t *base);

@@ -166,8 +166,7 @@ static void fresh_segment(kl_commit *st, int64_t base) {
 
 static kl_rc put_tidx(kl_writer *w, kl_err *err) {
   uint8_t e[12];
-  kl_put_u64(e, (uint64_t)w->st.max_ts);
-  kl_put_u32(e + 8, (uint32_t)(w->st.max_ts_off - w->st.seg_base));
+  kl_index_put_time(e, w->st.seg_base, w->st.max_ts, w->st.max_ts_off);
   kl_rc rc = kl_write_at(w->env, w->tidxfd, e, 12, w->st.tidx_n * 12, fname(w, ".timeindex"), err);
   if (rc) return rc;
   w->dirty |= DIRTY_TIDX;
@@ -185,8 +184,7 @@ static kl_rc index_batch(kl_writer *w, int64_t pos, int64_t last, int64_t max_ts
   }
   if (pos - w->st.last_index_pos > w->opt.index_interval) {
     uint8_t e[8];
-    kl_put_u32(e, (uint32_t)(last - w->st.seg_base));
-    kl_put_u32(e + 4, (uint32_t)pos);
+    kl_index_put_offset(e, w->st.seg_base, last, pos);
     kl_rc rc = kl_write_at(w->env, w->oidxfd, e, 8, w->st.oidx_n * 8, fname(w, ".index"), err);
     if (rc) return rc;
     w->dirty |= DIRTY_OIDX;
@@ -363,7 +361,7 @@ static kl_rc remove_segments(kl_writer *w, int64_t above, int64_t below, kl_err 
     for (size_t k = 0; k < sizeof sfx / sizeof *sfx; k++) {
       seg_path(w, bases[i], sfx[k], p, sizeof p);
       char to[4300];
-      snprintf(to, sizeof to, "%s.deleted", p);
+      snprintf(to, sizeof to, "%s" KL_DELETED_SUFFIX, p);
       if ((drop ? kl_os_unlink(w->env, p) : kl_os_rename(w->env, p, to)) != 0 && errno != ENOENT) {
         rc = kl_err_set(err, KL_IO, "%s: cannot remove: %s", p, strerror(errno));
         break;
@@ -388,9 +386,11 @@ static void purge_deleted(kl_writer *w) {
   while (kl_os_readdir(w->env, d, &name, &isdir) > 0) {
     size_t n = strlen(name);
     int64_t b;
-    if (n < 28 || strcmp(name + n - 8, ".deleted") != 0) continue;
+    if (n < 20 + KL_DELETED_LEN || strcmp(name + n - KL_DELETED_LEN, KL_DELETED_SUFFIX) != 0) {
+      continue;
+    }
     char stem[32];
-    if (n - 8 > 30) continue;
+    if (n - KL_DELETED_LEN > 30) continue;
     snprintf(stem, sizeof stem, "%.20s.log", name);
     if (!kl_segment_name(stem, &b)) continue;
     struct stat sb;
@@ -705,44 +705,22 @@ static kl_rc lock_all(kl_writer *w, kl_err *err) {
 
 /* ---- the public calls ---- */
 
-/* The latest leader epoch of dir's leader-epoch-checkpoint ("0", a count,
-** then "<epoch> <start offset>" lines) in *epoch, or -1: batches appended
-** to a partition a broker led carry its epoch (behaviour.md 12.2), a log
-** of its own none.  A file that cannot be read is an error naming it. */
+/* The latest leader epoch of dir's leader-epoch-checkpoint in *epoch, or
+** -1: batches appended to a partition a broker led carry its epoch
+** (behaviour.md 12.2), a log of its own none.  A file that cannot be read,
+** or is malformed, is an error naming it (checkpoint.h). */
 static kl_rc last_leader_epoch(const kl_env *env, const char *dir, int32_t *epoch,
                                kl_err *err) {
   char p[4200];
-  snprintf(p, sizeof p, "%s/leader-epoch-checkpoint", dir);
+  snprintf(p, sizeof p, "%s/" KL_LEADER_EPOCH_FILE, dir);
   *epoch = -1;
-  kl_file f;
-  kl_rc rc = kl_file_open(&f, env, p, err);
-  if (rc == KL_NOTFOUND) return KL_OK;
-  if (rc) return rc;
-  /* One line per epoch the partition had: a few KiB; what lies past this
-  ** is not read. */
-  size_t n = f.size < (int64_t)1 << 20 ? (size_t)f.size : (size_t)1 << 20;
-  char *buf = kl_malloc(env, n + 1);
-  if (!buf) rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", p);
-  else rc = kl_file_read(&f, 0, buf, n, err);
-  kl_file_close(&f);
-  if (rc) {
-    kl_free(env, buf);
-    return rc;
+  kl_epoch_ckpt es;
+  kl_rc rc = kl_epoch_checkpoint_read(env, p, &es, err);
+  for (size_t i = 0; rc == KL_OK && i < es.n; i++) {
+    if (es.e[i].epoch > *epoch) *epoch = es.e[i].epoch;
   }
-  buf[n] = 0;
-  long version, count, e;
-  long long start;
-  int used;
-  const char *s = buf;
-  if (sscanf(s, "%ld %ld%n", &version, &count, &used) == 2 && version == 0) {
-    s += used;
-    for (long i = 0; i < count && sscanf(s, "%ld %lld%n", &e, &start, &used) == 2; i++) {
-      s += used;
-      if (e >= 0 && e <= INT32_MAX && e > *epoch) *epoch = (int32_t)e;
-    }
-  }
-  kl_free(env, buf);
-  return KL_OK;
+  if (rc == KL_OK) kl_epoch_checkpoint_free(env, &es);
+  return rc;
 }
 
 kl_rc kl_writer_open(const kl_env *env, const char *dir, const kl_writer_opts *opt,
@@ -963,7 +941,9 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
     if (kl_fd_open(w->env, p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1;
     if (fd >= 0 && kl_os_fstat(w->env, fd, &sb) == 0 && sb.st_size >= 12) {
       uint8_t e[12];
-      if (kl_os_read(w->env, fd, e, 12, sb.st_size / 12 * 12 - 12) == 12) v[i].max_ts = kl_get_i64(e);
+      if (kl_os_read(w->env, fd, e, 12, sb.st_size / 12 * 12 - 12) == 12) {
+        v[i].max_ts = kl_index_entry_timestamp(e);
+      }
     }
     if (fd >= 0) kl_os_close(w->env, fd);
   }

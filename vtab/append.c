@@ -381,13 +381,12 @@ kl_rc kl_append_view(kl_append *a, kl_view *view, int *has_view, kl_err *err) {
 ** first segment, its commit record) and its log directory's checkpoint;
 ** and the high watermark a read_committed reader stops at (or -1). */
 static kl_rc reader_start(kl_append *a, kl_log *log, int64_t *start, int64_t *hw, kl_err *err) {
-  *start = kl_log_start_offset(log);
+  *start = kl_log_readable_start(log, -1);
   *hw = -1;
   kl_broker *b = NULL; /* the listing reads the checkpoint as every reader does */
   kl_rc rc = kl_broker_open(kl_sqlite_env(), a->dir, &b, err);
   if (rc == KL_OK && kl_broker_count(b) == 1) {
-    int64_t s = kl_broker_part(b, 0)->log_start;
-    if (s > *start) *start = s;
+    *start = kl_log_readable_start(log, kl_broker_part(b, 0)->log_start);
     *hw = kl_broker_part(b, 0)->high_watermark;
   }
   kl_broker_close(b);

@@ -47,8 +47,7 @@ kl_rc kl_listing_open_log(const kl_listing *l, kl_log **out, kl_err *err) {
 }
 
 sqlite3_int64 kl_listing_rowid(const kl_listing *l, int64_t v) {
-  if (kl_broker_single(l->b)) return v;
-  return (sqlite3_int64)(((uint64_t)l->index << 44) + (uint64_t)v);
+  return kl_broker_rowid(l->b, l->index, v);
 }
 
 void kl_listing_end(kl_listing *l) {

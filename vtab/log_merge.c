@@ -32,7 +32,7 @@ kl_rc lv_use_lane(kl_vcursor *c, size_t k, kl_err *err) {
   if (l->cur) {
     size_t i = c->sel[k];
     c->part = kl_broker_part(c->bk->b, i);
-    c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
+    c->place = i;
     c->ref = l->ref;
     c->cur = l->cur;
     c->pbnd = l->pbnd;

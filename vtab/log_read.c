@@ -155,7 +155,7 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   size_t i = c->sel[k];
   const kl_part *p = kl_broker_part(c->bk->b, i);
   c->part = p;
-  c->rowid_base = kl_broker_single(c->bk->b) ? 0 : (int64_t)i << KL_ROWID_SHIFT;
+  c->place = i;
   /* The writing connection reads its own open transaction (append.h). */
   kl_view view = {0};
   int has_view = 0;
@@ -176,15 +176,16 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
     }
   }
   c->pbnd = c->bnd;
-  /* Records below the log start offset are deleted for every consumer. */
-  if (p->log_start >= 0 && p->log_start > c->pbnd.off_lo) c->pbnd.off_lo = p->log_start;
+  /* Records below the log start offset are deleted for every consumer
+  ** (core/log.h).  One at the first segment's base, from no checkpoint,
+  ** deletes nothing: the bound stays open, sparing the scan a seek. */
+  int64_t ls = kl_log_readable_start(c->ref->log, p->log_start);
+  const kl_segment *first = kl_log_first(c->ref->log);
+  int deletes = p->log_start >= 0 || (first && ls > first->base);
+  if (deletes && ls > c->pbnd.off_lo) c->pbnd.off_lo = ls;
   /* And below what this table's own open transaction deleted. */
   int64_t del = vt->app ? kl_append_deleted_below(vt->app) : -1;
   if (del >= 0 && del > c->pbnd.off_lo) c->pbnd.off_lo = del;
-  /* And below the one a writer keeps (retention, core/commit.h). */
-  int64_t ls = kl_log_start_offset(c->ref->log);
-  const kl_segment *first = kl_log_first(c->ref->log);
-  if (first && ls > first->base && ls > c->pbnd.off_lo) c->pbnd.off_lo = ls;
   return c->read_committed ? lv_committed_bounds(c, err) : KL_OK;
 }
 
@@ -545,9 +546,6 @@ int lv_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     if (rc) return rc;
     off = kl_cursor_record(c->cur)->offset;
   }
-  /* Offsets beyond 2^44 in a path of several partitions would reach the
-  ** next partition's rowids: they keep the offset alone. */
-  *rowid = c->rowid_base && off >= 0 && off < ((int64_t)1 << KL_ROWID_SHIFT) ? c->rowid_base + off
-                                                                              : off;
+  *rowid = kl_broker_rowid(c->bk->b, c->place, off);
   return SQLITE_OK;
 }

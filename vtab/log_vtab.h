@@ -26,11 +26,6 @@
 #include "options.h"
 #include "terms.h"
 
-/* Rowids of a path with several partitions carry the partition's place in
-** the listing above the offset, so that rows stay distinct (SQLite's OR
-** optimisation merges rowid sets); one partition's rowid is its offset. */
-#define KL_ROWID_SHIFT 44
-
 #define KL_NO_LANE ((size_t)-1) /* kl_vcursor.lane: no lane is read */
 
 typedef struct kl_vtab {
@@ -55,7 +50,7 @@ typedef struct kl_vcursor {
   size_t *sel;              /* the chosen ones (indexes into bk), in order */
   size_t nsel, isel;        /* how many; the next to read */
   const kl_part *part;      /* the one being read */
-  int64_t rowid_base;       /* its place in the listing, for rowids */
+  size_t place;             /* its place in the listing, for rowids */
   kl_logref *ref;           /* its log (one ref), or NULL */
   kl_cursor *cur;
   kl_bounds bnd;            /* the query's bounds */

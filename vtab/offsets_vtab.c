@@ -130,7 +130,7 @@ static kl_rc read_partition(ko_cursor *c, const kl_part *p, kl_err *err) {
   if (rc == KL_OK && (rc = kl_txns_load(log, &rd, &txns, err)) == KL_OK) have_txns = 1;
   if (rc == KL_OK) rc = kl_cursor_new(log, &vt->conn->stats, KL_ON_CORRUPT_ERROR, &cur);
   kl_bounds all = kl_bounds_all();
-  if (p->log_start > 0) all.off_lo = p->log_start; /* below it Kafka has deleted */
+  if (rc == KL_OK) all.off_lo = kl_log_readable_start(log, p->log_start); /* below: deleted */
   if (have_txns) all.off_hi = txns.lso - 1;
   if (rc == KL_OK) rc = kl_cursor_start(cur, &all, err);
   while (rc == KL_OK && (rc = kl_cursor_next(cur, err)) == KL_OK) {

@@ -158,8 +158,7 @@ static int kp_load(kp_cursor *c) {
       struct stat st;
       if (kl_os_stat(kl_sqlite_env(), s->log_path, &st) == 0) c->bytes += st.st_size;
     }
-    c->log_start = kl_log_start_offset(log);
-    if (p->log_start > c->log_start) c->log_start = p->log_start;
+    c->log_start = kl_log_readable_start(log, p->log_start);
     rc = kl_log_end_offset(log, &rd, &c->log_end, &err);
     kl_time_lookup tl;
     if (rc == KL_OK) rc = kl_log_lookup_time(log, &rd, KL_TS_MAX, &tl, &err);

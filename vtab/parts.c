@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bounds.h"
+#include "topic.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -54,10 +55,9 @@ static int cmp_topic(const void *a, const void *b) {
   int tx = sqlite3_value_type(x) == SQLITE_TEXT, ty = sqlite3_value_type(y) == SQLITE_TEXT;
   if (tx != ty) return tx ? -1 : 1;
   if (!tx) return 0;
-  const unsigned char *px = sqlite3_value_text(x), *py = sqlite3_value_text(y);
-  int nx = sqlite3_value_bytes(x), ny = sqlite3_value_bytes(y);
-  int c = px && py ? memcmp(px, py, (size_t)(nx < ny ? nx : ny)) : 0;
-  return c ? c : (nx > ny) - (nx < ny);
+  const char *px = (const char *)sqlite3_value_text(x), *py = (const char *)sqlite3_value_text(y);
+  size_t nx = px ? (size_t)sqlite3_value_bytes(x) : 0, ny = py ? (size_t)sqlite3_value_bytes(y) : 0;
+  return kl_topic_cmp(px, nx, 0, py, ny, 0);
 }
 
 /* Does p's partition satisfy the partition = values (pv of np, when

@@ -19,14 +19,6 @@
 #include "codec.h"
 #include "crc32c.h"
 
-/* Fixed-seed splitmix64: the randomized tests replay identically. */
-static uint64_t t_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* A heap copy of exactly n bytes, so that ASan sees any read past them. */
 static uint8_t *dup_exact(const uint8_t *p, size_t n) {
   uint8_t *q = malloc(n ? n : 1);
@@ -1057,8 +1049,39 @@ static void test_malformed_records(void **state) {
     if (rc != KL_CORRUPT || n != cases[i].good) {
       fail_msg("case %zu: %s after %d records", i, kl_rc_name(rc), n);
     }
+    /* Passing over the records frames and checks them alike. */
+    kl_batch b;
+    kl_err err = {0};
+    kl_buf scratch = {0};
+    kl_records it;
+    parse_ok(p, sizeof EX88, &b);
+    assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
+    if (cases[i].good) assert_int_equal(kl_records_skip(&it, cases[i].good, &err), KL_OK);
+    if (kl_records_skip(&it, 1, &err) != KL_CORRUPT) fail_msg("case %zu: skipped", i);
+    kl_buf_free(NULL, &scratch);
     free(p);
   }
+}
+
+/* The classification of an entry's first bytes, in Kafka's order. */
+static void test_entry_class(void **state) {
+  (void)state;
+  uint8_t p[32] = {0};
+  int32_t len;
+  assert_int_equal(kl_entry_class(p, KL_ENTRY_MIN - 1, &len), KL_ENTRY_SHORT);
+  kl_put_u32(p + 8, 13);
+  p[16] = 9; /* the size is checked before the magic */
+  assert_int_equal(kl_entry_class(p, sizeof p, &len), KL_ENTRY_LENGTH);
+  assert_int_equal(len, 13);
+  kl_put_u32(p + 8, 1000);
+  assert_int_equal(kl_entry_class(p, sizeof p, &len), KL_ENTRY_MAGIC); /* before the fit */
+  p[16] = 0xff;
+  assert_int_equal(kl_entry_class(p, sizeof p, &len), KL_ENTRY_MAGIC);
+  p[16] = 2;
+  assert_int_equal(kl_entry_class(p, sizeof p, &len), KL_ENTRY_PAST_END);
+  kl_put_u32(p + 8, 20);
+  assert_int_equal(kl_entry_class(p, sizeof p, &len), KL_ENTRY_FITS);
+  assert_int_equal(kl_entry_class(p, 31, &len), KL_ENTRY_PAST_END);
 }
 
 /* ---- legacy wrappers built by hand ---- */
@@ -1548,6 +1571,7 @@ static void test_hostile_arithmetic(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_entry_class),
       cmocka_unit_test(test_varint_vectors),
       cmocka_unit_test(test_example_batch_decode),
       cmocka_unit_test(test_commit_batch_decode),

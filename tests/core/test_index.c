@@ -14,14 +14,6 @@
 
 #include "index.h"
 
-/* Fixed-seed splitmix64: the randomized tests replay identically. */
-static uint64_t t_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* ---- building index bytes ---- */
 
 /* Offset index bytes of n entries (rel[i], pos[i]) plus zeros zero slots. */
@@ -664,8 +656,37 @@ static void test_relative_offset_past_2_63(void **state) {
   free(p);
 }
 
+/* The writer's encoding and the reader's accessors agree, on Kafka's
+** big-endian layout (bytes checked against format.md's tables). */
+static void test_entry_round_trip(void **state) {
+  (void)state;
+  uint8_t o[2 * KL_INDEX_OFFSET], t[2 * KL_INDEX_TIME];
+  kl_index_put_offset(o, 1000, 1000, 0);
+  kl_index_put_offset(o + 8, 1000, 1000 + 0x01020304, 0x0a0b0c0d);
+  static const uint8_t want_o[] = {0, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 0x0a, 0x0b, 0x0c, 0x0d};
+  assert_memory_equal(o, want_o, sizeof want_o);
+  kl_index_put_time(t, 1000, 1700000000000LL, 1000);
+  kl_index_put_time(t + 12, 1000, 0x0102030405060708LL, 1007);
+  static const uint8_t want_t[] = {0x00, 0x00, 0x01, 0x8b, 0xcf, 0xe5, 0x68, 0x00, 0, 0, 0, 0,
+                                   1, 2, 3, 4, 5, 6, 7, 8, 0, 0, 0, 7};
+  assert_memory_equal(t, want_t, sizeof want_t);
+  assert_int_equal(kl_index_entry_timestamp(t + 12), 0x0102030405060708LL);
+  kl_index ix;
+  kl_index_mem(&ix, KL_INDEX_OFFSET, o, sizeof o, 1000, (int64_t)1 << 40);
+  assert_int_equal(ix.n, 2);
+  assert_int_equal(kl_index_offset_at(&ix, 1), 1000 + 0x01020304);
+  assert_int_equal(kl_index_relative_at(&ix, 1), 0x01020304);
+  assert_int_equal(kl_index_position_at(&ix, 1), 0x0a0b0c0d);
+  kl_index_mem(&ix, KL_INDEX_TIME, t, sizeof t, 1000, (int64_t)1 << 40);
+  assert_int_equal(ix.n, 2);
+  assert_int_equal(kl_index_timestamp_at(&ix, 0), 1700000000000LL);
+  assert_int_equal(kl_index_time_offset_at(&ix, 1), 1007);
+  assert_int_equal(kl_index_relative_at(&ix, 1), 7);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_entry_round_trip),
       cmocka_unit_test(test_relative_offset_past_2_63),
       cmocka_unit_test(test_open_missing),
       cmocka_unit_test(test_open_empty),

@@ -21,14 +21,6 @@
 #include "kwriter.h"
 #include "log.h"
 
-/* Fixed-seed splitmix64: the randomized tests replay identically. */
-static uint64_t t_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* ---- helpers ---- */
 
 static kw_options opts(int64_t seg_bytes, int64_t interval, int64_t base, int codec) {

@@ -10,14 +10,6 @@
 
 #include "skiplist.h"
 
-/* Fixed-seed splitmix64: the randomized tests replay identically. */
-static uint64_t t_rand(uint64_t *s) {
-  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
 /* Key of a node, or a sentinel for NULL so a mismatch prints something. */
 #define NOKEY ((int64_t)0x7EADBEEF)
 static int64_t key_or(const kl_sknode *n) {

@@ -11,6 +11,7 @@
 #include "sqltest.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "codec.h"
 #include "kwriter.h"
@@ -297,6 +298,38 @@ static void test_log_start(void **state) {
   free(root);
 }
 
+/* A kafkalog writer's retention moves the log start in the partition's
+** commit record first and in the log directory's checkpoint after; a stop
+** between the two (the checkpoint removed here) leaves the commit record
+** ahead, and the records below its start are deleted all the same: the
+** commit of billing/orders/1 at offset 3 is gone, as kafka_log and
+** kafka_partitions agree. */
+static void test_log_start_commit_record(void **state) {
+  char *root = make_logdir();
+  char dir[4200], ck[4200];
+  snprintf(dir, sizeof dir, "%s/__consumer_offsets-0", root);
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint", root);
+  sqlite3 *db = st_open();
+  char *sql = sqlite3_mprintf("CREATE VIRTUAL TABLE w USING kafka_log(%Q, mode='write')", dir);
+  st_exec(db, sql);
+  sqlite3_free(sql);
+  st_exec(db, "DELETE FROM w WHERE offset < 4");
+  st_exec(db, "DROP TABLE w");
+  assert_int_equal(unlink(ck), 0);
+  assert_int_equal(st_int(db, "SELECT min(offset) FROM kafka_log(?1)", "t", dir), 4);
+  assert_int_equal(st_int(db, "SELECT log_start_offset FROM kafka_partitions(?1)"
+                              " WHERE topic = '__consumer_offsets' AND partition = 0", "t", root), 4);
+  assert_rows(db,
+              "'analytics'|'clicks'|0|1|NULL|'c'|1900|NULL|1|0\n"
+              "'analytics'|'orders'|0|120|2|NULL|2100|NULL|1|2\n"
+              "'analytics'|'orders'|1|50|NULL|'a'|2200|9999|1|3\n"
+              "'billing'|'orders'|0|20|5|'m2'|1300|NULL|0|4\n",
+              "SELECT * FROM kafka_consumer_offsets(?1)", root);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* Offsets committed inside transactions (TxnOffsetCommit): those of a
 ** committed transaction count, those of an aborted one or of one still
 ** open do not, as the group coordinator applies them only at COMMIT. */
@@ -387,6 +420,7 @@ int main(void) {
       cmocka_unit_test(test_lag),
       cmocka_unit_test(test_replicas),
       cmocka_unit_test(test_log_start),
+      cmocka_unit_test(test_log_start_commit_record),
       cmocka_unit_test(test_transactional),
       cmocka_unit_test(test_corrupt),
       cmocka_unit_test(test_errors),

@@ -34,12 +34,7 @@
 /* ---- PRNG (splitmix64) ---- */
 
 static uint64_t g_rng;
-static uint64_t rnd(void) {
-  uint64_t z = (g_rng += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
+static uint64_t rnd(void) { return t_rand(&g_rng); }
 static int64_t below(int64_t n) { return n > 0 ? (int64_t)(rnd() % (uint64_t)n) : 0; }
 
 /* ---- rows ---- */

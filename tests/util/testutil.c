@@ -169,18 +169,6 @@ void t_fix_crc(const char *path, int64_t pos, int64_t size) {
   edit(path, do_fix_crc, &a);
 }
 
-const char *t_fixture(const char *set) {
-  static char buf[4096];
-  snprintf(buf, sizeof buf, "%s/%s/orders-0", KL_FIXTURES, set);
-  return buf;
-}
-
-const char *t_fixture_expected(const char *set) {
-  static char buf[4096];
-  snprintf(buf, sizeof buf, "%s/%s/expected.json", KL_FIXTURES, set);
-  return buf;
-}
-
 int t_hold_lock(const char *path) {
   int pfd[2];
   if (pipe(pfd) != 0) return -1;
@@ -220,4 +208,11 @@ void t_drop_partition(char *dir) {
   *strrchr(dir, '/') = 0;
   t_rmdir(dir);
   free(dir);
+}
+
+uint64_t t_rand(uint64_t *s) {
+  uint64_t z = (*s += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
 }

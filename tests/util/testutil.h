@@ -11,6 +11,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include "fixture.h"
 #include "klog.h"
 
 /* An allocator that counts allocations and fails the one numbered
@@ -22,6 +23,11 @@ typedef struct t_failalloc {
   kl_env env;
 } t_failalloc;
 const kl_env *t_failenv(t_failalloc *fa, long fail_at);
+
+/* The tests' one pseudo-random generator (splitmix64): the next number of
+** the sequence seeded by *s, which it advances.  A failing case is
+** replayed from its seed. */
+uint64_t t_rand(uint64_t *s);
 
 /* Create a fresh empty directory under $TMPDIR (or /tmp); returns a
 ** malloc'd path.  t_rmdir removes it and everything inside. */
@@ -58,9 +64,5 @@ void t_release_lock(int pid);
 char *t_new_partition(const char *tag);
 void t_drop_partition(char *dir);
 
-/* Path of a fixture partition directory, e.g. t_fixture("a-tiny"):
-** KL_FIXTURES "/a-tiny/orders-0" (static buffer). */
-const char *t_fixture(const char *set);
-const char *t_fixture_expected(const char *set);
 
 #endif
