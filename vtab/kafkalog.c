@@ -16,6 +16,7 @@
 #include <zstd.h>
 
 #include "glue.h"
+#include "values.h"
 #include "writer.h"
 
 SQLITE_EXTENSION_INIT1
@@ -133,6 +134,8 @@ static const kl_fn_def kl_fns[] = {
     {"kafka_payload", 1, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0, fn_payload},
     {"kafka_log_stats_reset", 0, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, fn_stats_reset},
     {"kafka_log_recover", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, fn_recover},
+    /* It reads the files its third argument names (type 'confluent'). */
+    {"kafka_decode", 3, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, kl_fn_decode},
 };
 #define KL_NFNS (sizeof kl_fns / sizeof *kl_fns)
 
@@ -147,6 +150,7 @@ static const struct {
     {"kafka_segments", kl_segments_vtab_register},
     {"kafka_consumer_offsets", kl_offsets_vtab_register},
     {"kafka_partitions", kl_partitions_vtab_register},
+    {"kafka_schemas", kl_schemas_vtab_register},
 };
 #define KL_NMODS (sizeof kl_mods / sizeof *kl_mods)
 

@@ -47,6 +47,7 @@
 #include "plan.h"
 #include "txn.h"
 #include "utf8.h"
+#include "values.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -77,7 +78,8 @@ typedef struct kl_vtab {
   int on_corrupt;           /* KL_ON_CORRUPT_*: on_corrupt='error'|'skip' */
   sqlite3_int64 max_skew;   /* max_skew_ms=N, or -1 */
   int read_committed;       /* isolation='read_committed' */
-  int text[2];              /* key_type, value_type = 'text' */
+  int text[2];              /* key_type, value_type: KL_TYPE_* (values.h) */
+  kl_decode_opts dec;       /* how 'confluent' and 'avro' columns decode */
   int no_checkpoints;       /* checkpoints='ignore' */
   kl_segset set;            /* the open segments of all its logs */
   kl_logcache *logs;        /* the logs kept between queries */
@@ -100,7 +102,8 @@ typedef struct kl_vcursor {
                             ** range (log start offset; read_committed: the
                             ** last stable offset and high watermark) */
   int read_committed;       /* records of aborted transactions are not rows */
-  int text[2];              /* key, value as TEXT when they are UTF-8 */
+  int text[2];              /* key, value: KL_TYPE_* (values.h) */
+  kl_coldec coldec;         /* decoding of 'confluent' columns */
   sqlite3_int64 *in;        /* sorted distinct IN values, or NULL */
   int n_in, i_in;
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
@@ -258,6 +261,16 @@ static int parse_option(kl_vtab *vt, const char *arg, unsigned *given, char **er
   size_t kn = eq ? (size_t)(eq - arg) : strlen(arg);
   while (kn > 0 && (arg[kn - 1] == ' ' || arg[kn - 1] == '\t')) kn--;
   const kl_option *o = eq ? kl_option_find(arg, kn) : NULL;
+  if (!o && eq) {
+    const char *v = eq + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    char *d = dequote(v);
+    if (!d) return SQLITE_NOMEM;
+    int rc;
+    int ours = kl_decode_option(&vt->dec, arg, kn, d, &rc, errmsg);
+    sqlite3_free(d);
+    if (ours) return rc;
+  }
   if (!o) {
     if (eq && ((kn == 3 && strncmp(arg, "dir", 3) == 0) ||
                (kn == 4 && strncmp(arg, "path", 4) == 0))) {
@@ -266,8 +279,8 @@ static int parse_option(kl_vtab *vt, const char *arg, unsigned *given, char **er
       return SQLITE_ERROR;
     }
     char *names = kl_option_names();
-    *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (the options are %s)", arg,
-                              names ? names : "");
+    *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (the options are %s, %s)", arg,
+                              names ? names : "", KL_DECODE_OPTION_NAMES);
     sqlite3_free(names);
     return SQLITE_ERROR;
   }
@@ -322,6 +335,7 @@ static char *absolute(const char *path) {
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
   kl_append_free(vt->app);
+  kl_decode_opts_free(&vt->dec);
   /* A message SQLite did not take (xRollback's, whose result it ignores). */
   sqlite3_free(vt->base.zErrMsg);
   kl_logcache_free(vt->logs);
@@ -441,6 +455,10 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
     }
   }
   vt->wopt.given = given;
+  if ((rc = kl_decode_opts_ready(&vt->dec, vt->text, errmsg)) != SQLITE_OK) {
+    vtab_free(vt);
+    return rc;
+  }
   if (argc >= 4) {
     int found;
     rc = read_config(vt, &found, errmsg);
@@ -631,6 +649,7 @@ static int kl_close(sqlite3_vtab_cursor *cur) {
   kl_vcursor *c = (kl_vcursor *)cur;
   end_scan(c);
   kl_buf_free(NULL, &c->json);
+  kl_coldec_free(&c->coldec);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -1141,6 +1160,14 @@ static int kl_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   c->max_skew = max_skew;
   c->text[0] = text[0];
   c->text[1] = text[1];
+  kl_coldec_reset(&c->coldec); /* each statement probes the schemas again */
+  for (int i = 0; i < 2; i++) {
+    if (text[i] == KL_TYPE_AVRO && !vt->dec.plain[i]) {
+      return set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: %s",
+                       i ? "value_type='avro' needs a value_schema option (a named table's)"
+                         : "key_type='avro' needs a key_schema option (a named table's)");
+    }
+  }
   (void)idx_str;
   if (!dir) {
     return set_error(cur->pVtab, SQLITE_ERROR, "%s",
@@ -1241,7 +1268,7 @@ static int kl_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
 ** are UTF-8 (else still a BLOB: no byte is lost to a conversion). */
 static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n, int text) {
   if (n < 0) sqlite3_result_null(ctx);
-  else if (text && kl_utf8_valid(p, (size_t)n)) {
+  else if (text == KL_TYPE_TEXT && kl_utf8_valid(p, (size_t)n)) {
     sqlite3_result_text(ctx, n ? (const char *)p : "", n, SQLITE_TRANSIENT);
   } else {
     sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);
@@ -1290,8 +1317,18 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KL_COL_TIMESTAMP_TYPE:
       sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
       break;
-    case KL_COL_KEY: result_bytes(ctx, r->key, r->key_len, c->text[0]); break;
-    case KL_COL_VALUE: result_bytes(ctx, r->value, r->value_len, c->text[1]); break;
+    case KL_COL_KEY: case KL_COL_VALUE: {
+      int k = col == KL_COL_KEY;
+      if (c->text[!k] < KL_TYPE_CONFLUENT) {
+        result_bytes(ctx, k ? r->key : r->value, k ? r->key_len : r->value_len, c->text[!k]);
+        break;
+      }
+      kl_vtab *vt = (kl_vtab *)cur->pVtab;
+      kl_where w = {c->part->topic ? c->part->topic : c->part->dir,
+                    c->part->topic ? c->part->partition : -1, r->offset};
+      return kl_decode_column(ctx, vt->conn, &vt->dec, &c->coldec, c->text[!k], k, r,
+                              c->bk->path, &w);
+    }
     case KL_COL_HEADERS:
       if (kl_headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
       sqlite3_result_text(ctx, (const char *)c->json.p, (int)c->json.len, SQLITE_TRANSIENT);
@@ -1314,7 +1351,9 @@ static int kl_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       break;
     case KL_COL_DIR: sqlite3_result_text(ctx, c->bk->path, -1, SQLITE_TRANSIENT); break;
     case KL_COL_KEY_TYPE: case KL_COL_VALUE_TYPE:
-      sqlite3_result_text(ctx, c->text[col == KL_COL_VALUE_TYPE] ? "text" : "blob", -1, SQLITE_STATIC);
+      sqlite3_result_text(ctx, kl_option_word(kl_option_of(KL_OPT_KEY_TYPE),
+                                              c->text[col == KL_COL_VALUE_TYPE]),
+                          -1, SQLITE_STATIC);
       break;
     case KL_COL_ISOLATION:
       sqlite3_result_text(ctx, c->read_committed ? "read_committed" : "read_uncommitted", -1,
@@ -1432,7 +1471,10 @@ static const sqlite3_module kl_module = {
     .xShadowName = kl_shadow_name,
 };
 
-static void conn_free(void *p) { sqlite3_free(p); }
+static void conn_free(void *p) {
+  if (p) kl_values_free(((kl_conn *)p)->values);
+  sqlite3_free(p);
+}
 
 /*
 ** kafka_log_max_skew('<dir>'): the smallest max_skew_ms the partition's
