@@ -135,7 +135,7 @@ static void test_hostile(void **state) {
      "{\"name\":\"next\",\"type\":[\"null\",\"N\"]}]}", "\x02\x02\x04\x00",
      "{\"v\":1,\"next\":{\"v\":2,\"next\":null}}");
   /* deep nesting of arrays in the schema */
-  char deep[4096] = "";
+  char deep[8192] = "";
   for (int i = 0; i < 200; i++) strcat(deep, "{\"type\":\"array\",\"items\":");
   strcat(deep, "\"int\"");
   for (int i = 0; i < 200; i++) strcat(deep, "}");

@@ -4,7 +4,8 @@
     make_corpus.py <fixtures dir> <output dir>
 
 Writes <output>/fuzz_batch, <output>/fuzz_index, <output>/fuzz_sql and
-<output>/fuzz_offsets (__consumer_offsets records of each version; see
+<output>/fuzz_offsets (__consumer_offsets records of each version), <output>/fuzz_avro
+(the fixture registry's Avro schemas with payloads; see
 the input format comment at the top of each fuzz_*.c).  Seeds are small:
 single batches, short runs of batches and the index files, so the corpora
 stay a few MiB and are never committed.
@@ -47,12 +48,27 @@ def offsets_seeds(d):
     put(d, "consumer-group", bytes([0, len(o)]) + o + b"\x00\x00\xff")
 
 
+def avro_seeds(d, fixtures):
+    """fuzz_avro: the fixture registry's schemas, each with a few payloads
+    (fuzz_avro.c's framing: flags, 2-byte schema length, schema, payload)."""
+    with open(os.path.join(fixtures, "registry-schemas.json")) as f:
+        schemas = [s["schema"].encode() for s in json.load(f)]
+    schemas += [b'"long"', b'["null","string"]', b'{"type":"map","values":"double"}',
+                b'{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}']
+    payloads = [b"", b"\x02", b"\x04\x02\x04\x00", b"\x02\x06abc\x00" + b"\x00" * 8]
+    for i, s in enumerate(schemas):
+        for j, p in enumerate(payloads):
+            put(d, f"avro-{i}-{j}", bytes([j & 3]) + struct.pack(">H", len(s)) + s + p)
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
-    dirs = {k: os.path.join(out, k) for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets")}
+    dirs = {k: os.path.join(out, k) for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets",
+                                            "fuzz_avro")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     offsets_seeds(dirs["fuzz_offsets"])
+    avro_seeds(dirs["fuzz_avro"], fixtures)
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):
