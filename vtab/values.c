@@ -196,7 +196,9 @@ static const uint8_t *find_header(const kl_record *r, const char *name, size_t *
 
 static int decode_error(sqlite3_context *ctx, const kl_decode_opts *o, kl_rc rc,
                         const kl_where *w, int is_key, const kl_err *err) {
-  if (o->errors_null && rc != KL_NOMEM && rc != KL_IO) {
+  /* A value that does not decode may be NULL; a registry that cannot be
+  ** read is every value's problem, and stays an error. */
+  if (o->errors_null && rc != KL_NOMEM && rc != KL_IO && rc != KL_CANTOPEN) {
     sqlite3_result_null(ctx);
     return SQLITE_OK;
   }
@@ -235,7 +237,7 @@ int kl_decode_column(sqlite3_context *ctx, kl_conn *conn, const kl_decode_opts *
     if (!d->probed) {
       vdec *vd = NULL;
       rc = values_get(conn, o->schemas ? o->schemas : path, o->wrap_unions, &vd, &err);
-      if (rc) return decode_error(ctx, o, rc == KL_NOMEM ? rc : KL_IO, where, is_key, &err);
+      if (rc) return decode_error(ctx, o, rc, where, is_key, &err);
       d->vd = vd;
       d->probed = 1;
     }

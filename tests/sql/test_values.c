@@ -176,11 +176,12 @@ static void test_errors_name_the_record(void **state) {
       "topic bad partition 0 offset 5: value: schema id 14 (secret-value version 1): fields are "
       "encrypted by the schema's data-contract rules (ruleSet)",
   };
+  char *m;
   for (int i = 0; i < 6; i++) {
     char sql[256];
     snprintf(sql, sizeof sql, "SELECT value FROM kafka_log('" REG "/bad-0')"
              " WHERE value_type = 'confluent' AND offset = %d", i);
-    char *m = st_expect_rc(db, sql, SQLITE_CORRUPT_VTAB & 0xff);
+    m = st_expect_rc(db, sql, SQLITE_CORRUPT_VTAB & 0xff);
     if (!strstr(m, want[i])) fail_msg("got %s\nwant %s", m, want[i]);
     free(m);
   }
@@ -190,8 +191,15 @@ static void test_errors_name_the_record(void **state) {
   expect_rows(db, "SELECT offset, json_extract(value, '$.customer') FROM b",
               "0|NULL\n1|NULL\n2|NULL\n3|NULL\n4|NULL\n5|NULL\n6|ok\n");
   expect_text(db, "SELECT group_concat(offset) FROM b WHERE value IS NULL", "0,1,2,3,4,5");
+  /* No registry where the table looks: an error even with 'null'. */
+  st_exec(db, "CREATE VIRTUAL TABLE t USING kafka_log('" KL_FIXTURES "/a-tiny/orders-0',"
+              " value_type='confluent', decode_errors='null')");
+  m = st_expect_rc(db, "SELECT value FROM t", SQLITE_CANTOPEN);
+  assert_non_null(strstr(m, "topic orders partition 0 offset 0: value: "));
+  assert_non_null(strstr(m, "no _schemas partition there"));
+  free(m);
   /* kafka_decode: the same rules for bytes found elsewhere. */
-  char *m = st_expect_rc(db, "SELECT kafka_decode(x'0000000063', 'confluent', '" REG "')",
+  m = st_expect_rc(db, "SELECT kafka_decode(x'0000000063', 'confluent', '" REG "')",
                          SQLITE_CORRUPT_VTAB & 0xff);
   assert_non_null(strstr(m, "schema id 99 is not in the registry"));
   free(m);
