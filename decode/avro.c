@@ -29,6 +29,8 @@ struct av_node {
   size_t n;                 /* fields, symbols, branches */
   av_node **kids;           /* record fields, union branches; [0]: items, values */
   char **names;             /* record field names, enum symbols */
+  char **keys;              /* the same as JSON text: "name": for fields, "symbol" for symbols */
+  size_t *key_len;
   size_t min_bytes;         /* the smallest encoding of a datum */
   int sized;                /* min_bytes is known (recursion guard) */
 };
@@ -325,6 +327,47 @@ static size_t min_bytes(av_node *nd) {
   return m;
 }
 
+/* Names as the JSON written: quoted and escaped once, here, so that
+** decoding copies them; a name that is not UTF-8 is refused. */
+static kl_rc make_keys(kl_avro_schema *s, av_node *nd, kl_err *err) {
+  if (!nd->names || (nd->type != AV_RECORD && nd->type != AV_ENUM)) return KL_OK;
+  size_t n = nd->n ? nd->n : 1;
+  if (!(nd->keys = kl_malloc(s->env, n * sizeof *nd->keys)) ||
+      !(nd->key_len = kl_malloc(s->env, n * sizeof *nd->key_len))) {
+    return KL_NOMEM;
+  }
+  memset(nd->keys, 0, n * sizeof *nd->keys);
+  for (size_t i = 0; i < nd->n; i++) {
+    const char *nm = nd->names[i];
+    size_t len = strlen(nm);
+    if (!kl_utf8_valid((const uint8_t *)nm, len)) {
+      return kl_err_set(err, KL_CORRUPT, "schema: name %zu of %.200s is not UTF-8", i,
+                        nd->name ? nd->name : "a record");
+    }
+    char *k = kl_malloc(s->env, 6 * len + 4);
+    if (!k) return KL_NOMEM;
+    size_t w = 0;
+    k[w++] = '"';
+    for (size_t j = 0; j < len; j++) {
+      unsigned char ch = (unsigned char)nm[j];
+      if (ch == '"' || ch == '\\') {
+        k[w++] = '\\';
+        k[w++] = (char)ch;
+      } else if (ch < 0x20) {
+        w += (size_t)sprintf(k + w, "\\u%04x", ch);
+      } else {
+        k[w++] = (char)ch;
+      }
+    }
+    k[w++] = '"';
+    if (nd->type == AV_RECORD) k[w++] = ':';
+    k[w] = 0;
+    nd->keys[i] = k;
+    nd->key_len[i] = w;
+  }
+  return KL_OK;
+}
+
 kl_rc kl_avro_schema_parse(const kl_env *env, const kl_avro_text *texts, size_t n,
                            kl_avro_schema **out, kl_err *err) {
   *out = NULL;
@@ -348,7 +391,10 @@ kl_rc kl_avro_schema_parse(const kl_env *env, const kl_avro_text *texts, size_t 
     json_decref(j);
     s->root = root;
   }
-  for (size_t i = 0; rc == KL_OK && i < s->nnodes; i++) min_bytes(s->nodes[i]);
+  for (size_t i = 0; rc == KL_OK && i < s->nnodes; i++) {
+    min_bytes(s->nodes[i]);
+    rc = make_keys(s, s->nodes[i], err);
+  }
   if (rc) {
     if (err && err->rc == KL_OK) kl_err_set(err, rc, "schema: %s", kl_rc_name(rc));
     kl_avro_schema_free(s);
@@ -363,10 +409,13 @@ void kl_avro_schema_free(kl_avro_schema *s) {
   const kl_env *env = s->env;
   for (size_t i = 0; i < s->nnodes; i++) {
     av_node *nd = s->nodes[i];
-    if (nd->names) {
-      for (size_t k = 0; k < nd->n; k++) kl_free(env, nd->names[k]);
+    for (size_t k = 0; k < nd->n; k++) {
+      if (nd->names) kl_free(env, nd->names[k]);
+      if (nd->keys) kl_free(env, nd->keys[k]);
     }
     kl_free(env, nd->names);
+    kl_free(env, nd->keys);
+    kl_free(env, nd->key_len);
     kl_free(env, nd->kids);
     kl_free(env, nd->name);
     kl_free(env, nd);
@@ -443,15 +492,23 @@ static kl_rc read_int(av_dec *d, int64_t *out) {
 }
 
 static kl_rc put_long(av_dec *d, int64_t v) {
-  char t[24];
-  int k = snprintf(t, sizeof t, "%lld", (long long)v);
-  return put(d, t, (size_t)k);
+  char t[24], *w = t + sizeof t;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    *--w = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) *--w = '-';
+  return put(d, w, (size_t)(t + sizeof t - w));
 }
 
 /* The shortest of %.{lo..hi}g that reads back as the same value. */
 static kl_rc put_real(av_dec *d, double v, int is_float) {
   if (isnan(v)) return put(d, "\"NaN\"", 5);
   if (isinf(v)) return v > 0 ? put(d, "\"Infinity\"", 10) : put(d, "\"-Infinity\"", 11);
+  if (fabs(v) < 9007199254740992.0 && v == (double)(int64_t)v && !(v == 0 && signbit(v))) {
+    return put_long(d, (int64_t)v); /* an integer: exact, and what %g would print */
+  }
   char t[40];
   int k = 0;
   for (int prec = is_float ? 6 : 15; prec <= 17; prec++) {
@@ -590,8 +647,7 @@ static kl_rc record(av_dec *d, const av_node *nd) {
   for (size_t i = 0; rc == KL_OK && i < nd->n; i++) {
     if (i && (rc = putc_(d, ','))) break;
     d->pname[d->depth] = nd->names[i];
-    if ((rc = put_string(d, (const uint8_t *)nd->names[i], strlen(nd->names[i])))) break;
-    if ((rc = putc_(d, ':'))) break;
+    if ((rc = put(d, nd->keys[i], nd->key_len[i]))) break;
     rc = datum(d, nd->kids[i]);
   }
   d->pname[d->depth] = NULL;
@@ -699,7 +755,7 @@ static kl_rc scalar(av_dec *d, const av_node *nd) {
       if ((rc = read_int(d, &v))) return rc;
       if (v < 0 || (uint64_t)v >= nd->n) return fail(d, "enum index %lld of %zu", (long long)v,
                                                      nd->n);
-      return put_string(d, (const uint8_t *)nd->names[v], strlen(nd->names[v]));
+      return put(d, nd->keys[v], nd->key_len[v]);
     default: return fail(d, "no such type");
   }
 }
