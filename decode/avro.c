@@ -502,6 +502,40 @@ static kl_rc put_long(av_dec *d, int64_t v) {
   return put(d, w, (size_t)(t + sizeof t - w));
 }
 
+/* A number with up to 4 decimals (prices, rates) as its digits with the
+** fewest decimals that read back as v, without printf's exact binary to
+** decimal conversion: the fast path of put_real.  0 when v has no such
+** form (put_real then asks printf). */
+static int short_decimal(double v, int is_float, char *t, size_t *k) {
+  if (v == 0) return 0; /* -0: printf writes "-0" */
+  double p = 10;
+  for (int dec = 1; dec <= 4; dec++, p *= 10) {
+    double x = v * p;
+    if (!(fabs(x) < 9007199254740992.0)) return 0;
+    int64_t r = (int64_t)llround(x);
+    uint64_t u = r < 0 ? (uint64_t)0 - (uint64_t)r : (uint64_t)r;
+    char digits[24];
+    int nd = 0;
+    do {
+      digits[nd++] = (char)('0' + u % 10);
+      u /= 10;
+    } while (u);
+    while (nd <= dec) digits[nd++] = '0'; /* at least one digit before the point */
+    size_t w = 0;
+    if (r < 0 || (r == 0 && signbit(v))) t[w++] = '-';
+    for (int i = nd; i-- > 0;) {
+      t[w++] = digits[i];
+      if (i == dec) t[w++] = '.';
+    }
+    t[w] = 0;
+    if (is_float ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v) {
+      *k = w;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 /* The shortest of %.{lo..hi}g that reads back as the same value. */
 static kl_rc put_real(av_dec *d, double v, int is_float) {
   if (isnan(v)) return put(d, "\"NaN\"", 5);
@@ -510,6 +544,8 @@ static kl_rc put_real(av_dec *d, double v, int is_float) {
     return put_long(d, (int64_t)v); /* an integer: exact, and what %g would print */
   }
   char t[40];
+  size_t sk;
+  if (short_decimal(v, is_float, t, &sk)) return put(d, t, sk);
   int k = 0;
   for (int prec = is_float ? 6 : 15; prec <= 17; prec++) {
     k = snprintf(t, sizeof t, "%.*g", prec, v);

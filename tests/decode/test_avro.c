@@ -61,6 +61,11 @@ static void test_scalars(void **state) {
   OK("\"float\"", "\xcd\xcc\xcc\x3d", "0.1");         /* 0.1f: shortest float text */
   OK("\"double\"", "\x9a\x99\x99\x99\x99\x99\xb9\x3f", "0.1");
   OK("\"double\"", "\x00\x00\x00\x00\x00\x00\xf8\x7f", "\"NaN\"");
+  OK("\"double\"", "\x7b\x14\xae\x47\xe1\xfa\x5e\xc0", "-123.92");  /* the short path */
+  OK("\"double\"", "\x00\x00\x00\x00\x00\x00\x00\x80", "-0");
+  OK("\"double\"", "\x8d\xed\xb5\xa0\xf7\xc6\xb0\x3e", "1e-06");
+  OK("\"double\"", "\x00\x00\x00\x00\x00\x00\x59\x40", "100");
+  OK("\"double\"", "\x18\x2d\x44\x54\xfb\x21\x09\x40", "3.141592653589793");
   OK("\"double\"", "\x00\x00\x00\x00\x00\x00\xf0\xff", "\"-Infinity\"");
   OK("\"string\"", "\x06\x22\x5c\x01", "\"\\\"\\\\\\u0001\"");
   BAD("\"string\"", "\x04\xc3\x28", "string is not UTF-8");
