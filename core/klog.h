@@ -135,6 +135,8 @@ typedef struct kl_stats {
   uint64_t crc_checks;          /* CRCs verified */
   uint64_t bytes_read;          /* bytes read from files */
   uint64_t reads;               /* read calls made */
+  uint64_t values_decoded;      /* keys and values decoded to JSON */
+  uint64_t schemas_parsed;      /* registry schemas parsed for decoding */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

@@ -136,5 +136,16 @@ SELECT offset, timestamp, key, value, headers, compression FROM events;
 SELECT base_offset, last_offset, record_count, compression, size FROM kafka_batches('/tmp/kafkalog-demo/events-0');
 
 .print ''
+.print 'Avro values decoded offline with the Schema Registry''s own topic (_schemas-0 beside them):'
+SELECT id, subject, version, schema_type, deleted FROM kafka_schemas('tests/fixtures/registry');
+SELECT offset, json_extract(value, '$.customer') AS customer, json_extract(value, '$.amount') AS amount,
+       json_extract(value, '$.status') AS status, json_array_length(value, '$.items') AS items
+  FROM kafka_log('tests/fixtures/registry/orders-0') WHERE value_type = 'confluent';
+SELECT json_extract(key, '$') AS key, json_extract(value, '$.amount') AS amount,
+       json_extract(value, '$.pid') AS pid, json_extract(value, '$.ratio') AS ratio
+  FROM kafka_log('tests/fixtures/registry/payments-0')
+ WHERE key_type = 'confluent' AND value_type = 'confluent';
+
+.print ''
 .print 'Work done by these queries (counters, not timings):'
 SELECT key AS counter, value FROM json_each(kafka_log_stats());

@@ -23,6 +23,7 @@
 ** ran: a self-join counts each side once. */
 typedef struct kl_conn {
   kl_stats stats;           /* work done since the last reset */
+  struct kl_values *values; /* the registries of decoded columns (values.h) */
 } kl_conn;
 
 /* The SQLite result code for a core result code: the one mapping, so that
@@ -64,6 +65,10 @@ int kl_segments_vtab_register(sqlite3 *db, kl_conn *conn);
 /* Register the kafka_consumer_offsets table-valued function, counting its
 ** work into conn (owned by the kafka_log module).  offsets_vtab.c */
 int kl_offsets_vtab_register(sqlite3 *db, kl_conn *conn);
+
+/* Register the kafka_schemas table-valued function, counting its work
+** into conn (owned by the kafka_log module).  schemas_vtab.c */
+int kl_schemas_vtab_register(sqlite3 *db, kl_conn *conn);
 
 /* Register the kafka_partitions table-valued function, counting its work
 ** into conn (owned by the kafka_log module).  partitions_vtab.c */

@@ -25,6 +25,7 @@
 #include "partitioner.h"
 #include "timefn.h"
 #include "sqlenv.h"
+#include "values.h"
 #include "writer.h"
 #include "txnstate.h"
 
@@ -236,6 +237,8 @@ static const kl_fn_def kl_fns[] = {
     {"kafka_coordinator_partition", 2, KL_INNOCUOUS | SQLITE_DETERMINISTIC, 0,
      kl_fn_coordinator_partition},
     {"kafka_topic_id", 1, SQLITE_UTF8 | SQLITE_DIRECTONLY, 0, kl_fn_topic_id},
+    /* It reads the files its third argument names (type 'confluent'). */
+    {"kafka_decode", 3, SQLITE_UTF8 | SQLITE_DIRECTONLY, 1, kl_fn_decode},
 };
 #define KL_NFNS (sizeof kl_fns / sizeof *kl_fns)
 
@@ -259,6 +262,7 @@ static const struct {
     {"kafka_partitions_metadata", kl_partitions_metadata_vtab_register},
     {"kafka_leader_epochs", kl_leader_epochs_vtab_register},
     {"kafka_replica_diff", kl_replica_diff_vtab_register},
+    {"kafka_schemas", kl_schemas_vtab_register},
 };
 #define KL_NMODS (sizeof kl_mods / sizeof *kl_mods)
 

@@ -78,6 +78,17 @@ int lv_parse_option(kl_vtab *vt, const char *arg, unsigned *given, char **errmsg
   size_t kn = eq ? (size_t)(eq - arg) : strlen(arg);
   while (kn > 0 && (arg[kn - 1] == ' ' || arg[kn - 1] == '\t')) kn--;
   const kl_option *o = eq ? kl_option_find(arg, kn) : NULL;
+  if (!o && eq) {
+    /* How 'confluent' and 'avro' columns decode (values.h). */
+    const char *v = eq + 1;
+    while (*v == ' ' || *v == '\t') v++;
+    char *d = lv_dequote(v);
+    if (!d) return SQLITE_NOMEM;
+    int rc;
+    int ours = kl_decode_option(&vt->dec, arg, kn, d, &rc, errmsg);
+    sqlite3_free(d);
+    if (ours) return rc;
+  }
   if (!o) {
     if (eq && ((kn == 3 && strncmp(arg, "dir", 3) == 0) ||
                (kn == 4 && strncmp(arg, "path", 4) == 0))) {
@@ -86,8 +97,8 @@ int lv_parse_option(kl_vtab *vt, const char *arg, unsigned *given, char **errmsg
       return SQLITE_ERROR;
     }
     char *names = kl_option_names();
-    *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (the options are %s)", arg,
-                              names ? names : "");
+    *errmsg = sqlite3_mprintf("kafka_log: unknown option %s (the options are %s, %s)", arg,
+                              names ? names : "", KL_DECODE_OPTION_NAMES);
     sqlite3_free(names);
     return SQLITE_ERROR;
   }

@@ -92,6 +92,7 @@ int lv_close(sqlite3_vtab_cursor *cur) {
   end_scan(c);
   sqlite3_free(c->plan);
   kl_buf_free(kl_sqlite_env(), &c->json);
+  kl_coldec_free(&c->coldec);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -417,6 +418,14 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   c->bnd.max_skew = c->max_skew = a.opt[KL_OPT_MAX_SKEW];
   c->text[0] = (int)a.opt[KL_OPT_KEY_TYPE];
   c->text[1] = (int)a.opt[KL_OPT_VALUE_TYPE];
+  kl_coldec_reset(&c->coldec); /* each statement probes the schemas again */
+  for (int i = 0; i < 2; i++) {
+    if (c->text[i] == KL_TYPE_AVRO && !vt->dec.plain[i]) {
+      return lv_set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: %s",
+                          i ? "value_type='avro' needs a value_schema option (a named table's)"
+                            : "key_type='avro' needs a key_schema option (a named table's)");
+    }
+  }
   if (!a.dir) {
     return lv_set_error(cur->pVtab, SQLITE_ERROR, "%s",
                      "kafka_log: a path is required: kafka_log('<partition or log directory>')");
@@ -451,7 +460,7 @@ int lv_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
 ** are UTF-8 (else still a BLOB: no byte is lost to a conversion). */
 static void result_bytes(sqlite3_context *ctx, const uint8_t *p, int32_t n, int text) {
   if (n < 0) sqlite3_result_null(ctx);
-  else if (text && kl_utf8_valid(p, (size_t)n)) {
+  else if (text == KL_TYPE_TEXT && kl_utf8_valid(p, (size_t)n)) {
     sqlite3_result_text(ctx, n ? (const char *)p : "", n, SQLITE_TRANSIENT);
   } else {
     sqlite3_result_blob(ctx, n ? (const void *)p : "", n, SQLITE_TRANSIENT);
@@ -500,8 +509,18 @@ int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KL_COL_TIMESTAMP_TYPE:
       sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
       break;
-    case KL_COL_KEY: result_bytes(ctx, r->key, r->key_len, c->text[0]); break;
-    case KL_COL_VALUE: result_bytes(ctx, r->value, r->value_len, c->text[1]); break;
+    case KL_COL_KEY: case KL_COL_VALUE: {
+      int k = col == KL_COL_KEY;
+      if (c->text[!k] < KL_TYPE_CONFLUENT) {
+        result_bytes(ctx, k ? r->key : r->value, k ? r->key_len : r->value_len, c->text[!k]);
+        break;
+      }
+      kl_vtab *vt = (kl_vtab *)cur->pVtab;
+      kl_where w = {c->part->topic ? c->part->topic : c->part->dir,
+                    c->part->topic ? c->part->partition : -1, r->offset};
+      return kl_decode_column(ctx, vt->conn, &vt->dec, &c->coldec, c->text[!k], k, r,
+                              c->bk->path, &w);
+    }
     case KL_COL_HEADERS:
       if (kl_headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
       sqlite3_result_text(ctx, (const char *)c->json.p, (int)c->json.len, SQLITE_TRANSIENT);

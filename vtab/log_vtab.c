@@ -95,6 +95,7 @@ static int max_open_segments(void) {
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
   kl_append_free(vt->app);
+  kl_decode_opts_free(&vt->dec);
   /* A message SQLite did not take (xRollback's, whose result it ignores). */
   sqlite3_free(vt->base.zErrMsg);
   kl_logcache_free(vt->logs);
@@ -163,6 +164,11 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
     }
   }
   vt->wopt.given = given;
+  int types[2] = {(int)vt->opt[KL_OPT_KEY_TYPE], (int)vt->opt[KL_OPT_VALUE_TYPE]};
+  if ((rc = kl_decode_opts_ready(&vt->dec, types, errmsg)) != SQLITE_OK) {
+    vtab_free(vt);
+    return rc;
+  }
   if (argc >= 4) {
     int found;
     rc = lv_read_config(vt, &found, errmsg);
@@ -286,7 +292,10 @@ static const sqlite3_module kl_module = {
     .xShadowName = kl_shadow_name,
 };
 
-static void conn_free(void *p) { sqlite3_free(p); }
+static void conn_free(void *p) {
+  if (p) kl_values_free(((kl_conn *)p)->values);
+  sqlite3_free(p);
+}
 
 int kl_log_vtab_register(sqlite3 *db, kl_conn *conn) {
   return sqlite3_create_module_v2(db, "kafka_log", &kl_module, conn, conn_free);

@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "append.h"
+#include "values.h"
 #include "cursor.h"
 #include "glue.h"
 #include "logcache.h"
@@ -42,6 +43,7 @@ typedef struct kl_vtab {
   kl_listref *bk;           /* the listing of the path last read */
   kl_append_opts wopt;      /* named form: how it writes (append.h) */
   kl_append *app;           /* its writer, once it writes */
+  kl_decode_opts dec;       /* how 'confluent' and 'avro' columns decode */
 } kl_vtab;
 
 typedef struct kl_vcursor {
@@ -58,7 +60,8 @@ typedef struct kl_vcursor {
                             ** range (log start offset; read_committed: the
                             ** last stable offset and high watermark) */
   int read_committed;       /* records of aborted transactions are not rows */
-  int text[2];              /* key, value as TEXT when they are UTF-8 */
+  int text[2];              /* key, value: KL_TYPE_* (values.h) */
+  kl_coldec coldec;         /* decoding of 'confluent' columns */
   sqlite3_int64 *in;        /* sorted distinct IN values, or NULL */
   int n_in, i_in;
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */

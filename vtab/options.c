@@ -33,7 +33,8 @@ static const kl_opt_word w_on_corrupt[] = {
     {"error", KL_ON_CORRUPT_ERROR}, {"skip", KL_ON_CORRUPT_SKIP}, {NULL, 0}};
 static const kl_opt_word w_isolation[] = {
     {"read_uncommitted", 0}, {"read_committed", 1}, {NULL, 0}};
-static const kl_opt_word w_type[] = {{"blob", 0}, {"text", 1}, {NULL, 0}};
+static const kl_opt_word w_type[] = {
+    {"blob", 0}, {"text", 1}, {"confluent", 2}, {"avro", 3}, {NULL, 0}};
 static const kl_opt_word w_mode[] = {
     {"read", KL_MODE_READ}, {"write", KL_MODE_WRITE}, {"create", KL_MODE_CREATE}, {NULL, 0}};
 static const kl_opt_word w_readonly[] = {
@@ -52,8 +53,8 @@ static const kl_option options[] = {
     {"on_corrupt", KL_OPT_ON_CORRUPT, 0, 0, w_on_corrupt, "'error' or 'skip'", KL_ON_CORRUPT_ERROR},
     {"max_skew_ms", KL_OPT_MAX_SKEW, 0, INT64_MAX, NULL, "an integer of milliseconds, 0 or more", -1},
     {"isolation", KL_OPT_ISOLATION, 0, 0, w_isolation, "'read_uncommitted' or 'read_committed'", 0},
-    {"key_type", KL_OPT_KEY_TYPE, 0, 0, w_type, "'blob' or 'text'", 0},
-    {"value_type", KL_OPT_VALUE_TYPE, 0, 0, w_type, "'blob' or 'text'", 0},
+    {"key_type", KL_OPT_KEY_TYPE, 0, 0, w_type, "'blob', 'text', 'confluent' or 'avro'", 0},
+    {"value_type", KL_OPT_VALUE_TYPE, 0, 0, w_type, "'blob', 'text', 'confluent' or 'avro'", 0},
     {"mode", KL_OPT_MODE, 0, 0, w_mode, "'read', 'write' or 'create'", KL_MODE_READ},
     /* Positions in Kafka's indexes are int32; 14 is Kafka's own minimum. */
     {"segment_bytes", KL_OPT_SEGMENT_BYTES, 14, INT32_MAX, NULL, "an integer from 14 to 2147483647", 0},

@@ -69,6 +69,9 @@ void kl_option_result(sqlite3_context *ctx, kl_opt_id id, int64_t v);
 kl_opt_id kl_option_id(const kl_option *o);
 const char *kl_option_name(const kl_option *o);
 
+/* The first word of a word option o that stands for v, or NULL. */
+const char *kl_option_word(const kl_option *o, int64_t v);
+
 /* The value of option o given as text (dequoted): SQLITE_OK with *out, or
 ** SQLITE_ERROR with *errmsg (sqlite3_malloc'd) naming the option, the
 ** value and what it takes. */

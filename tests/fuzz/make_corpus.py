@@ -4,7 +4,8 @@
     make_corpus.py <fixtures dir> <output dir>
 
 Writes <output>/fuzz_batch, <output>/fuzz_index, <output>/fuzz_sql,
-<output>/fuzz_offsets (__consumer_offsets records of each version) and
+<output>/fuzz_offsets (__consumer_offsets records of each version), <output>/fuzz_avro
+(the fixture registry's Avro schemas with payloads) and
 <output>/fuzz_txnlog (the __transaction_state records of txn-broker; see
 the input format comment at the top of each fuzz_*.c).  Seeds are small:
 single batches, short runs of batches and the index files, so the corpora
@@ -115,16 +116,30 @@ def metadata_seeds(fixtures, d):
     put(d, "all", b"".join(bytes([len(v)]) + v for v in values if len(v) < 256))
 
 
+def avro_seeds(d, fixtures):
+    """fuzz_avro: the fixture registry's schemas, each with a few payloads
+    (fuzz_avro.c's framing: flags, 2-byte schema length, schema, payload)."""
+    with open(os.path.join(fixtures, "registry-schemas.json")) as f:
+        schemas = [s["schema"].encode() for s in json.load(f)]
+    schemas += [b'"long"', b'["null","string"]', b'{"type":"map","values":"double"}',
+                b'{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}']
+    payloads = [b"", b"\x02", b"\x04\x02\x04\x00", b"\x02\x06abc\x00" + b"\x00" * 8]
+    for i, s in enumerate(schemas):
+        for j, p in enumerate(payloads):
+            put(d, f"avro-{i}-{j}", bytes([j & 3]) + struct.pack(">H", len(s)) + s + p)
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
     dirs = {k: os.path.join(out, k)
             for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets", "fuzz_txnlog",
-                      "fuzz_metadata")}
+                      "fuzz_metadata", "fuzz_avro")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     offsets_seeds(dirs["fuzz_offsets"])
     txnlog_seeds(fixtures, dirs["fuzz_txnlog"])
     metadata_seeds(fixtures, dirs["fuzz_metadata"])
+    avro_seeds(dirs["fuzz_avro"], fixtures)
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):

@@ -185,7 +185,7 @@ static void test_stats_accumulate_and_reset(void **state) {
                            " (SELECT key FROM json_each(kafka_log_stats()) ORDER BY key)", NULL);
   assert_string_equal(keys, "batch_headers batches_decoded batches_skipped bytes_decompressed"
                             " bytes_read crc_checks index_fallbacks index_probes reads"
-                            " records_decoded segments_opened");
+                            " records_decoded schemas_parsed segments_opened values_decoded");
   free(keys);
   st_close(other);
   st_close(db);

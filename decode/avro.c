@@ -1,0 +1,832 @@
+/*
+** avro.c - see avro.h.
+*/
+#include "avro.h"
+
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "utf8.h"
+
+typedef enum av_type {
+  AV_NULL, AV_BOOLEAN, AV_INT, AV_LONG, AV_FLOAT, AV_DOUBLE, AV_BYTES, AV_STRING,
+  AV_RECORD, AV_ENUM, AV_ARRAY, AV_MAP, AV_UNION, AV_FIXED
+} av_type;
+
+typedef enum av_logical { AV_PLAIN, AV_DECIMAL, AV_UUID } av_logical;
+
+typedef struct av_node av_node;
+struct av_node {
+  av_type type;
+  av_logical logical;
+  int32_t scale;            /* decimal */
+  int64_t size;             /* fixed */
+  char *name;               /* named types: the full name */
+  size_t n;                 /* fields, symbols, branches */
+  av_node **kids;           /* record fields, union branches; [0]: items, values */
+  char **names;             /* record field names, enum symbols */
+  char **keys;              /* the same as JSON text: "name": for fields, "symbol" for symbols */
+  size_t *key_len;
+  size_t min_bytes;         /* the smallest encoding of a datum */
+  int sized;                /* min_bytes is known (recursion guard) */
+};
+
+struct kl_avro_schema {
+  const kl_env *env;
+  av_node *root;
+  av_node **nodes;          /* every node, for the free */
+  size_t nnodes, cap;
+};
+
+static const char *const type_names[] = {
+    "null", "boolean", "int", "long", "float", "double", "bytes", "string",
+    "record", "enum", "array", "map", "union", "fixed"};
+
+/* ---- parsing ---- */
+
+typedef struct av_parse {
+  kl_avro_schema *s;
+  kl_err *err;
+  int depth;
+} av_parse;
+
+static kl_rc bad(av_parse *ps, const char *fmt, ...) {
+  char msg[400];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return kl_err_set(ps->err, KL_CORRUPT, "schema: %s", msg);
+}
+
+static av_node *new_node(av_parse *ps, av_type t) {
+  kl_avro_schema *s = ps->s;
+  if (s->nnodes == s->cap) {
+    size_t cap = s->cap ? 2 * s->cap : 16;
+    av_node **v = kl_realloc(s->env, s->nodes, cap * sizeof *v);
+    if (!v) return NULL;
+    s->nodes = v;
+    s->cap = cap;
+  }
+  av_node *nd = kl_malloc(s->env, sizeof *nd);
+  if (!nd) return NULL;
+  memset(nd, 0, sizeof *nd);
+  nd->type = t;
+  s->nodes[s->nnodes++] = nd;
+  return nd;
+}
+
+static av_node *find_named(const kl_avro_schema *s, const char *full) {
+  for (size_t i = 0; i < s->nnodes; i++) {
+    const av_node *nd = s->nodes[i];
+    if (nd->name && strcmp(nd->name, full) == 0) return s->nodes[i];
+  }
+  return NULL;
+}
+
+static int primitive(const char *t, av_type *out) {
+  for (int i = AV_NULL; i <= AV_STRING; i++) {
+    if (strcmp(t, type_names[i]) == 0) {
+      *out = (av_type)i;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The full name of a named type: a dotted name is full, else it takes the
+** namespace attribute, else the enclosing one (the spec's "Names"). */
+static char *full_name(av_parse *ps, const char *name, const char *ns) {
+  size_t nl = strlen(name), sl = ns && *ns && !strchr(name, '.') ? strlen(ns) : 0;
+  char *f = kl_malloc(ps->s->env, nl + sl + 2);
+  if (!f) return NULL;
+  if (sl) {
+    memcpy(f, ns, sl);
+    f[sl] = '.';
+    memcpy(f + sl + 1, name, nl + 1);
+  } else {
+    memcpy(f, name, nl + 1);
+  }
+  return f;
+}
+
+static kl_rc parse_node(av_parse *ps, json_t *j, const char *ns, av_node **out);
+
+static kl_rc lookup_name(av_parse *ps, const char *name, const char *ns, av_node **out) {
+  av_type t;
+  if (primitive(name, &t)) {
+    *out = new_node(ps, t);
+    return *out ? KL_OK : KL_NOMEM;
+  }
+  char *f = full_name(ps, name, ns);
+  if (!f) return KL_NOMEM;
+  av_node *nd = find_named(ps->s, f);
+  kl_free(ps->s->env, f);
+  if (!nd) nd = find_named(ps->s, name);
+  if (!nd) return bad(ps, "unknown type \"%.200s\"", name);
+  *out = nd;
+  return KL_OK;
+}
+
+static kl_rc alloc_kids(av_parse *ps, av_node *nd, size_t n, int with_names) {
+  const kl_env *env = ps->s->env;
+  nd->kids = kl_malloc(env, (n ? n : 1) * sizeof *nd->kids);
+  if (!nd->kids) return KL_NOMEM;
+  memset(nd->kids, 0, (n ? n : 1) * sizeof *nd->kids);
+  if (with_names) {
+    nd->names = kl_malloc(env, (n ? n : 1) * sizeof *nd->names);
+    if (!nd->names) return KL_NOMEM;
+    memset(nd->names, 0, (n ? n : 1) * sizeof *nd->names);
+  }
+  nd->n = n;
+  return KL_OK;
+}
+
+/* Register a named type before its body is parsed, so that the body may
+** refer to it (a recursive record). */
+static kl_rc named(av_parse *ps, json_t *j, av_node *nd, const char **ns) {
+  const char *name = json_string_value(json_object_get(j, "name"));
+  if (!name || !*name) return bad(ps, "a %s without a name", type_names[nd->type]);
+  const char *own = json_string_value(json_object_get(j, "namespace"));
+  if (own) *ns = own;
+  if (!(nd->name = full_name(ps, name, *ns))) return KL_NOMEM;
+  for (size_t i = 0; i + 1 < ps->s->nnodes; i++) {
+    if (ps->s->nodes[i]->name && strcmp(ps->s->nodes[i]->name, nd->name) == 0) {
+      kl_free(ps->s->env, nd->name);
+      nd->name = NULL;
+      return bad(ps, "type \"%.200s\" defined twice", name);
+    }
+  }
+  return KL_OK;
+}
+
+static char *ns_of(av_parse *ps, const av_node *nd) {
+  const char *dot = strrchr(nd->name, '.');
+  size_t n = dot ? (size_t)(dot - nd->name) : 0;
+  char *s = kl_malloc(ps->s->env, n + 1);
+  if (s) {
+    memcpy(s, nd->name, n);
+    s[n] = 0;
+  }
+  return s;
+}
+
+static kl_rc parse_record(av_parse *ps, json_t *j, av_node *nd, const char *ns) {
+  kl_rc rc = named(ps, j, nd, &ns);
+  if (rc) return rc;
+  json_t *fields = json_object_get(j, "fields");
+  if (!json_is_array(fields)) return bad(ps, "record \"%.200s\" has no fields array", nd->name);
+  if ((rc = alloc_kids(ps, nd, json_array_size(fields), 1))) return rc;
+  char *inner = ns_of(ps, nd);
+  if (!inner) return KL_NOMEM;
+  for (size_t i = 0; rc == KL_OK && i < nd->n; i++) {
+    json_t *f = json_array_get(fields, i);
+    const char *fname = json_string_value(json_object_get(f, "name"));
+    if (!fname) {
+      rc = bad(ps, "field %zu of record \"%.200s\" has no name", i, nd->name);
+    } else if (!(nd->names[i] = kl_strdup(ps->s->env, fname))) {
+      rc = KL_NOMEM;
+    } else {
+      json_t *ft = json_object_get(f, "type");
+      rc = ft ? parse_node(ps, ft, inner, &nd->kids[i])
+              : bad(ps, "field \"%.200s\" has no type", fname);
+    }
+  }
+  kl_free(ps->s->env, inner);
+  return rc;
+}
+
+static kl_rc parse_enum(av_parse *ps, json_t *j, av_node *nd, const char *ns) {
+  kl_rc rc = named(ps, j, nd, &ns);
+  if (rc) return rc;
+  json_t *syms = json_object_get(j, "symbols");
+  if (!json_is_array(syms)) return bad(ps, "enum \"%.200s\" has no symbols array", nd->name);
+  if ((rc = alloc_kids(ps, nd, json_array_size(syms), 1))) return rc;
+  for (size_t i = 0; i < nd->n; i++) {
+    const char *sym = json_string_value(json_array_get(syms, i));
+    if (!sym) return bad(ps, "symbol %zu of enum \"%.200s\" is not a string", i, nd->name);
+    if (!(nd->names[i] = kl_strdup(ps->s->env, sym))) return KL_NOMEM;
+  }
+  return KL_OK;
+}
+
+static kl_rc parse_fixed(av_parse *ps, json_t *j, av_node *nd, const char *ns) {
+  kl_rc rc = named(ps, j, nd, &ns);
+  if (rc) return rc;
+  json_t *size = json_object_get(j, "size");
+  if (!json_is_integer(size) || json_integer_value(size) < 0 ||
+      json_integer_value(size) > INT32_MAX) {
+    return bad(ps, "fixed \"%.200s\" has no valid size", nd->name);
+  }
+  nd->size = json_integer_value(size);
+  return KL_OK;
+}
+
+/* Logical types on their underlying type; an invalid one is ignored. */
+static void logical(json_t *j, av_node *nd) {
+  const char *lt = json_string_value(json_object_get(j, "logicalType"));
+  if (!lt) return;
+  if (strcmp(lt, "decimal") == 0 && (nd->type == AV_BYTES || nd->type == AV_FIXED)) {
+    json_t *p = json_object_get(j, "precision"), *sc = json_object_get(j, "scale");
+    json_int_t prec = json_is_integer(p) ? json_integer_value(p) : 0;
+    json_int_t scale = sc ? (json_is_integer(sc) ? json_integer_value(sc) : -1) : 0;
+    if (prec > 0 && scale >= 0 && scale <= prec && scale <= 1000) {
+      nd->logical = AV_DECIMAL;
+      nd->scale = (int32_t)scale;
+    }
+  } else if (strcmp(lt, "uuid") == 0 && nd->type == AV_FIXED && nd->size == 16) {
+    nd->logical = AV_UUID;
+  }
+}
+
+static kl_rc parse_object(av_parse *ps, json_t *j, const char *ns, av_node **out) {
+  const char *t = json_string_value(json_object_get(j, "type"));
+  json_t *tj = json_object_get(j, "type");
+  if (!t) {
+    /* {"type": {...}} or {"type": [...]}: the inner schema */
+    if (json_is_object(tj) || json_is_array(tj)) return parse_node(ps, tj, ns, out);
+    return bad(ps, "an object without a type");
+  }
+  av_type pt;
+  av_node *nd;
+  kl_rc rc = KL_OK;
+  if (primitive(t, &pt)) {
+    if (!(nd = new_node(ps, pt))) return KL_NOMEM;
+  } else if (strcmp(t, "record") == 0 || strcmp(t, "error") == 0) {
+    if (!(nd = new_node(ps, AV_RECORD))) return KL_NOMEM;
+    rc = parse_record(ps, j, nd, ns);
+  } else if (strcmp(t, "enum") == 0) {
+    if (!(nd = new_node(ps, AV_ENUM))) return KL_NOMEM;
+    rc = parse_enum(ps, j, nd, ns);
+  } else if (strcmp(t, "fixed") == 0) {
+    if (!(nd = new_node(ps, AV_FIXED))) return KL_NOMEM;
+    rc = parse_fixed(ps, j, nd, ns);
+  } else if (strcmp(t, "array") == 0 || strcmp(t, "map") == 0) {
+    if (!(nd = new_node(ps, t[0] == 'a' ? AV_ARRAY : AV_MAP))) return KL_NOMEM;
+    json_t *inner = json_object_get(j, t[0] == 'a' ? "items" : "values");
+    if (!inner) return bad(ps, "%s without %s", t, t[0] == 'a' ? "items" : "values");
+    if ((rc = alloc_kids(ps, nd, 1, 0)) == KL_OK) rc = parse_node(ps, inner, ns, &nd->kids[0]);
+  } else {
+    return lookup_name(ps, t, ns, out); /* {"type": "SomeRecord"} */
+  }
+  if (rc == KL_OK) logical(j, nd);
+  *out = nd;
+  return rc;
+}
+
+static kl_rc parse_union(av_parse *ps, json_t *j, const char *ns, av_node **out) {
+  av_node *nd = new_node(ps, AV_UNION);
+  if (!nd) return KL_NOMEM;
+  kl_rc rc = alloc_kids(ps, nd, json_array_size(j), 0);
+  if (rc) return rc;
+  if (nd->n == 0) return bad(ps, "an empty union");
+  for (size_t i = 0; rc == KL_OK && i < nd->n; i++) {
+    json_t *b = json_array_get(j, i);
+    if (json_is_array(b)) return bad(ps, "a union inside a union");
+    rc = parse_node(ps, b, ns, &nd->kids[i]);
+  }
+  *out = nd;
+  return rc;
+}
+
+static kl_rc parse_node(av_parse *ps, json_t *j, const char *ns, av_node **out) {
+  if (++ps->depth > KL_AVRO_MAX_DEPTH) return bad(ps, "nested deeper than %d", KL_AVRO_MAX_DEPTH);
+  kl_rc rc;
+  if (json_is_string(j)) rc = lookup_name(ps, json_string_value(j), ns, out);
+  else if (json_is_object(j)) rc = parse_object(ps, j, ns, out);
+  else if (json_is_array(j)) rc = parse_union(ps, j, ns, out);
+  else rc = bad(ps, "a type is a string, an object or an array");
+  ps->depth--;
+  return rc;
+}
+
+/* The fewest bytes a datum takes; a recursive record counts 0 for the
+** part that recurses (it must end in a union somewhere, or never ends). */
+static size_t min_bytes(av_node *nd) {
+  if (nd->sized) return nd->min_bytes;
+  nd->sized = 1;
+  size_t m = 0;
+  switch (nd->type) {
+    case AV_NULL: m = 0; break;
+    case AV_FLOAT: m = 4; break;
+    case AV_DOUBLE: m = 8; break;
+    case AV_FIXED: m = (size_t)nd->size; break;
+    case AV_RECORD:
+      for (size_t i = 0; i < nd->n; i++) {
+        size_t k = min_bytes(nd->kids[i]);
+        m = m + k < m ? SIZE_MAX : m + k;
+      }
+      break;
+    default: m = 1; /* a varint, a length, an index, a count */
+  }
+  nd->min_bytes = m;
+  return m;
+}
+
+/* Names as the JSON written: quoted and escaped once, here, so that
+** decoding copies them; a name that is not UTF-8 is refused. */
+static kl_rc make_keys(kl_avro_schema *s, av_node *nd, kl_err *err) {
+  if (!nd->names || (nd->type != AV_RECORD && nd->type != AV_ENUM)) return KL_OK;
+  size_t n = nd->n ? nd->n : 1;
+  if (!(nd->keys = kl_malloc(s->env, n * sizeof *nd->keys)) ||
+      !(nd->key_len = kl_malloc(s->env, n * sizeof *nd->key_len))) {
+    return KL_NOMEM;
+  }
+  memset(nd->keys, 0, n * sizeof *nd->keys);
+  for (size_t i = 0; i < nd->n; i++) {
+    const char *nm = nd->names[i];
+    size_t len = strlen(nm);
+    if (!kl_utf8_valid((const uint8_t *)nm, len)) {
+      return kl_err_set(err, KL_CORRUPT, "schema: name %zu of %.200s is not UTF-8", i,
+                        nd->name ? nd->name : "a record");
+    }
+    char *k = kl_malloc(s->env, 6 * len + 4);
+    if (!k) return KL_NOMEM;
+    size_t w = 0;
+    k[w++] = '"';
+    for (size_t j = 0; j < len; j++) {
+      unsigned char ch = (unsigned char)nm[j];
+      if (ch == '"' || ch == '\\') {
+        k[w++] = '\\';
+        k[w++] = (char)ch;
+      } else if (ch < 0x20) {
+        w += (size_t)sprintf(k + w, "\\u%04x", ch);
+      } else {
+        k[w++] = (char)ch;
+      }
+    }
+    k[w++] = '"';
+    if (nd->type == AV_RECORD) k[w++] = ':';
+    k[w] = 0;
+    nd->keys[i] = k;
+    nd->key_len[i] = w;
+  }
+  return KL_OK;
+}
+
+kl_rc kl_avro_schema_parse(const kl_env *env, const kl_avro_text *texts, size_t n,
+                           kl_avro_schema **out, kl_err *err) {
+  *out = NULL;
+  if (n == 0) return kl_err_set(err, KL_MISUSE, "schema: none given");
+  kl_avro_schema *s = kl_malloc(env, sizeof *s);
+  if (!s) return KL_NOMEM;
+  memset(s, 0, sizeof *s);
+  s->env = env;
+  av_parse ps = {s, err, 0};
+  kl_rc rc = KL_OK;
+  for (size_t i = 0; rc == KL_OK && i < n; i++) {
+    json_error_t je;
+    json_t *j = json_loadb(texts[i].text, texts[i].n, JSON_DECODE_ANY, &je);
+    if (!j) {
+      rc = kl_err_set(err, KL_CORRUPT, "schema%s: not JSON: %s (at character %d)",
+                      i + 1 < n ? " reference" : "", je.text, je.position);
+      break;
+    }
+    av_node *root = NULL;
+    rc = parse_node(&ps, j, NULL, &root);
+    json_decref(j);
+    s->root = root;
+  }
+  for (size_t i = 0; rc == KL_OK && i < s->nnodes; i++) {
+    min_bytes(s->nodes[i]);
+    rc = make_keys(s, s->nodes[i], err);
+  }
+  if (rc) {
+    if (err && err->rc == KL_OK) kl_err_set(err, rc, "schema: %s", kl_rc_name(rc));
+    kl_avro_schema_free(s);
+    return rc;
+  }
+  *out = s;
+  return KL_OK;
+}
+
+void kl_avro_schema_free(kl_avro_schema *s) {
+  if (!s) return;
+  const kl_env *env = s->env;
+  for (size_t i = 0; i < s->nnodes; i++) {
+    av_node *nd = s->nodes[i];
+    for (size_t k = 0; k < nd->n; k++) {
+      if (nd->names) kl_free(env, nd->names[k]);
+      if (nd->keys) kl_free(env, nd->keys[k]);
+    }
+    kl_free(env, nd->names);
+    kl_free(env, nd->keys);
+    kl_free(env, nd->key_len);
+    kl_free(env, nd->kids);
+    kl_free(env, nd->name);
+    kl_free(env, nd);
+  }
+  kl_free(env, s->nodes);
+  kl_free(env, s);
+}
+
+int kl_avro_schema_is_bytes(const kl_avro_schema *s) {
+  return s->root->type == AV_BYTES;
+}
+
+/* ---- decoding ---- */
+
+typedef struct av_dec {
+  const kl_env *env;
+  const uint8_t *p, *end;
+  kl_buf *o;
+  unsigned flags;
+  kl_err *err;
+  int depth;
+  size_t empty_items;       /* items that took no bytes, over the value */
+  const char *pname[KL_AVRO_MAX_DEPTH + 2]; /* the path, for messages */
+  int64_t pidx[KL_AVRO_MAX_DEPTH + 2];
+} av_dec;
+
+static kl_rc fail(av_dec *d, const char *fmt, ...) {
+  char path[256], msg[256];
+  size_t k = (size_t)snprintf(path, sizeof path, "$");
+  for (int i = 1; i <= d->depth && k < sizeof path; i++) {
+    if (d->pname[i]) k += (size_t)snprintf(path + k, sizeof path - k, ".%s", d->pname[i]);
+    else if (d->pidx[i] >= 0) k += (size_t)snprintf(path + k, sizeof path - k, "[%lld]",
+                                                    (long long)d->pidx[i]);
+  }
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  return kl_err_set(d->err, KL_CORRUPT, "%s: %s", path, msg);
+}
+
+static inline kl_rc put(av_dec *d, const void *s, size_t n) {
+  kl_buf *o = d->o;
+  if (o->cap - o->len < n && kl_buf_reserve(d->env, o, o->len + n)) return KL_NOMEM;
+  memcpy(o->p + o->len, s, n);
+  o->len += n;
+  return KL_OK;
+}
+
+static inline kl_rc putc_(av_dec *d, char ch) { return put(d, &ch, 1); }
+
+static kl_rc read_long(av_dec *d, int64_t *out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (d->p >= d->end) return fail(d, "varint runs past the end");
+    uint8_t b = *d->p++;
+    if (shift == 63 && (b & 0x7e)) return fail(d, "varint longer than 64 bits");
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+      return KL_OK;
+    }
+  }
+  return fail(d, "varint longer than 10 bytes");
+}
+
+static kl_rc read_int(av_dec *d, int64_t *out) {
+  const uint8_t *at = d->p;
+  kl_rc rc = read_long(d, out);
+  if (rc == KL_OK && (d->p - at > 5 || *out < INT32_MIN || *out > INT32_MAX)) {
+    return fail(d, "int out of range");
+  }
+  return rc;
+}
+
+static kl_rc put_long(av_dec *d, int64_t v) {
+  char t[24], *w = t + sizeof t;
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  do {
+    *--w = (char)('0' + u % 10);
+    u /= 10;
+  } while (u);
+  if (v < 0) *--w = '-';
+  return put(d, w, (size_t)(t + sizeof t - w));
+}
+
+/* A number with up to 4 decimals (prices, rates) as its digits with the
+** fewest decimals that read back as v, without printf's exact binary to
+** decimal conversion: the fast path of put_real.  0 when v has no such
+** form (put_real then asks printf). */
+static int short_decimal(double v, int is_float, char *t, size_t *k) {
+  if (v == 0) return 0; /* -0: printf writes "-0" */
+  double p = 10;
+  for (int dec = 1; dec <= 4; dec++, p *= 10) {
+    double x = v * p;
+    if (!(fabs(x) < 9007199254740992.0)) return 0;
+    int64_t r = (int64_t)llround(x);
+    uint64_t u = r < 0 ? (uint64_t)0 - (uint64_t)r : (uint64_t)r;
+    char digits[24];
+    int nd = 0;
+    do {
+      digits[nd++] = (char)('0' + u % 10);
+      u /= 10;
+    } while (u);
+    while (nd <= dec) digits[nd++] = '0'; /* at least one digit before the point */
+    size_t w = 0;
+    if (r < 0 || (r == 0 && signbit(v))) t[w++] = '-';
+    for (int i = nd; i-- > 0;) {
+      t[w++] = digits[i];
+      if (i == dec) t[w++] = '.';
+    }
+    t[w] = 0;
+    if (is_float ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v) {
+      *k = w;
+      return 1;
+    }
+  }
+  return 0;
+}
+
+/* The shortest of %.{lo..hi}g that reads back as the same value. */
+static kl_rc put_real(av_dec *d, double v, int is_float) {
+  if (isnan(v)) return put(d, "\"NaN\"", 5);
+  if (isinf(v)) return v > 0 ? put(d, "\"Infinity\"", 10) : put(d, "\"-Infinity\"", 11);
+  if (fabs(v) < 9007199254740992.0 && v == (double)(int64_t)v && !(v == 0 && signbit(v))) {
+    return put_long(d, (int64_t)v); /* an integer: exact, and what %g would print */
+  }
+  char t[40];
+  size_t sk;
+  if (short_decimal(v, is_float, t, &sk)) return put(d, t, sk);
+  int k = 0;
+  for (int prec = is_float ? 6 : 15; prec <= 17; prec++) {
+    k = snprintf(t, sizeof t, "%.*g", prec, v);
+    if (is_float ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v) break;
+  }
+  return put(d, t, (size_t)k);
+}
+
+static kl_rc put_hex(av_dec *d, const uint8_t *p, size_t n) {
+  static const char hex[] = "0123456789abcdef";
+  if (kl_buf_reserve(d->env, d->o, d->o->len + 2 * n + 2)) return KL_NOMEM;
+  uint8_t *w = d->o->p + d->o->len;
+  *w++ = '"';
+  for (size_t i = 0; i < n; i++) {
+    *w++ = (uint8_t)hex[p[i] >> 4];
+    *w++ = (uint8_t)hex[p[i] & 15];
+  }
+  *w++ = '"';
+  d->o->len = (size_t)(w - d->o->p);
+  return KL_OK;
+}
+
+static kl_rc put_string(av_dec *d, const uint8_t *p, size_t n) {
+  if (!kl_utf8_valid(p, n)) return fail(d, "string is not UTF-8");
+  if (kl_buf_reserve(d->env, d->o, d->o->len + 6 * n + 2)) return KL_NOMEM;
+  uint8_t *w = d->o->p + d->o->len;
+  *w++ = '"';
+  for (size_t i = 0; i < n; i++) {
+    uint8_t ch = p[i];
+    if (ch == '"' || ch == '\\') {
+      *w++ = '\\';
+      *w++ = ch;
+    } else if (ch < 0x20) {
+      w += sprintf((char *)w, "\\u%04x", ch);
+    } else {
+      *w++ = ch;
+    }
+  }
+  *w++ = '"';
+  d->o->len = (size_t)(w - d->o->p);
+  return KL_OK;
+}
+
+static kl_rc put_uuid(av_dec *d, const uint8_t *p) {
+  static const char hex[] = "0123456789abcdef";
+  char t[38], *w = t;
+  *w++ = '"';
+  for (int i = 0; i < 16; i++) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) *w++ = '-';
+    *w++ = hex[p[i] >> 4];
+    *w++ = hex[p[i] & 15];
+  }
+  *w++ = '"';
+  return put(d, t, (size_t)(w - t));
+}
+
+/* A two's-complement big-endian unscaled value as a decimal number with
+** scale digits after the point: the magnitude is divided by 10^9 again and
+** again (quadratic, hence KL_AVRO_MAX_DECIMAL). */
+static kl_rc put_decimal(av_dec *d, const uint8_t *p, size_t n, int32_t scale) {
+  if (n > KL_AVRO_MAX_DECIMAL) return fail(d, "decimal of %zu bytes (at most %d)", n,
+                                           KL_AVRO_MAX_DECIMAL);
+  uint8_t mag[KL_AVRO_MAX_DECIMAL];
+  int neg = n > 0 && (p[0] & 0x80);
+  for (size_t i = 0; i < n; i++) mag[i] = neg ? (uint8_t)~p[i] : p[i];
+  if (neg) { /* two's complement: invert and add one */
+    for (size_t i = n; i-- > 0;) {
+      if (++mag[i] != 0) break;
+    }
+  }
+  char digits[KL_AVRO_MAX_DECIMAL * 3 + 16];
+  size_t nd = 0, start = 0;
+  while (start < n && mag[start] == 0) start++;
+  while (start < n) {
+    uint32_t rem = 0;
+    for (size_t i = start; i < n; i++) {
+      uint32_t cur = (rem << 8) | mag[i];
+      mag[i] = (uint8_t)(cur / 10);
+      rem = cur % 10;
+    }
+    digits[nd++] = (char)('0' + rem);
+    while (start < n && mag[start] == 0) start++;
+  }
+  if (nd == 0) digits[nd++] = '0';
+  /* digits are least significant first */
+  size_t need = nd + (size_t)scale + 4;
+  if (kl_buf_reserve(d->env, d->o, d->o->len + need)) return KL_NOMEM;
+  char *w = (char *)d->o->p + d->o->len;
+  if (neg) *w++ = '-';
+  size_t sc = (size_t)scale;
+  if (nd <= sc) {
+    *w++ = '0';
+    *w++ = '.';
+    for (size_t i = nd; i < sc; i++) *w++ = '0';
+    for (size_t i = nd; i-- > 0;) *w++ = digits[i];
+  } else {
+    for (size_t i = nd; i-- > 0;) {
+      *w++ = digits[i];
+      if (i == sc && sc > 0) *w++ = '.';
+    }
+  }
+  d->o->len = (size_t)(w - (char *)d->o->p);
+  return KL_OK;
+}
+
+static kl_rc take(av_dec *d, size_t n, const uint8_t **out) {
+  *out = d->p;
+  if ((size_t)(d->end - d->p) < n) return fail(d, "%zu bytes run past the end", n);
+  *out = d->p;
+  d->p += n;
+  return KL_OK;
+}
+
+static kl_rc take_len(av_dec *d, const uint8_t **out, size_t *n) {
+  int64_t len;
+  kl_rc rc = read_long(d, &len);
+  if (rc) return rc;
+  if (len < 0) return fail(d, "negative length %lld", (long long)len);
+  *n = (size_t)len;
+  if ((uint64_t)len > (uint64_t)(d->end - d->p)) return fail(d, "length %lld runs past the end",
+                                                           (long long)len);
+  return take(d, *n, out);
+}
+
+static kl_rc datum(av_dec *d, const av_node *nd);
+
+static kl_rc bytes_like(av_dec *d, const av_node *nd, const uint8_t *p, size_t n) {
+  if (nd->logical == AV_DECIMAL) return put_decimal(d, p, n, nd->scale);
+  if (nd->logical == AV_UUID) return put_uuid(d, p);
+  return put_hex(d, p, n);
+}
+
+static kl_rc record(av_dec *d, const av_node *nd) {
+  kl_rc rc = putc_(d, '{');
+  for (size_t i = 0; rc == KL_OK && i < nd->n; i++) {
+    if (i && (rc = putc_(d, ','))) break;
+    d->pname[d->depth] = nd->names[i];
+    if ((rc = put(d, nd->keys[i], nd->key_len[i]))) break;
+    rc = datum(d, nd->kids[i]);
+  }
+  d->pname[d->depth] = NULL;
+  return rc ? rc : putc_(d, '}');
+}
+
+/* Arrays and maps: blocks until a count of 0. */
+static kl_rc blocks(av_dec *d, const av_node *nd) {
+  int is_map = nd->type == AV_MAP;
+  const av_node *item = nd->kids[0];
+  size_t per = item->min_bytes + (is_map ? 1 : 0);
+  kl_rc rc = putc_(d, is_map ? '{' : '[');
+  int64_t idx = 0;
+  for (;;) {
+    int64_t count;
+    if (rc || (rc = read_long(d, &count))) return rc;
+    if (count == 0) break;
+    if (count < 0) {
+      int64_t size;
+      if (count == INT64_MIN) return fail(d, "block count out of range");
+      count = -count;
+      if ((rc = read_long(d, &size))) return rc;
+      if (size < 0) return fail(d, "negative block size");
+    }
+    if (per > 0 && (uint64_t)count > (uint64_t)(d->end - d->p) / per) {
+      return fail(d, "block of %lld items runs past the end", (long long)count);
+    }
+    if (per == 0 && (uint64_t)count > KL_AVRO_MAX_EMPTY_ITEMS - d->empty_items) {
+      return fail(d, "more than %d items that take no bytes", KL_AVRO_MAX_EMPTY_ITEMS);
+    }
+    if (per == 0) d->empty_items += (size_t)count;
+    for (int64_t i = 0; i < count; i++, idx++) {
+      if (idx && (rc = putc_(d, ','))) return rc;
+      d->pidx[d->depth] = idx;
+      if (is_map) {
+        const uint8_t *k;
+        size_t kn;
+        if ((rc = take_len(d, &k, &kn)) || (rc = put_string(d, k, kn)) || (rc = putc_(d, ':'))) {
+          return rc;
+        }
+        d->pname[d->depth] = NULL;
+      }
+      if ((rc = datum(d, item))) return rc;
+    }
+  }
+  d->pidx[d->depth] = -1;
+  return putc_(d, is_map ? '}' : ']');
+}
+
+static const char *branch_name(const av_node *nd) {
+  return nd->name ? nd->name : type_names[nd->type];
+}
+
+static kl_rc branch(av_dec *d, const av_node *nd) {
+  int64_t b;
+  kl_rc rc = read_long(d, &b);
+  if (rc) return rc;
+  if (b < 0 || (uint64_t)b >= nd->n) {
+    return fail(d, "union branch %lld of %zu", (long long)b, nd->n);
+  }
+  const av_node *k = nd->kids[b];
+  if (!(d->flags & KL_AVRO_WRAP_UNIONS) || k->type == AV_NULL) return datum(d, k);
+  const char *name = branch_name(k);
+  if ((rc = putc_(d, '{')) || (rc = put_string(d, (const uint8_t *)name, strlen(name))) ||
+      (rc = putc_(d, ':')) || (rc = datum(d, k))) {
+    return rc;
+  }
+  return putc_(d, '}');
+}
+
+static kl_rc scalar(av_dec *d, const av_node *nd) {
+  const uint8_t *p = NULL;
+  size_t n = 0;
+  int64_t v = 0;
+  kl_rc rc;
+  switch (nd->type) {
+    case AV_NULL: return put(d, "null", 4);
+    case AV_BOOLEAN:
+      if ((rc = take(d, 1, &p))) return rc;
+      if (*p > 1) return fail(d, "boolean byte %u", *p);
+      return *p ? put(d, "true", 4) : put(d, "false", 5);
+    case AV_INT: return (rc = read_int(d, &v)) ? rc : put_long(d, v);
+    case AV_LONG: return (rc = read_long(d, &v)) ? rc : put_long(d, v);
+    case AV_FLOAT: {
+      if ((rc = take(d, 4, &p))) return rc;
+      uint32_t u = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                   (uint32_t)p[3] << 24;
+      float f;
+      memcpy(&f, &u, 4);
+      return put_real(d, f, 1);
+    }
+    case AV_DOUBLE: {
+      if ((rc = take(d, 8, &p))) return rc;
+      uint64_t u = 0;
+      for (int i = 7; i >= 0; i--) u = u << 8 | p[i];
+      double f;
+      memcpy(&f, &u, 8);
+      return put_real(d, f, 0);
+    }
+    case AV_BYTES: return (rc = take_len(d, &p, &n)) ? rc : bytes_like(d, nd, p, n);
+    case AV_STRING: return (rc = take_len(d, &p, &n)) ? rc : put_string(d, p, n);
+    case AV_FIXED:
+      return (rc = take(d, (size_t)nd->size, &p)) ? rc : bytes_like(d, nd, p, (size_t)nd->size);
+    case AV_ENUM:
+      if ((rc = read_int(d, &v))) return rc;
+      if (v < 0 || (uint64_t)v >= nd->n) return fail(d, "enum index %lld of %zu", (long long)v,
+                                                     nd->n);
+      return put(d, nd->keys[v], nd->key_len[v]);
+    default: return fail(d, "no such type");
+  }
+}
+
+static kl_rc datum(av_dec *d, const av_node *nd) {
+  if (nd->type < AV_RECORD || nd->type == AV_ENUM || nd->type == AV_FIXED) return scalar(d, nd);
+  if (d->depth >= KL_AVRO_MAX_DEPTH) return fail(d, "nested deeper than %d", KL_AVRO_MAX_DEPTH);
+  d->depth++;
+  d->pname[d->depth] = NULL;
+  d->pidx[d->depth] = -1;
+  kl_rc rc = nd->type == AV_RECORD ? record(d, nd)
+             : nd->type == AV_UNION ? branch(d, nd)
+                                    : blocks(d, nd);
+  if (rc == KL_OK) d->depth--;
+  return rc;
+}
+
+kl_rc kl_avro_decode(const kl_avro_schema *s, const uint8_t *p, size_t n, unsigned flags,
+                     kl_buf *json, kl_err *err) {
+  av_dec d;
+  d.env = s->env;
+  d.p = p;
+  d.end = p + n;
+  d.o = json;
+  d.flags = flags;
+  d.err = err;
+  d.depth = 0;
+  d.empty_items = 0;
+  if ((flags & KL_AVRO_RAW_BYTES) && s->root->type == AV_BYTES) {
+    return bytes_like(&d, s->root, p, n);
+  }
+  kl_rc rc = datum(&d, s->root);
+  if (rc == KL_OK && d.p != d.end) {
+    rc = kl_err_set(err, KL_CORRUPT, "$: %zu bytes after the value", (size_t)(d.end - d.p));
+  }
+  if (rc == KL_NOMEM) kl_err_set(err, rc, "out of memory");
+  return rc;
+}

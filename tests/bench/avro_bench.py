@@ -1,0 +1,98 @@
+#!/usr/bin/python3
+"""Decoding speed: sum(json_extract(value, '$.amount')) over N Avro order records (8 fields: long,
+string, double, enum, nullable string, array of records, map, boolean) in a kafka_log table with
+value_type='confluent', against the same records as JSON text in a native SQLite table.  The Avro
+values are encoded by python3-avro; the log is written by a kafka_log table in mode='create'.
+
+    /usr/bin/python3 tests/bench/avro_bench.py build/kafkalog [N, default 200000]
+
+Prints the best of 5 runs of each query (CPU time of the sqlite3 shell, which includes its start), the ratio and the values decoded per second.
+"""
+import io
+import json
+import os
+import random
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import tempfile
+
+import avro.io
+import avro.schema
+
+SCHEMA = {"type": "record", "name": "Order", "namespace": "bench", "fields": [
+    {"name": "id", "type": "long"}, {"name": "customer", "type": "string"},
+    {"name": "amount", "type": "double"},
+    {"name": "status", "type": {"type": "enum", "name": "S", "symbols": ["NEW", "PAID", "SHIPPED"]}},
+    {"name": "note", "type": ["null", "string"]},
+    {"name": "items", "type": {"type": "array", "items": {"type": "record", "name": "Item", "fields": [
+        {"name": "sku", "type": "string"}, {"name": "qty", "type": "int"}]}}},
+    {"name": "tags", "type": {"type": "map", "values": "string"}},
+    {"name": "gift", "type": "boolean"}]}
+
+def main():
+    ext = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build/kafkalog")
+    n = int(sys.argv[2]) if len(sys.argv) > 2 else 200000
+    rnd = random.Random(7)
+    schema = avro.schema.parse(json.dumps(SCHEMA))
+    writer = avro.io.DatumWriter(schema)
+    work = tempfile.mkdtemp(prefix="kl-avro-bench-")
+    sql = open(os.path.join(work, "load.sql"), "w")
+    sq = os.path.join(work, "_schemas-0")
+    key = json.dumps({"keytype": "SCHEMA", "subject": "orders-value", "version": 1, "magic": 1})
+    val = json.dumps({"subject": "orders-value", "version": 1, "id": 1,
+                      "schema": json.dumps(SCHEMA), "deleted": False})
+    sql.write("CREATE VIRTUAL TABLE s USING kafka_log('%s', mode='create');\n" % sq)
+    sql.write("INSERT INTO s(key, value) VALUES ('%s', '%s');\n" % (key, val.replace("'", "''")))
+    sql.write("CREATE VIRTUAL TABLE o USING kafka_log('%s/orders-0', mode='create');\n" % work)
+    sql.write("CREATE TABLE native(value TEXT);\nBEGIN;\n")
+    for i in range(n):
+        d = {"id": i, "customer": "customer-%d" % rnd.randrange(1000),
+             "amount": round(rnd.uniform(1, 500), 2), "status": rnd.choice(["NEW", "PAID", "SHIPPED"]),
+             "note": None if rnd.random() < 0.7 else "leave at door",
+             "items": [{"sku": "sku-%d" % rnd.randrange(100), "qty": rnd.randrange(1, 5)}
+                       for _ in range(rnd.randrange(1, 4))],
+             "tags": {"channel": rnd.choice(["web", "app"])}, "gift": rnd.random() < 0.1}
+        b = io.BytesIO()
+        writer.write(d, avro.io.BinaryEncoder(b))
+        v = b"\x00" + struct.pack(">i", 1) + b.getvalue()
+        sql.write("INSERT INTO o(value) VALUES (x'%s');\n" % v.hex())
+        sql.write("INSERT INTO native VALUES ('%s');\n" % json.dumps(d, separators=(",", ":")))
+    sql.write("COMMIT;\n")
+    sql.close()
+    db = os.path.join(work, "native.db")
+    subprocess.run(["sqlite3", "-cmd", ".load " + ext, db], stdin=open(os.path.join(work, "load.sql")),
+                   check=True)
+    queries = {
+        "avro": "SELECT sum(json_extract(value, '$.amount')) FROM kafka_log('%s/orders-0')"
+                " WHERE value_type = 'confluent';" % work,
+        "native": "SELECT sum(json_extract(value, '$.amount')) FROM native;",
+        "decode": "SELECT count(value) FROM kafka_log('%s/orders-0')"
+                  " WHERE value_type = 'confluent';" % work,
+        "read only": "SELECT count(value) FROM kafka_log('%s/orders-0');" % work,
+    }
+    best = {}
+    for name, q in queries.items():
+        # CPU time (user + sys) of the shell, not wall time: a shared machine's load does not
+        # count; the best of 5 runs, each in a fresh connection.
+        runs = []
+        for _ in range(5):
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            r = subprocess.run(["sqlite3", "-cmd", ".load " + ext, db], input=q + "\n", text=True,
+                               capture_output=True, check=True)
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            runs.append(after.ru_utime - before.ru_utime + after.ru_stime - before.ru_stime)
+        best[name] = min(runs)
+        print("%-10s %s  best of 5: %.3f s CPU" % (name, r.stdout.strip(), best[name]))
+    print("records: %d; Avro decode+extract %.0f values/s; native JSON %.0f values/s; "
+          "ratio (Avro speed / native speed) %.2f" % (n, n / best["avro"], n / best["native"],
+                                                      best["native"] / best["avro"]))
+    if os.environ.get("KL_BENCH_KEEP"):
+        print("kept:", work)
+    else:
+        shutil.rmtree(work)
+
+if __name__ == "__main__":
+    main()

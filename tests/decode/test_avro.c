@@ -1,0 +1,218 @@
+/*
+** test_avro.c - the Avro decoder's limits and edge rules on hostile input
+** written byte by byte: nesting depth, a recursive record that never ends,
+** block counts that would allocate gigabytes, items that take no bytes,
+** varints past 64 bits, int range, booleans, enum and union indexes,
+** decimals (sign, scale, size), float text, invalid UTF-8, trailing bytes,
+** named types across references, and schemas that do not parse.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "avro.h"
+#include "confluent.h"
+
+static kl_rc run(const char *schema, const uint8_t *p, size_t n, unsigned flags, char *out,
+                 size_t on, kl_err *err) {
+  kl_avro_schema *s = NULL;
+  kl_avro_text t = {schema, strlen(schema)};
+  kl_err_clear(err);
+  kl_rc rc = kl_avro_schema_parse(NULL, &t, 1, &s, err);
+  if (rc) {
+    snprintf(out, on, "%s", err->msg);
+    return rc;
+  }
+  kl_buf b = {0};
+  rc = kl_avro_decode(s, p, n, flags, &b, err);
+  snprintf(out, on, "%.*s", rc ? (int)strlen(err->msg) : (int)b.len,
+           rc ? err->msg : (const char *)b.p);
+  kl_buf_free(NULL, &b);
+  kl_avro_schema_free(s);
+  return rc;
+}
+
+#define OK(schema, bytes, want) do { \
+    char o_[4096]; kl_err e_; \
+    kl_rc r_ = run(schema, (const uint8_t *)bytes, sizeof bytes - 1, 0, o_, sizeof o_, &e_); \
+    if (r_ != KL_OK || strcmp(o_, want) != 0) fail_msg("%s: got rc %d %s, want %s", schema, r_, o_, want); \
+  } while (0)
+
+#define BAD(schema, bytes, part) do { \
+    char o_[4096]; kl_err e_; \
+    kl_rc r_ = run(schema, (const uint8_t *)bytes, sizeof bytes - 1, 0, o_, sizeof o_, &e_); \
+    if (r_ != KL_CORRUPT || !strstr(o_, part)) fail_msg("%s: got rc %d %s, want %s", schema, r_, o_, part); \
+  } while (0)
+
+static void test_scalars(void **state) {
+  OK("\"long\"", "\x01", "-1");
+  OK("\"long\"", "\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01", "9223372036854775807");
+  OK("\"long\"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", "-9223372036854775808");
+  BAD("\"long\"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", "varint longer than 64 bits");
+  BAD("\"long\"", "\xff\xff", "varint runs past the end");
+  BAD("\"int\"", "\x80\x80\x80\x80\x20", "int out of range");
+  OK("\"boolean\"", "\x01", "true");
+  BAD("\"boolean\"", "\x02", "boolean byte 2");
+  OK("\"float\"", "\xcd\xcc\xcc\x3d", "0.1");         /* 0.1f: shortest float text */
+  OK("\"double\"", "\x9a\x99\x99\x99\x99\x99\xb9\x3f", "0.1");
+  OK("\"double\"", "\x00\x00\x00\x00\x00\x00\xf8\x7f", "\"NaN\"");
+  OK("\"double\"", "\x7b\x14\xae\x47\xe1\xfa\x5e\xc0", "-123.92");  /* the short path */
+  OK("\"double\"", "\x00\x00\x00\x00\x00\x00\x00\x80", "-0");
+  OK("\"double\"", "\x8d\xed\xb5\xa0\xf7\xc6\xb0\x3e", "1e-06");
+  OK("\"double\"", "\x00\x00\x00\x00\x00\x00\x59\x40", "100");
+  OK("\"double\"", "\x18\x2d\x44\x54\xfb\x21\x09\x40", "3.141592653589793");
+  OK("\"double\"", "\x00\x00\x00\x00\x00\x00\xf0\xff", "\"-Infinity\"");
+  OK("\"string\"", "\x06\x22\x5c\x01", "\"\\\"\\\\\\u0001\"");
+  BAD("\"string\"", "\x04\xc3\x28", "string is not UTF-8");
+  BAD("\"string\"", "\x01", "negative length");
+  BAD("\"bytes\"", "\x7e", "runs past the end");
+  OK("\"bytes\"", "\x04\x00\xff", "\"00ff\"");
+  BAD("\"null\"", "\x00", "1 bytes after the value");
+}
+
+static void test_logical(void **state) {
+  const char *dec = "{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":9,\"scale\":3}";
+  OK(dec, "\x02\xff", "-0.001");
+  OK(dec, "\x04\x30\x39", "12.345");
+  OK(dec, "\x00", "0.000");
+  OK(dec, "\x02\x80", "-0.128");
+  OK("{\"type\":\"fixed\",\"name\":\"D\",\"size\":2,\"logicalType\":\"decimal\",\"precision\":4}",
+     "\x80\x00", "-32768");
+  /* a scale past the precision makes the logical type invalid: bytes */
+  OK("{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":2,\"scale\":3}", "\x02\x01",
+     "\"01\"");
+  OK("{\"type\":\"fixed\",\"name\":\"U\",\"size\":16,\"logicalType\":\"uuid\"}",
+     "\x3b\x24\x11\x01\xe2\xbb\x42\x55\x8c\xaf\x41\x36\xc5\x66\xa9\x62",
+     "\"3b241101-e2bb-4255-8caf-4136c566a962\"");
+  OK("{\"type\":\"long\",\"logicalType\":\"timestamp-micros\"}", "\x02", "1");
+  char big[2 + KL_AVRO_MAX_DECIMAL + 1];
+  big[0] = (char)0x82; /* length 257: 0x82 0x04 */
+  big[1] = 0x04;
+  memset(big + 2, 1, KL_AVRO_MAX_DECIMAL + 1);
+  char o[256];
+  kl_err e;
+  assert_int_equal(run(dec, (const uint8_t *)big, sizeof big, 0, o, sizeof o, &e), KL_CORRUPT);
+  assert_non_null(strstr(o, "decimal of 257 bytes"));
+}
+
+static void test_complex(void **state) {
+  const char *u = "[\"null\",\"string\",{\"type\":\"record\",\"name\":\"R\",\"namespace\":\"n\","
+                  "\"fields\":[{\"name\":\"a\",\"type\":\"int\"}]}]";
+  OK(u, "\x00", "null");
+  OK(u, "\x02\x02x", "\"x\"");
+  OK(u, "\x04\x02", "{\"a\":1}");
+  BAD(u, "\x06", "union branch 3 of 3");
+  char o[256];
+  kl_err e;
+  assert_int_equal(run(u, (const uint8_t *)"\x04\x02", 2, KL_AVRO_WRAP_UNIONS, o, sizeof o, &e),
+                   KL_OK);
+  assert_string_equal(o, "{\"n.R\":{\"a\":1}}");
+  assert_int_equal(run(u, (const uint8_t *)"\x00", 1, KL_AVRO_WRAP_UNIONS, o, sizeof o, &e), KL_OK);
+  assert_string_equal(o, "null");
+  OK("{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\",\"B\"]}", "\x02", "\"B\"");
+  BAD("{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\",\"B\"]}", "\x04", "enum index 2 of 2");
+  /* arrays and maps: several blocks, a negative count with its size */
+  OK("{\"type\":\"array\",\"items\":\"int\"}", "\x04\x02\x04\x01\x02\x06\x00", "[1,2,3]");
+  OK("{\"type\":\"map\",\"values\":\"long\"}", "\x02\x02k\x02\x00", "{\"k\":1}");
+  /* the path of a failing datum */
+  BAD("{\"type\":\"record\",\"name\":\"O\",\"fields\":[{\"name\":\"xs\",\"type\":{\"type\":"
+      "\"array\",\"items\":\"string\"}}]}", "\x04\x02x\x04y", "$.xs[1]: length 2 runs past the end");
+}
+
+static void test_hostile(void **state) {
+  /* a block count that would allocate gigabytes: refused, nothing grows */
+  BAD("{\"type\":\"array\",\"items\":\"long\"}", "\xfe\xff\xff\xff\x0f\x02",
+      "block of 2147483647 items runs past the end");
+  /* items that take no bytes: bounded per value */
+  BAD("{\"type\":\"array\",\"items\":\"null\"}", "\xfe\xff\xff\xff\x0f\x00",
+      "more than 65536 items that take no bytes");
+  /* a record that contains itself with no way out never ends: the depth
+  ** bound stops it */
+  BAD("{\"type\":\"record\",\"name\":\"L\",\"fields\":[{\"name\":\"next\",\"type\":\"L\"}]}", "",
+      "nested deeper than 128");
+  /* a recursive list that does end decodes */
+  OK("{\"type\":\"record\",\"name\":\"N\",\"fields\":[{\"name\":\"v\",\"type\":\"int\"},"
+     "{\"name\":\"next\",\"type\":[\"null\",\"N\"]}]}", "\x02\x02\x04\x00",
+     "{\"v\":1,\"next\":{\"v\":2,\"next\":null}}");
+  /* deep nesting of arrays in the schema */
+  char deep[8192] = "";
+  for (int i = 0; i < 200; i++) strcat(deep, "{\"type\":\"array\",\"items\":");
+  strcat(deep, "\"int\"");
+  for (int i = 0; i < 200; i++) strcat(deep, "}");
+  BAD(deep, "", "nested deeper than 128");
+}
+
+static void test_schemas(void **state) {
+  BAD("{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":\"a\",\"type\":\"Nope\"}]}",
+      "", "unknown type \"Nope\"");
+  BAD("{\"type\":\"fixed\",\"name\":\"F\"}", "", "no valid size");
+  BAD("[]", "", "an empty union");
+  BAD("[[\"int\"]]", "", "a union inside a union");
+  BAD("{nope", "", "not JSON");
+  BAD("[{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"A\"]},"
+      "{\"type\":\"enum\",\"name\":\"E\",\"symbols\":[\"B\"]}]", "", "defined twice");
+  /* a named type from a referenced schema, by full name and in namespace */
+  kl_avro_text t[2] = {{"{\"type\":\"record\",\"name\":\"I\",\"namespace\":\"x.y\",\"fields\":"
+                        "[{\"name\":\"q\",\"type\":\"int\"}]}", 0},
+                       {"{\"type\":\"record\",\"name\":\"P\",\"namespace\":\"x.y\",\"fields\":"
+                        "[{\"name\":\"a\",\"type\":\"I\"},{\"name\":\"b\",\"type\":\"x.y.I\"}]}", 0}};
+  t[0].n = strlen(t[0].text);
+  t[1].n = strlen(t[1].text);
+  kl_avro_schema *s = NULL;
+  kl_err e;
+  kl_err_clear(&e);
+  assert_int_equal(kl_avro_schema_parse(NULL, t, 2, &s, &e), KL_OK);
+  kl_buf b = {0};
+  assert_int_equal(kl_avro_decode(s, (const uint8_t *)"\x02\x04", 2, 0, &b, &e), KL_OK);
+  assert_int_equal(b.len, strlen("{\"a\":{\"q\":1},\"b\":{\"q\":2}}"));
+  assert_memory_equal(b.p, "{\"a\":{\"q\":1},\"b\":{\"q\":2}}", b.len);
+  kl_buf_free(NULL, &b);
+  kl_avro_schema_free(s);
+}
+
+static void test_framing(void **state) {
+  kl_frame f;
+  kl_err e;
+  kl_err_clear(&e);
+  assert_int_equal(kl_frame_read((const uint8_t *)"\x00\x00\x00\x01\x00\x07", 6, NULL, 0, &f, &e),
+                   KL_OK);
+  assert_int_equal(f.id, 256);
+  assert_int_equal(f.n, 1);
+  assert_int_equal(kl_frame_read((const uint8_t *)"\x00\x00", 2, NULL, 0, &f, &e), KL_CORRUPT);
+  assert_non_null(strstr(e.msg, "5 bytes needed"));
+  kl_err_clear(&e);
+  assert_int_equal(kl_frame_read((const uint8_t *)"\x02", 1, NULL, 0, &f, &e), KL_CORRUPT);
+  assert_non_null(strstr(e.msg, "unknown magic byte 0x02"));
+  kl_err_clear(&e);
+  assert_int_equal(kl_frame_read((const uint8_t *)"\x01xxx", 4, NULL, 0, &f, &e), KL_CORRUPT);
+  kl_err_clear(&e);
+  /* the header wins: the value is all payload */
+  assert_int_equal(kl_frame_read((const uint8_t *)"\x00\x01", 2,
+                                 (const uint8_t *)"\x00\x00\x00\x00\x09", 5, &f, &e), KL_OK);
+  assert_int_equal(f.id, 9);
+  assert_int_equal(f.n, 2);
+  assert_int_equal(kl_frame_read((const uint8_t *)"", 0, (const uint8_t *)"\x01", 1, &f, &e),
+                   KL_CORRUPT);
+  kl_buf b = {0};
+  kl_err_clear(&e);
+  assert_int_equal(kl_json_payload(NULL, (const uint8_t *)" {\"a\":[1,-0.5e+3,\"\\u00e9\"]} ", 28,
+                                   &b, &e), KL_OK);
+  assert_int_equal(kl_json_payload(NULL, (const uint8_t *)"{\"a\":01}", 8, &b, &e), KL_CORRUPT);
+  kl_err_clear(&e);
+  assert_int_equal(kl_json_payload(NULL, (const uint8_t *)"[1,]", 4, &b, &e), KL_CORRUPT);
+  kl_buf_free(NULL, &b);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_scalars),  cmocka_unit_test(test_logical),
+      cmocka_unit_test(test_complex),  cmocka_unit_test(test_hostile),
+      cmocka_unit_test(test_schemas),  cmocka_unit_test(test_framing),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

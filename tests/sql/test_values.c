@@ -1,0 +1,299 @@
+/*
+** test_values.c - Schema Registry values decoded in SQL, on the fixture
+** tests/fixtures/registry (values encoded by python3-avro, see
+** tests/fixtures/make_registry.py): kafka_schemas' replay (soft and hard
+** deletes, DELETE_SUBJECT, keytypes and fields it does not know), the
+** three framings, the JSON rules for Avro (unions bare and wrapped,
+** decimals, uuid, hex bytes, exact longs, NaN and infinities, references),
+** JSON Schema payloads, each error named by topic, partition, offset and
+** schema id, decode_errors='null', the GET /schemas file, kafka_decode(),
+** counters proving that a query not reading the column decodes nothing and
+** that schemas are parsed once per connection until `_schemas` changes.
+*/
+#include "sqltest.h"
+
+#include <sys/stat.h>
+
+#define REG KL_FIXTURES "/registry"
+
+/* Every row of sql, columns joined by '|', rows by '\n' (malloc'd). */
+static char *rows(sqlite3 *db, const char *sql) {
+  sqlite3_stmt *st = st_prep(db, sql, NULL);
+  st_buf b = {0};
+  st_buf_printf(&b, "%s", "");
+  int rc;
+  while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+    for (int i = 0; i < sqlite3_column_count(st); i++) {
+      const unsigned char *t = sqlite3_column_text(st, i);
+      st_buf_printf(&b, "%s%s", i ? "|" : "", t ? (const char *)t : "NULL");
+    }
+    st_buf_printf(&b, "\n");
+  }
+  if (rc != SQLITE_DONE) fail_msg("step: %s\n  in: %s", sqlite3_errmsg(db), sql);
+  sqlite3_finalize(st);
+  return b.p;
+}
+
+static void expect_rows(sqlite3 *db, const char *sql, const char *want) {
+  char *got = rows(db, sql);
+  if (strcmp(got, want) != 0) fail_msg("%s\n got:\n%s\n want:\n%s", sql, got, want);
+  free(got);
+}
+
+static char *text(sqlite3 *db, const char *sql) { return st_text(db, sql, NULL); }
+
+static void expect_text(sqlite3 *db, const char *sql, const char *want) {
+  char *got = text(db, sql);
+  if (!got || strcmp(got, want) != 0) fail_msg("%s\n got: %s\n want: %s", sql, got, want);
+  free(got);
+}
+
+static int64_t stat_of(sqlite3 *db, const char *key) {
+  char sql[128];
+  snprintf(sql, sizeof sql, "SELECT json_extract(kafka_log_stats(), '$.%s')", key);
+  return st_int(db, sql, NULL);
+}
+
+static void test_registry_replay(void **state) {
+  sqlite3 *db = st_open();
+  /* 8 (gone-value) was hard-deleted; 7 soft-deleted; dropped-value 1 and 2
+  ** by DELETE_SUBJECT, 3 registered after it; CONFIG, MODE, NOOP and an
+  ** unknown keytype leave no row; the unknown field is ignored. */
+  expect_rows(db, "SELECT id, subject, version, schema_type, deleted, offset FROM kafka_schemas('"
+                  REG "')",
+              "1|orders-value|1|AVRO|0|3\n2|orders-value|2|AVRO|0|5\n"
+              "3|payments-value|1|AVRO|0|6\n4|item|1|AVRO|0|2\n5|events-value|1|JSON|0|9\n"
+              "6|clicks-value|1|PROTOBUF|0|10\n7|old-value|1|AVRO|1|13\n"
+              "9|dropped-value|1|AVRO|1|16\n10|dropped-value|2|AVRO|1|17\n"
+              "11|payments-key|1|AVRO|0|7\n12|blobs-value|1|AVRO|0|8\n"
+              "13|dropped-value|3|AVRO|0|19\n14|secret-value|1|AVRO|0|20\n");
+  /* The same from the partition itself and from the REST answer. */
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_schemas('" REG "/_schemas-0')", NULL),
+                   13);
+  expect_rows(db, "SELECT id, subject, version, offset FROM kafka_schemas('" KL_FIXTURES
+                  "/registry-schemas.json')",
+              "1|orders-value|1|NULL\n2|orders-value|2|NULL\n3|payments-value|1|NULL\n"
+              "4|item|1|NULL\n");
+  expect_rows(db, "SELECT \"references\", guid, md5 IS NULL, rule_set IS NULL FROM kafka_schemas('"
+                  REG "') WHERE id IN (1, 3, 14)",
+              "[]|NULL|0|1\n"
+              "[{\"name\":\"com.example.Item\",\"subject\":\"item\",\"version\":1}]|"
+              "6f1c2d3e-4a5b-4c6d-8e9f-0a1b2c3d4e5f|1|1\n[]|NULL|1|0\n");
+  expect_text(db, "SELECT schema FROM kafka_schemas('" REG "') WHERE id = 12", "\"bytes\"");
+  char *m = st_expect_rc(db, "SELECT * FROM kafka_schemas('" REG "/orders-0/..')", SQLITE_OK);
+  free(m);
+  m = st_expect_rc(db, "SELECT * FROM kafka_schemas('" KL_FIXTURES "/a-tiny')", SQLITE_CANTOPEN);
+  assert_non_null(strstr(m, "no _schemas partition"));
+  free(m);
+  st_close(db);
+}
+
+static void test_avro_values(void **state) {
+  sqlite3 *db = st_open();
+  /* Two schema versions in one topic; a partition alone finds the
+  ** registry in its log directory. */
+  expect_rows(db, "SELECT offset, json_extract(value, '$.note'), json_extract(value, '$.coupon'),"
+                  " json_array_length(value, '$.items'), json_extract(value, '$.status')"
+                  " FROM kafka_log('" REG "/orders-0') WHERE value_type = 'confluent'"
+                  " AND offset IN (0, 1, 6, 7)",
+              "0|note 0|NULL|0|NEW\n1|NULL|NULL|1|PAID\n6|note 6|C6|0|NEW\n7|NULL|NULL|1|PAID\n");
+  expect_text(db, "SELECT value FROM kafka_log('" REG "/orders-0') WHERE value_type='confluent'"
+                  " AND offset = 5",
+              "{\"id\":1005,\"customer\":\"cust-2\",\"amount\":63,\"status\":\"SHIPPED\","
+              "\"note\":null,\"items\":[{\"sku\":\"sku-0\",\"qty\":1},{\"sku\":\"sku-1\",\"qty\":2}],"
+              "\"tags\":{\"src\":\"web\"},\"gift\":false}");
+  assert_int_equal(st_int(db, "SELECT sum(json_extract(value, '$.amount') * 2) FROM kafka_log('"
+                              REG "/orders-0') WHERE value_type = 'confluent'", NULL), 1155);
+  /* Logical types, references, exact longs, NaN and infinities; magic 0,
+  ** magic 1 with a GUID, and the GUID in a header before an unprefixed
+  ** payload; keys too. */
+  expect_text(db, "SELECT key || ' ' || value FROM kafka_log('" REG "/payments-0')"
+                  " WHERE key_type = 'confluent' AND value_type = 'confluent' AND offset = 0",
+              "\"p-1\" {\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":-1234567890.12,"
+              "\"fee\":0.005,\"at\":1732924800123,\"day\":20057,\"raw\":\"00ff10\",\"rate\":0.1,"
+              "\"ratio\":0.3333333333333333,\"big\":9223372036854775807,"
+              "\"item\":{\"sku\":\"a\\\"b\\\\c\",\"qty\":-7},\"extra\":null}");
+  expect_rows(db, "SELECT offset, json_extract(key, '$'), json_extract(value, '$.amount'),"
+                  " json_extract(value, '$.rate'), json_extract(value, '$.ratio'),"
+                  " json_extract(value, '$.big'), json_extract(value, '$.extra')"
+                  " FROM kafka_log('" REG "/payments-0')"
+                  " WHERE key_type = 'confluent' AND value_type = 'confluent'",
+              "0|p-1|-1234567890.12|0.1|0.333333333333333|9223372036854775807|NULL\n"
+              "1|p-2|0.07|Infinity|NaN|-9223372036854775808|42\n"
+              "2|p-3|100.0|0.1|-Infinity|9223372036854775807|text\n"
+              "3|NULL|-1234567890.12|0.1|0.333333333333333|9223372036854775807|"
+              "{\"sku\":\"x\",\"qty\":1}\n");
+  expect_text(db, "SELECT json_extract(value, '$.amount') || ' ' || typeof(json_extract(value, "
+                  "'$.big')) FROM kafka_log('" REG "/payments-0') WHERE value_type='confluent'"
+                  " AND offset = 2", "100.0 integer");
+  /* A "bytes" schema: the bytes raw, no length.  JSON Schema: as written. */
+  expect_text(db, "SELECT value FROM kafka_log('" REG "/blobs-0') WHERE value_type='confluent'",
+              "\"deadbeef\"");
+  expect_rows(db, "SELECT value FROM kafka_log('" REG "/events-0') WHERE value_type='confluent'",
+              "{\"kind\":\"view\",\"n\":12345678901234567890}\n{\"kind\":\"click\",\"n\":1}\n");
+  st_close(db);
+}
+
+static void test_wrapped_unions_and_options(void **state) {
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE VIRTUAL TABLE p USING kafka_log('" REG "/payments-0', value_type='confluent',"
+              " unions='wrapped', schemas='" KL_FIXTURES "/registry-schemas.json')");
+  expect_rows(db, "SELECT json_extract(value, '$.extra') FROM p",
+              "NULL\n{\"long\":42}\n{\"string\":\"text\"}\n"
+              "{\"com.example.Item\":{\"sku\":\"x\",\"qty\":1}}\n");
+  expect_text(db, "SELECT value_type FROM p LIMIT 1", "confluent");
+  /* Plain Avro: the schema given, no header (here the framed key as a
+  ** fixed of 9 bytes). */
+  st_exec(db, "CREATE VIRTUAL TABLE k USING kafka_log('" REG "/payments-0', key_type='avro',"
+              " key_schema='{\"type\":\"fixed\",\"name\":\"F\",\"size\":9}')");
+  expect_text(db, "SELECT key FROM k WHERE offset = 0", "\"000000000b06702d31\"");
+  char *m = st_expect_rc(db, "CREATE VIRTUAL TABLE bad USING kafka_log('" REG "/orders-0',"
+                         " value_type='avro')", SQLITE_ERROR);
+  assert_non_null(strstr(m, "value_schema"));
+  free(m);
+  m = st_expect_rc(db, "CREATE VIRTUAL TABLE bad USING kafka_log('" REG "/orders-0',"
+                   " decode_errors='skip')", SQLITE_ERROR);
+  assert_non_null(strstr(m, "'error' or 'null'"));
+  free(m);
+  m = st_expect_rc(db, "CREATE VIRTUAL TABLE bad USING kafka_log('" REG "/orders-0',"
+                   " value_type='avro', value_schema='{\"type\":\"nope\"}')", SQLITE_ERROR);
+  assert_non_null(strstr(m, "unknown type \"nope\""));
+  free(m);
+  st_close(db);
+}
+
+static void test_errors_name_the_record(void **state) {
+  sqlite3 *db = st_open();
+  static const char *const want[] = {
+      "topic bad partition 0 offset 0: value: schema id 99 is not in the registry",
+      "topic bad partition 0 offset 1: value: unknown magic byte 0x7b",
+      "topic bad partition 0 offset 2: value: schema id 1 (orders-value version 1): $.amount: "
+      "8 bytes run past the end",
+      "topic bad partition 0 offset 3: value: schema id 6 (clicks-value version 1): Protobuf "
+      "values are not decoded by this build",
+      "topic bad partition 0 offset 4: value: schema id 5 (events-value version 1): payload is "
+      "not JSON",
+      "topic bad partition 0 offset 5: value: schema id 14 (secret-value version 1): fields are "
+      "encrypted by the schema's data-contract rules (ruleSet)",
+  };
+  char *m;
+  for (int i = 0; i < 6; i++) {
+    char sql[256];
+    snprintf(sql, sizeof sql, "SELECT value FROM kafka_log('" REG "/bad-0')"
+             " WHERE value_type = 'confluent' AND offset = %d", i);
+    m = st_expect_rc(db, sql, SQLITE_CORRUPT_VTAB & 0xff);
+    if (!strstr(m, want[i])) fail_msg("got %s\nwant %s", m, want[i]);
+    free(m);
+  }
+  /* decode_errors='null': the bad ones are NULL, and a query finds them. */
+  st_exec(db, "CREATE VIRTUAL TABLE b USING kafka_log('" REG "/bad-0', value_type='confluent',"
+              " decode_errors='null')");
+  expect_rows(db, "SELECT offset, json_extract(value, '$.customer') FROM b",
+              "0|NULL\n1|NULL\n2|NULL\n3|NULL\n4|NULL\n5|NULL\n6|ok\n");
+  expect_text(db, "SELECT group_concat(offset) FROM b WHERE value IS NULL", "0,1,2,3,4,5");
+  /* No registry where the table looks: an error even with 'null'. */
+  st_exec(db, "CREATE VIRTUAL TABLE t USING kafka_log('" KL_FIXTURES "/a-tiny/orders-0',"
+              " value_type='confluent', decode_errors='null')");
+  m = st_expect_rc(db, "SELECT value FROM t", SQLITE_CANTOPEN);
+  assert_non_null(strstr(m, "topic orders partition 0 offset 0: value: "));
+  assert_non_null(strstr(m, "no _schemas partition there"));
+  free(m);
+  /* kafka_decode: the same rules for bytes found elsewhere. */
+  m = st_expect_rc(db, "SELECT kafka_decode(x'0000000063', 'confluent', '" REG "')",
+                         SQLITE_CORRUPT_VTAB & 0xff);
+  assert_non_null(strstr(m, "schema id 99 is not in the registry"));
+  free(m);
+  st_close(db);
+}
+
+static void test_kafka_decode(void **state) {
+  sqlite3 *db = st_open();
+  expect_text(db, "SELECT kafka_decode(value, 'confluent', '" REG "/_schemas-0') FROM kafka_log('"
+                  REG "/orders-0') WHERE offset = 9",
+              "{\"id\":1009,\"customer\":\"cust-0\",\"amount\":105,\"status\":\"NEW\",\"note\":null,"
+              "\"items\":[],\"tags\":{\"src\":\"web\"},\"gift\":false,\"coupon\":null}");
+  expect_text(db, "SELECT kafka_decode(x'0206702d31', 'avro', '[\"null\",\"string\"]')",
+              "\"p-1\"");
+  expect_text(db, "SELECT kafka_decode(x'02', 'avro', '{\"type\":\"enum\",\"name\":\"E\","
+                  "\"symbols\":[\"A\",\"B\"]}')", "\"B\"");
+  expect_text(db, "SELECT kafka_decode(CAST('[1, 2.5e400]' AS BLOB), 'json', NULL)",
+              "[1, 2.5e400]");
+  assert_int_equal(st_int(db, "SELECT kafka_decode(NULL, 'avro', '\"int\"') IS NULL", NULL), 1);
+  char *m = st_expect_rc(db, "SELECT kafka_decode(x'00', 'xml', '')", SQLITE_ERROR);
+  free(m);
+  m = st_expect_rc(db, "SELECT kafka_decode(x'0102', 'avro', '\"int\"')",
+                   SQLITE_CORRUPT_VTAB & 0xff);
+  assert_non_null(strstr(m, "1 bytes after the value"));
+  free(m);
+  st_close(db);
+}
+
+static void test_counters(void **state) {
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE VIRTUAL TABLE o USING kafka_log('" REG "/orders-0', value_type='confluent')");
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  /* Queries that do not read value decode nothing and parse no schema. */
+  assert_int_equal(st_int(db, "SELECT count(*) FROM o", NULL), 10);
+  assert_int_equal(st_int(db, "SELECT max(offset) + min(timestamp) - min(timestamp) FROM o",
+                          NULL), 9);
+  assert_int_equal(st_int(db, "SELECT count(key) FROM o", NULL), 10);
+  assert_int_equal(stat_of(db, "values_decoded"), 0);
+  assert_int_equal(stat_of(db, "schemas_parsed"), 0);
+  /* Each value once; the two schemas parsed once per connection. */
+  assert_int_equal(st_int(db, "SELECT count(json_extract(value, '$.id')) FROM o", NULL), 10);
+  assert_int_equal(stat_of(db, "values_decoded"), 10);
+  assert_int_equal(stat_of(db, "schemas_parsed"), 2);
+  assert_int_equal(st_int(db, "SELECT count(json_extract(value, '$.id')) FROM o", NULL), 10);
+  assert_int_equal(stat_of(db, "values_decoded"), 20);
+  assert_int_equal(stat_of(db, "schemas_parsed"), 2);
+  st_close(db);
+}
+
+/* A schema registered after the connection first read `_schemas` is found:
+** the registry is replayed again when its topic changed. */
+static void test_registry_change(void **state) {
+  char *dir = t_mkdtemp("kl-registry");
+  char sub[512], dst[600];
+  static const char *const parts[] = {"_schemas-0", "orders-0"};
+  for (int i = 0; i < 2; i++) {
+    snprintf(sub, sizeof sub, "%s/%s", dir, parts[i]);
+    assert_int_equal(mkdir(sub, 0755), 0);
+    snprintf(dst, sizeof dst, REG "/%s", parts[i]);
+    assert_int_equal(t_copy_dir(dst, sub), 0);
+  }
+  sqlite3 *db = st_open();
+  char sql[2048];
+  snprintf(sql, sizeof sql, "SELECT count(json_extract(value, '$.id')) FROM kafka_log('%s/orders-0')"
+           " WHERE value_type = 'confluent'", dir);
+  assert_int_equal(st_int(db, sql, NULL), 10);
+  int64_t parsed = stat_of(db, "schemas_parsed");
+  /* Register id 40 (a long) and write a value with it. */
+  snprintf(sql, sizeof sql,
+           "CREATE VIRTUAL TABLE s USING kafka_log('%s/_schemas-0', mode='write');"
+           "INSERT INTO s(key, value) VALUES ('{\"keytype\":\"SCHEMA\",\"subject\":\"orders-value\","
+           "\"version\":3,\"magic\":1}', '{\"subject\":\"orders-value\",\"version\":3,\"id\":40,"
+           "\"schema\":\"\\\"long\\\"\",\"deleted\":false}');"
+           "CREATE VIRTUAL TABLE o USING kafka_log('%s/orders-0', mode='write');"
+           "INSERT INTO o(value) VALUES (x'0000000028f501');", dir, dir);
+  st_exec(db, sql);
+  snprintf(sql, sizeof sql, "SELECT value FROM kafka_log('%s/orders-0') WHERE value_type ="
+           " 'confluent' AND offset = 10", dir);
+  expect_text(db, sql, "-123");
+  assert_int_equal(stat_of(db, "schemas_parsed"), parsed + 1);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_registry_replay),
+      cmocka_unit_test(test_avro_values),
+      cmocka_unit_test(test_wrapped_unions_and_options),
+      cmocka_unit_test(test_errors_name_the_record),
+      cmocka_unit_test(test_kafka_decode),
+      cmocka_unit_test(test_counters),
+      cmocka_unit_test(test_registry_change),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
