@@ -383,8 +383,10 @@ static std::string default_json(const pfield &pf) {
 }
 
 /* The table of d and of every message its fields reach (a worklist, so a
-** deep chain of types costs no stack). */
-static void compile(kl_proto_schema *s, const gp::Descriptor *root) {
+** deep chain of types costs no stack).  KL_CORRUPT for a string default
+** that is not UTF-8 (proto2 allows any bytes; JSON text cannot hold them,
+** and a value on the wire that is not UTF-8 is refused too). */
+static kl_rc compile(kl_proto_schema *s, const gp::Descriptor *root, kl_err *err) {
   std::vector<const gp::Descriptor *> todo{root};
   while (!todo.empty()) {
     const gp::Descriptor *d = todo.back();
@@ -411,6 +413,12 @@ static void compile(kl_proto_schema *s, const gp::Descriptor *root) {
       pf.wire = wire_of(pf.type);
       pf.en = fd->enum_type();
       if (fd->message_type()) todo.push_back(fd->message_type());
+      if (fd->type() == FD::TYPE_STRING && fd->has_default_value()) {
+        const std::string &dv = fd->default_value_string();
+        if (!kl_utf8_valid((const uint8_t *)dv.data(), dv.size()))
+          return kl_err_set(err, KL_CORRUPT, "%s: its default is not UTF-8",
+                            fd->full_name().c_str());
+      }
       pf.def = default_json(pf);
       maxnum = std::max(maxnum, pf.number);
       m.f.push_back(std::move(pf));
@@ -428,6 +436,7 @@ static void compile(kl_proto_schema *s, const gp::Descriptor *root) {
   for (pmsg &m : s->msgs)
     for (pfield &pf : m.f)
       if (pf.fd->message_type()) pf.sub = s->by_desc[pf.fd->message_type()];
+  return KL_OK;
 }
 
 extern "C" kl_rc kl_proto_schema_parse(const kl_env *env, const char *text, size_t n,
@@ -447,7 +456,11 @@ extern "C" kl_rc kl_proto_schema_parse(const kl_env *env, const char *text, size
       return rc;
     }
     s->file = f;
-    for (int i = 0; i < f->message_type_count(); i++) compile(s, f->message_type(i));
+    for (int i = 0; i < f->message_type_count() && !rc; i++) rc = compile(s, f->message_type(i), err);
+    if (rc) {
+      delete s;
+      return rc;
+    }
     *out = s;
     return KL_OK;
   } catch (const std::bad_alloc &) {

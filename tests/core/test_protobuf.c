@@ -450,6 +450,8 @@ static void test_bad_schemas(void **state) {
                          "b.proto", "syntax = \"proto3\"; import \"a.proto\";", NULL};
   expect_bad_schema("syntax = \"proto3\";\nimport \"a.proto\";\n", cycle, KL_CORRUPT,
                     "import \"a.proto\": imports itself");
+  expect_bad_schema("syntax = \"proto2\";\nmessage A { optional string s = 1 [default = \"\\377\"]; }\n",
+                    none, KL_CORRUPT, "A.s: its default is not UTF-8");
   /* 200 nested messages: refused before the parser recurses */
   static char deep[4096];
   size_t k = 0;

@@ -4,7 +4,8 @@
     make_corpus.py <fixtures dir> <output dir>
 
 Writes <output>/fuzz_batch, <output>/fuzz_index, <output>/fuzz_sql and
-<output>/fuzz_offsets (__consumer_offsets records of each version; see
+<output>/fuzz_offsets (__consumer_offsets records of each version),
+<output>/fuzz_protobuf (the Protobuf test vectors' payloads and schemas; see
 the input format comment at the top of each fuzz_*.c).  Seeds are small:
 single batches, short runs of batches and the index files, so the corpora
 stay a few MiB and are never committed.
@@ -47,12 +48,34 @@ def offsets_seeds(d):
     put(d, "consumer-group", bytes([0, len(o)]) + o + b"\x00\x00\xff")
 
 
+PROTO_FIXED = ["types.proto", "legacy.proto", "order.proto", "confluent.proto",
+               "types.b64", "order.b64"]   # fuzz_protobuf.c's fixed schemas, in order
+
+
+def protobuf_seeds(d, fixtures):
+    """Each payload of tests/fixtures/protobuf/vectors.txt with its fixed
+    schema (byte 0 even), and with its schema text inline (byte 0 odd)."""
+    pdir = os.path.join(fixtures, "protobuf")
+    schema = None
+    with open(os.path.join(pdir, "vectors.txt")) as f:
+        for i, line in enumerate(f):
+            if line.startswith("schema "):
+                schema = line.split()[1]
+            elif line.startswith("payload "):
+                payload = bytes.fromhex(line.split()[1] if len(line.split()) > 1 else "")
+                put(d, "fixed-%d" % i, bytes([0, PROTO_FIXED.index(schema)]) + payload)
+                text = open(os.path.join(pdir, schema), "rb").read()
+                put(d, "text-%d" % i, b"\x01" + text + b"\x00" + payload)
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
-    dirs = {k: os.path.join(out, k) for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets")}
+    dirs = {k: os.path.join(out, k) for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets",
+                                          "fuzz_protobuf")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     offsets_seeds(dirs["fuzz_offsets"])
+    protobuf_seeds(dirs["fuzz_protobuf"], fixtures)
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):
