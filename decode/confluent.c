@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "protobuf.h"
 #include "utf8.h"
 
 /* ---- framing ---- */
@@ -179,11 +180,12 @@ kl_rc kl_json_payload(const kl_env *env, const uint8_t *p, size_t n, kl_buf *jso
 
 /* ---- the decoder ---- */
 
-typedef enum sc_state { SC_NEW, SC_AVRO, SC_JSON, SC_FAILED } sc_state;
+typedef enum sc_state { SC_NEW, SC_AVRO, SC_JSON, SC_PROTO, SC_FAILED } sc_state;
 
 typedef struct sc_entry {   /* a row of the registry, once parsed */
   sc_state state;
   kl_avro_schema *avro;
+  kl_proto_schema *proto;
   kl_rc rc;                 /* SC_FAILED: the error, kept so it is not parsed again */
   char *msg;
 } sc_entry;
@@ -223,6 +225,7 @@ void kl_decoder_free(kl_decoder *d) {
   size_t n = kl_registry_count(d->reg);
   for (size_t i = 0; i < n; i++) {
     kl_avro_schema_free(d->cache[i].avro);
+    kl_proto_schema_free(d->cache[i].proto);
     kl_free(d->env, d->cache[i].msg);
   }
   kl_free(d->env, d->cache);
@@ -271,6 +274,41 @@ static kl_rc collect(ref_walk *w, const kl_reg_schema *s, int depth) {
 
 static int is_type(const kl_reg_schema *s, const char *t) { return strcmp(s->type, t) == 0; }
 
+/* The schema a reference names: its version, or the subject's latest (-1). */
+static const kl_reg_schema *referenced(const kl_registry *reg, const kl_reg_ref *ref) {
+  return ref->version == -1 ? kl_registry_latest(reg, ref->subject)
+                            : kl_registry_by_subject(reg, ref->subject, ref->version);
+}
+
+/* A Protobuf import is a reference by its import name: of the schema, or
+** (for imports of imports) of the schemas it references, REF_DEPTH deep. */
+typedef struct proto_refs {
+  const kl_registry *reg;
+  const kl_reg_schema *s;
+} proto_refs;
+
+static const kl_reg_schema *find_import(const kl_registry *reg, const kl_reg_schema *s,
+                                        const char *name, int depth) {
+  for (size_t i = 0; i < s->nrefs; i++) {
+    if (strcmp(s->refs[i].name, name) == 0) return referenced(reg, &s->refs[i]);
+  }
+  for (size_t i = 0; depth < REF_DEPTH && i < s->nrefs; i++) {
+    const kl_reg_schema *dep = referenced(reg, &s->refs[i]);
+    const kl_reg_schema *found = dep ? find_import(reg, dep, name, depth + 1) : NULL;
+    if (found) return found;
+  }
+  return NULL;
+}
+
+static kl_rc resolve_import(void *ctx, const char *name, const char **text, size_t *n) {
+  const proto_refs *r = ctx;
+  const kl_reg_schema *dep = find_import(r->reg, r->s, name, 0);
+  if (!dep) return KL_NOTFOUND;
+  *text = dep->schema;
+  *n = dep->schema_len;
+  return KL_OK;
+}
+
 /* Parse s once; a failure is remembered and given again. */
 static kl_rc prepare(kl_decoder *d, const kl_reg_schema *s, sc_entry **out, kl_err *err) {
   sc_entry *e = &d->cache[kl_registry_index(d->reg, s)];
@@ -297,8 +335,10 @@ static kl_rc prepare(kl_decoder *d, const kl_reg_schema *s, sc_entry **out, kl_e
   } else if (is_type(s, "JSON")) {
     e->state = SC_JSON;
   } else if (is_type(s, "PROTOBUF")) {
-    /* The one place Protobuf schemas are dispatched. */
-    rc = kl_err_set(&pe, KL_UNSUPPORTED, "Protobuf values are not decoded by this build");
+    proto_refs r = {d->reg, s};
+    rc = kl_proto_schema_parse(d->env, s->schema, s->schema_len, resolve_import, &r, &e->proto,
+                               &pe);
+    if (rc == KL_OK) e->state = SC_PROTO;
   } else {
     rc = kl_err_set(&pe, KL_UNSUPPORTED, "schema type %.40s is not known", s->type);
   }
@@ -321,6 +361,8 @@ kl_rc kl_decoder_payload(kl_decoder *d, const kl_reg_schema *s, const uint8_t *p
   if (rc == KL_OK) {
     if (e->state == SC_AVRO) {
       rc = kl_avro_decode(e->avro, p, n, d->flags | KL_AVRO_RAW_BYTES, json, &de);
+    } else if (e->state == SC_PROTO) {
+      rc = kl_proto_decode(e->proto, p, n, json, &de);
     } else {
       rc = kl_json_payload(d->env, p, n, json, &de);
     }

@@ -5,7 +5,8 @@
 
 Writes <output>/fuzz_batch, <output>/fuzz_index, <output>/fuzz_sql,
 <output>/fuzz_offsets (__consumer_offsets records of each version), <output>/fuzz_avro
-(the fixture registry's Avro schemas with payloads) and
+(the fixture registry's Avro schemas with payloads), <output>/fuzz_protobuf (the Protobuf
+test vectors' payloads and schemas) and
 <output>/fuzz_txnlog (the __transaction_state records of txn-broker; see
 the input format comment at the top of each fuzz_*.c).  Seeds are small:
 single batches, short runs of batches and the index files, so the corpora
@@ -129,17 +130,38 @@ def avro_seeds(d, fixtures):
             put(d, f"avro-{i}-{j}", bytes([j & 3]) + struct.pack(">H", len(s)) + s + p)
 
 
+PROTO_FIXED = ["types.proto", "legacy.proto", "order.proto", "confluent.proto",
+               "types.b64", "order.b64"]   # fuzz_protobuf.c's fixed schemas, in order
+
+
+def protobuf_seeds(d, fixtures):
+    """Each payload of tests/fixtures/protobuf/vectors.txt with its fixed
+    schema (byte 0 even), and with its schema text inline (byte 0 odd)."""
+    pdir = os.path.join(fixtures, "protobuf")
+    schema = None
+    with open(os.path.join(pdir, "vectors.txt")) as f:
+        for i, line in enumerate(f):
+            if line.startswith("schema "):
+                schema = line.split()[1]
+            elif line.startswith("payload "):
+                payload = bytes.fromhex(line.split()[1] if len(line.split()) > 1 else "")
+                put(d, "fixed-%d" % i, bytes([0, PROTO_FIXED.index(schema)]) + payload)
+                text = open(os.path.join(pdir, schema), "rb").read()
+                put(d, "text-%d" % i, b"\x01" + text + b"\x00" + payload)
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
     dirs = {k: os.path.join(out, k)
             for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets", "fuzz_txnlog",
-                      "fuzz_metadata", "fuzz_avro")}
+                      "fuzz_metadata", "fuzz_avro", "fuzz_protobuf")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     offsets_seeds(dirs["fuzz_offsets"])
     txnlog_seeds(fixtures, dirs["fuzz_txnlog"])
     metadata_seeds(fixtures, dirs["fuzz_metadata"])
     avro_seeds(dirs["fuzz_avro"], fixtures)
+    protobuf_seeds(dirs["fuzz_protobuf"], fixtures)
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):

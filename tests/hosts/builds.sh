@@ -17,7 +17,8 @@ for cc in gcc clang; do
   for type in Release Debug RelWithDebInfo MinSizeRel; do
     b="$root/$cc-$type"
     start=$(date +%s)
-    if CC=$cc cmake -S "$here" -B "$b" -DCMAKE_BUILD_TYPE=$type -DKL_WERROR=ON >"$b.log" 2>&1 &&
+    case $cc in gcc) cxx=g++ ;; *) cxx=clang++ ;; esac
+    if CC=$cc CXX=$cxx cmake -S "$here" -B "$b" -DCMAKE_BUILD_TYPE=$type -DKL_WERROR=ON >"$b.log" 2>&1 &&
        cmake --build "$b" -j"$(nproc)" >>"$b.log" 2>&1; then
       echo "ok   $cc $type ($(( $(date +%s) - start )) s)"
     else
