@@ -13,6 +13,7 @@
 #include "log.h"
 #include "scan.h"
 #include "os.h"
+#include "replay.h"
 
 #define SCHEMAS_TOPIC "_schemas"
 
@@ -111,30 +112,12 @@ static kl_rc load_file(const kl_env *env, const char *path, kl_registry *reg, kl
   return rc;
 }
 
-static kl_rc load_part(const kl_env *env, const char *dir, int64_t log_start, kl_stats *stats,
-                       kl_registry *reg, kl_err *err) {
-  kl_log *log = NULL;
-  kl_cursor *cur = NULL;
-  kl_rc rc = kl_log_open_partition(env, dir, &log, err);
-  if (rc == KL_OK) rc = kl_cursor_new(log, stats, KL_ON_CORRUPT_ERROR, &cur);
-  kl_bounds all = kl_bounds_all();
-  if (log_start > 0) all.off_lo = log_start; /* below it Kafka has deleted */
-  if (rc == KL_OK) rc = kl_cursor_start(cur, &all, err);
-  while (rc == KL_OK && (rc = kl_cursor_next(cur, err)) == KL_OK) {
-    if (kl_cursor_batch(cur)->is_control) continue;
-    if ((rc = kl_cursor_load(cur, err)) != KL_OK) break;
-    const kl_record *r = kl_cursor_record(cur);
-    kl_err e;
-    kl_err_clear(&e);
-    rc = kl_registry_add(reg, r->offset, r->key_len < 0 ? NULL : r->key,
+/* A record of _schemas into the registry (replay.h). */
+static kl_rc add_schema_record(void *ud, const kl_record *r, kl_err *err) {
+  return kl_registry_add(ud, r->offset, r->key_len < 0 ? NULL : r->key,
                          r->key_len < 0 ? 0 : (size_t)r->key_len,
                          r->value_len < 0 ? NULL : r->value,
-                         r->value_len < 0 ? 0 : (size_t)r->value_len, &e);
-    if (rc) kl_err_set(err, rc, "%s: offset %lld: %s", dir, (long long)r->offset, e.msg);
-  }
-  kl_cursor_free(cur);
-  kl_log_close(log);
-  return rc == KL_DONE ? KL_OK : rc;
+                         r->value_len < 0 ? 0 : (size_t)r->value_len, err);
 }
 
 kl_rc kl_source_load(const kl_env *env, const kl_source *src, kl_stats *stats,
@@ -145,7 +128,8 @@ kl_rc kl_source_load(const kl_env *env, const kl_source *src, kl_stats *stats,
   if (rc) return rc;
   if (src->is_file) rc = load_file(env, src->path, reg, err);
   for (size_t i = 0; rc == KL_OK && i < src->nparts; i++) {
-    rc = load_part(env, src->parts[i], src->log_start[i], stats, reg, err);
+    rc = kl_replay_partition(env, src->parts[i], src->log_start[i], stats, add_schema_record, reg,
+                             err);
   }
   if (rc == KL_OK) rc = kl_registry_finish(reg);
   if (rc) {

@@ -21,6 +21,7 @@
 #include "listing.h"
 #include "cursor.h"
 #include "log.h"
+#include "replay.h"
 #include "txnstate.h"
 #include "sqlenv.h"
 
@@ -58,40 +59,34 @@ typedef struct kt_cursor {
   char *path;
 } kt_cursor;
 
+/* One __transaction_state partition's records folded into f, each also
+** to visit (may be NULL) when its key is one Kafka knows. */
+typedef struct txn_replay {
+  const kl_part *p;
+  kl_txnlog *f;
+  kl_txnlog_visit visit;
+  void *ctx;
+} txn_replay;
+
+static kl_rc fold_record(void *ud, const kl_record *r, kl_err *err) {
+  txn_replay *t = ud;
+  kl_rc rc = kl_txnlog_add(t->f, t->p->partition, r->offset, r->timestamp, r->key, r->key_len,
+                           r->value, r->value_len, err);
+  if (rc != KL_OK || !t->visit) return rc;
+  kl_txnlog_key k;
+  kl_txnlog_value v;
+  /* Parsed again: kl_txnlog_add has checked them. */
+  if (kl_txnlog_key_parse(r->key, (size_t)r->key_len, &k, NULL) != KL_OK || !k.known) return KL_OK;
+  int live = r->value && r->value_len >= 0;
+  if (live) kl_txnlog_value_parse(r->value, (size_t)r->value_len, &v, NULL);
+  return t->visit(t->ctx, t->p->partition, r, &k, live ? &v : NULL, err);
+}
+
 static kl_rc read_partition(kl_conn *conn, const kl_part *p, kl_txnlog *f,
                             kl_txnlog_visit visit, void *ctx, kl_err *err) {
-  kl_log *log = NULL;
-  kl_cursor *cur = NULL;
-  kl_rc rc = kl_log_open_partition(kl_sqlite_env(), p->dir, &log, err);
-  if (rc == KL_OK) rc = kl_cursor_new(log, &conn->stats, KL_ON_CORRUPT_ERROR, &cur);
-  kl_bounds all = kl_bounds_all();
-  if (p->log_start > 0) all.off_lo = p->log_start; /* below it Kafka has deleted */
-  if (rc == KL_OK) rc = kl_cursor_start(cur, &all, err);
-  while (rc == KL_OK && (rc = kl_cursor_next(cur, err)) == KL_OK) {
-    if (kl_cursor_batch(cur)->is_control) continue;
-    if ((rc = kl_cursor_load(cur, err)) != KL_OK) break;
-    const kl_record *r = kl_cursor_record(cur);
-    kl_err e;
-    kl_err_clear(&e);
-    rc = kl_txnlog_add(f, p->partition, r->offset, r->timestamp, r->key, r->key_len, r->value,
-                       r->value_len, &e);
-    if (rc == KL_OK && visit) {
-      kl_txnlog_key k;
-      kl_txnlog_value v;
-      /* Parsed again: kl_txnlog_add has checked them. */
-      if (kl_txnlog_key_parse(r->key, (size_t)r->key_len, &k, NULL) == KL_OK && k.known) {
-        int live = r->value && r->value_len >= 0;
-        if (live) kl_txnlog_value_parse(r->value, (size_t)r->value_len, &v, NULL);
-        rc = visit(ctx, p->partition, r, &k, live ? &v : NULL, &e);
-      }
-    }
-    if (rc) {
-      kl_err_set(err, rc, "%s: record at offset %lld: %s", p->dir, (long long)r->offset, e.msg);
-    }
-  }
-  kl_cursor_free(cur);
-  kl_log_close(log);
-  return rc == KL_DONE ? KL_OK : rc;
+  txn_replay t = {p, f, visit, ctx};
+  return kl_replay_partition(kl_sqlite_env(), p->dir, p->log_start, &conn->stats, fold_record, &t,
+                             err);
 }
 
 size_t kl_replica_pick(const kl_broker *b, size_t i, size_t *next) {
