@@ -249,21 +249,33 @@ static int is_dir(const kl_env *env, const char *dir, const char *name, int know
   return kl_os_is_dir(env, path);
 }
 
+/* Length of buf[0..n) without its trailing "/", "/." and a lone ".":
+** x/, x/. and x/./ are x, "." is "". */
+static size_t strip_dot_tail(const char *buf, size_t n) {
+  for (;;) {
+    while (n > 1 && buf[n - 1] == '/') n--;
+    if (n == 1 && buf[0] == '.') n = 0;
+    else if (n >= 2 && buf[n - 1] == '.' && buf[n - 2] == '/') n = n > 2 ? n - 2 : 1;
+    else break;
+  }
+  return n;
+}
+
+/* Start of the last component of buf[0..n). */
+static size_t last_component(const char *buf, size_t n) {
+  while (n > 0 && buf[n - 1] != '/') n--;
+  return n;
+}
+
 kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, size_t nn,
                           kl_err *err) {
   char buf[PATH_MAX];
   size_t n = strlen(dir);
   if (n >= sizeof buf) return kl_err_set(err, KL_IO, "%.64s...: path too long", dir);
   memcpy(buf, dir, n + 1);
-  for (;;) { /* x/, x/. and x/./ are x */
-    while (n > 1 && buf[n - 1] == '/') n--;
-    if (n == 1 && buf[0] == '.') n = 0;
-    else if (n >= 2 && buf[n - 1] == '.' && buf[n - 2] == '/') n = n > 2 ? n - 2 : 1;
-    else break;
-  }
+  n = strip_dot_tail(buf, n);
   buf[n] = 0;
-  size_t st = n;
-  while (st > 0 && buf[st - 1] != '/') st--;
+  size_t st = last_component(buf, n);
   if (n == 0 || strcmp(buf + st, "..") == 0 || st == n) {
     /* ".", "..", "x/.." or "/": no name of its own. */
     char real[PATH_MAX];
@@ -272,8 +284,7 @@ kl_rc kl_partition_logdir(const char *dir, char *logdir, size_t ln, char *name, 
     }
     n = strlen(real);
     memcpy(buf, real, n + 1);
-    st = n;
-    while (st > 0 && buf[st - 1] != '/') st--;
+    st = last_component(buf, n);
   }
   size_t pn = st;
   while (pn > 1 && buf[pn - 1] == '/') pn--;
@@ -311,98 +322,135 @@ static kl_rc add_entry(kl_broker *b, const struct stat *st, const char *name, in
   return KL_OK;
 }
 
-/* One entry of the path list: a partition directory or a log directory. */
-static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, int *seen,
-                      kl_err *err) {
-  const kl_env *env = b->env;
+/* What one directory's listing holds: partition subdirectories, segments,
+** log-directory markers.  Kept apart from the decision list_one makes on it
+** so that reading the directory and classifying it stay short. */
+typedef struct listing {
+  sub *subs;
+  size_t nsub, capsub;
+  int segments, marker;
+} listing;
+
+static void listing_free(const kl_env *env, listing *l) {
+  for (size_t i = 0; i < l->nsub; i++) kl_free(env, l->subs[i].name);
+  kl_free(env, l->subs);
+}
+
+/* Append the partition subdirectory de_name of dir to the listing. */
+static kl_rc listing_add_sub(const kl_env *env, listing *l, const char *dir, const char *de_name,
+                             kl_err *err) {
+  if (l->nsub == l->capsub) {
+    size_t cap = l->capsub ? l->capsub * 2 : 64;
+    sub *p = kl_realloc(env, l->subs, cap * sizeof *p);
+    if (!p) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+    l->subs = p;
+    l->capsub = cap;
+  }
+  if (!(l->subs[l->nsub].name = kl_strdup(env, de_name))) {
+    return kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
+  }
+  l->subs[l->nsub].tn = kl_partition_name(de_name, &l->subs[l->nsub].part);
+  l->nsub++;
+  return KL_OK;
+}
+
+/* Read dir's entries into l and its stat into *st. */
+static kl_rc listing_read(const kl_env *env, const char *dir, listing *l, struct stat *st,
+                          kl_err *err) {
   void *d = kl_os_opendir(env, dir);
   if (!d) {
     return kl_err_set(err, errno == ENOMEM ? KL_NOMEM : KL_CANTOPEN, "cannot open directory %s: %s",
                       dir, strerror(errno));
   }
-  sub *subs = NULL;
-  size_t nsub = 0, capsub = 0;
-  int segments = 0, marker = 0;
   kl_rc rc = KL_OK;
-  struct stat st;
-  if (kl_os_stat(env, dir, &st) != 0) {
+  if (kl_os_stat(env, dir, st) != 0) {
     rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", dir, strerror(errno));
   }
   const char *de_name;
-  int de_dir, more;
+  int de_dir, more = 0;
   while (rc == KL_OK && (more = kl_os_readdir(env, d, &de_name, &de_dir)) > 0) {
     int64_t base;
     int32_t part;
     if (kl_segment_name(de_name, &base)) {
-      segments = 1;
+      l->segments = 1;
     } else if (logdir_marker(de_name)) {
-      marker = 1;
+      l->marker = 1;
     } else if (kl_partition_name(de_name, &part) && strcmp(de_name, "__cluster_metadata-0") != 0 &&
                is_dir(env, dir, de_name, de_dir)) {
       /* __cluster_metadata-0 is the KRaft metadata log, which Kafka's log
       ** manager does not load as a partition. */
-      if (nsub == capsub) {
-        capsub = capsub ? capsub * 2 : 64;
-        sub *p = kl_realloc(env, subs, capsub * sizeof *p);
-        if (!p) {
-          rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
-          break;
-        }
-        subs = p;
-      }
-      if (!(subs[nsub].name = kl_strdup(env, de_name))) {
-        rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", dir);
-      } else {
-        subs[nsub].tn = kl_partition_name(de_name, &subs[nsub].part);
-        nsub++;
-      }
+      rc = listing_add_sub(env, l, dir, de_name, err);
     }
   }
   if (rc == KL_OK && more < 0) rc = kl_err_set(err, KL_IO, "cannot list %s: %s", dir, strerror(errno));
   kl_os_closedir(env, d);
-  char name[256], parent[4096], path[4096];
+  return rc;
+}
+
+/* dir is a partition directory: its checkpoints are its log directory's
+** (parent), read as for that log directory. */
+static kl_rc list_partition(kl_broker *b, const char *dir, const char *parent, const char *name,
+                            int idx, ckpts *ck, int *seen, kl_err *err) {
+  struct stat st;
+  if (kl_os_stat(b->env, parent, &st) != 0) {
+    return kl_err_set(err, KL_IO, "cannot stat %s: %s", parent, strerror(errno));
+  }
+  kl_rc rc = add_entry(b, &st, name, seen, err);
+  if (rc == KL_OK && !*seen) rc = ckpts_read(b, parent, ck, err);
+  if (rc == KL_OK && !*seen) rc = add_logdir(b, parent, err);
+  if (rc == KL_OK && !*seen) rc = add_part(b, dir, name, idx, ck, err);
+  return rc;
+}
+
+/* dir (whose stat is *st) is a log directory holding the partitions of l. */
+static kl_rc list_logdir(kl_broker *b, const char *dir, const struct stat *st, listing *l, int idx,
+                         ckpts *ck, int *seen, kl_err *err) {
+  kl_rc rc = add_entry(b, st, NULL, seen, err);
+  if (rc == KL_OK && !*seen) rc = ckpts_read(b, dir, ck, err);
+  if (rc == KL_OK && !*seen) rc = add_logdir(b, dir, err);
+  if (rc != KL_OK || *seen) return rc;
+  /* In the listing's order: the checkpoints are matched in one pass,
+  ** and a single log directory's listing needs no sort after. */
+  if (l->nsub > 1) qsort(l->subs, l->nsub, sizeof *l->subs, cmp_sub);
+  ck->in_order = 1;
+  const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
+  char path[4096];
+  for (size_t i = 0; rc == KL_OK && i < l->nsub; i++) {
+    if (snprintf(path, sizeof path, "%s%s%s", dir, sep, l->subs[i].name) >= (int)sizeof path) {
+      rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
+    } else {
+      rc = add_part(b, path, l->subs[i].name, idx, ck, err);
+    }
+  }
+  return rc;
+}
+
+/* One entry of the path list: a partition directory or a log directory. */
+static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition, int *seen,
+                      kl_err *err) {
+  const kl_env *env = b->env;
+  listing l;
+  memset(&l, 0, sizeof l);
+  struct stat st;
+  kl_rc rc = listing_read(env, dir, &l, &st, err);
+  char name[256], parent[4096];
   int32_t part;
   *was_partition = 0;
   ckpts ck;
   memset(&ck, 0, sizeof ck);
   if (rc == KL_OK) rc = kl_partition_logdir(dir, parent, sizeof parent, name, sizeof name, err);
-  if (rc == KL_OK && (segments || (!nsub && !marker && kl_partition_name(name, &part)))) {
-    /* A partition directory: its checkpoints are its log directory's, read
-    ** as for that log directory. */
+  if (rc == KL_OK && (l.segments || (!l.nsub && !l.marker && kl_partition_name(name, &part)))) {
     *was_partition = 1;
-    if (kl_os_stat(env, parent, &st) != 0) {
-      rc = kl_err_set(err, KL_IO, "cannot stat %s: %s", parent, strerror(errno));
-    }
-    if (rc == KL_OK) rc = add_entry(b, &st, name, seen, err);
-    if (rc == KL_OK && !*seen) rc = ckpts_read(b, parent, &ck, err);
-    if (rc == KL_OK && !*seen) rc = add_logdir(b, parent, err);
-    if (rc == KL_OK && !*seen) rc = add_part(b, dir, name, idx, &ck, err);
-  } else if (rc == KL_OK && (nsub || marker)) {
-    rc = add_entry(b, &st, NULL, seen, err);
-    if (rc == KL_OK && !*seen) rc = ckpts_read(b, dir, &ck, err);
-    if (rc == KL_OK && !*seen) rc = add_logdir(b, dir, err);
-    if (rc == KL_OK && !*seen) {
-      /* In the listing's order: the checkpoints are matched in one pass,
-      ** and a single log directory's listing needs no sort after. */
-      if (nsub > 1) qsort(subs, nsub, sizeof *subs, cmp_sub);
-      ck.in_order = 1;
-      const char *sep = dir[strlen(dir) - 1] == '/' ? "" : "/";
-      for (size_t i = 0; rc == KL_OK && i < nsub; i++) {
-        if (snprintf(path, sizeof path, "%s%s%s", dir, sep, subs[i].name) >= (int)sizeof path) {
-          rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
-        } else {
-          rc = add_part(b, path, subs[i].name, idx, &ck, err);
-        }
-      }
-    }
+    rc = list_partition(b, dir, parent, name, idx, &ck, seen, err);
+  } else if (rc == KL_OK && (l.nsub || l.marker)) {
+    rc = list_logdir(b, dir, &st, &l, idx, &ck, seen, err);
   } else if (rc == KL_OK) {
     rc = kl_err_set(err, KL_CANTOPEN, "%s is not a Kafka partition directory (it has no "
                     "<20-digit offset>.log file) nor a log directory (it has no "
                     "<topic>-<partition> directory)", dir);
   }
   ckpts_free(env, &ck);
-  for (size_t i = 0; i < nsub; i++) kl_free(env, subs[i].name);
-  kl_free(env, subs);
+  listing_free(env, &l);
   return rc;
 }
 

@@ -67,16 +67,11 @@ static const char *field(const void *p, int32_t len, size_t *bytes) {
   return NULL;
 }
 
-kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
-  if (b->n == INT32_MAX) {
-    return kl_err_set(err, KL_RANGE, "a batch holds at most %d records", INT32_MAX);
-  }
-  int64_t base_ts = b->n ? b->base_ts : r->timestamp, ts_delta;
-  if (__builtin_sub_overflow(r->timestamp, base_ts, &ts_delta)) {
-    return kl_err_set(err, KL_RANGE, "timestamp %lld is too far from the batch's first, %lld",
-                      (long long)r->timestamp, (long long)base_ts);
-  }
-  /* The record's body, sized before anything is written. */
+/* Bytes of r's body (attributes to headers, without its length varint),
+** every field checked before anything is written; stops adding once past
+** INT32_MAX, which the caller refuses. */
+static kl_rc body_size(const kl_builder *b, const kl_rec_in *r, int64_t ts_delta, size_t *out,
+                       kl_err *err) {
   size_t body = 1 + kl_varint_size(ts_delta) + kl_varint_size(b->n), k;
   const char *why = field(r->key, r->key_len, &k);
   if (why) return kl_err_set(err, KL_MISUSE, "record key: %s", why);
@@ -101,6 +96,50 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
     body += kl_varint_size(h->name_len) + (size_t)h->name_len + k;
     if (body > INT32_MAX) break;
   }
+  *out = body;
+  return KL_OK;
+}
+
+/* A length-prefixed field at p; the bytes after it. */
+static uint8_t *put_field(uint8_t *p, const void *ptr, int32_t len) {
+  p += kl_varint_put32(p, len);
+  if (len > 0) {
+    memcpy(p, ptr, (size_t)len);
+    p += len;
+  }
+  return p;
+}
+
+/* Write r as record number n of body bytes at p (room checked); the bytes
+** after it. */
+static uint8_t *put_record(uint8_t *p, const kl_rec_in *r, size_t body, int64_t ts_delta,
+                           int32_t n) {
+  p += kl_varint_put32(p, (int32_t)body);
+  *p++ = 0; /* record attributes: unused */
+  p += kl_varint_put64(p, ts_delta);
+  p += kl_varint_put32(p, n);
+  p = put_field(p, r->key, r->key_len);
+  p = put_field(p, r->value, r->value_len);
+  p += kl_varint_put32(p, r->header_count);
+  for (int32_t i = 0; i < r->header_count; i++) {
+    p = put_field(p, r->headers[i].name, r->headers[i].name_len);
+    p = put_field(p, r->headers[i].value, r->headers[i].value_len);
+  }
+  return p;
+}
+
+kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
+  if (b->n == INT32_MAX) {
+    return kl_err_set(err, KL_RANGE, "a batch holds at most %d records", INT32_MAX);
+  }
+  int64_t base_ts = b->n ? b->base_ts : r->timestamp, ts_delta;
+  if (__builtin_sub_overflow(r->timestamp, base_ts, &ts_delta)) {
+    return kl_err_set(err, KL_RANGE, "timestamp %lld is too far from the batch's first, %lld",
+                      (long long)r->timestamp, (long long)base_ts);
+  }
+  size_t body = 0;
+  kl_rc rc = body_size(b, r, ts_delta, &body, err);
+  if (rc) return rc;
   size_t whole = body + kl_varint_size(body > INT32_MAX ? INT32_MAX : (int64_t)body);
   if (body > INT32_MAX || whole + KL_V2_HEADER > b->max_bytes) {
     if (body > INT32_MAX) whole = body;
@@ -111,29 +150,9 @@ kl_rc kl_builder_add(kl_builder *b, const kl_rec_in *r, kl_err *err) {
   if (b->n > 0 && KL_V2_HEADER + b->body.len + whole > b->fill_bytes) {
     return kl_err_set(err, KL_FULL, "the batch is full (%zu bytes)", b->body.len);
   }
-  kl_rc rc = kl_buf_reserve(b->env, &b->body, b->body.len + whole);
+  rc = kl_buf_reserve(b->env, &b->body, b->body.len + whole);
   if (rc) return kl_err_set(err, rc, "out of memory building a batch");
-  uint8_t *p = b->body.p + b->body.len;
-  p += kl_varint_put32(p, (int32_t)body);
-  *p++ = 0; /* record attributes: unused */
-  p += kl_varint_put64(p, ts_delta);
-  p += kl_varint_put32(p, b->n);
-#define PUT_FIELD(ptr, len)                                  \
-  do {                                                       \
-    p += kl_varint_put32(p, (len));                          \
-    if ((len) > 0) {                                         \
-      memcpy(p, (ptr), (size_t)(len));                       \
-      p += (len);                                            \
-    }                                                        \
-  } while (0)
-  PUT_FIELD(r->key, r->key_len);
-  PUT_FIELD(r->value, r->value_len);
-  p += kl_varint_put32(p, r->header_count);
-  for (int32_t i = 0; i < r->header_count; i++) {
-    PUT_FIELD(r->headers[i].name, r->headers[i].name_len);
-    PUT_FIELD(r->headers[i].value, r->headers[i].value_len);
-  }
-#undef PUT_FIELD
+  uint8_t *p = put_record(b->body.p + b->body.len, r, body, ts_delta, b->n);
   b->body.len = (size_t)(p - b->body.p);
   if (b->n == 0 || r->timestamp > b->max_ts) b->max_ts = r->timestamp;
   b->base_ts = base_ts;

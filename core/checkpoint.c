@@ -100,12 +100,23 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c) {
 typedef kl_rc (*entry_fn)(void *ud, const char *const *f, const size_t *fl, size_t line,
                           kl_err *err);
 
-/* The framing every checkpoint file of Kafka's shares (CheckpointFile):
-** a version line (0), an entry count line, then exactly that many lines of
-** nfields fields each, given to entry; shape names the fields for
-** messages.  An absent or empty file has no entries. */
-static kl_rc walk_file(const kl_env *env, const char *path, int nfields, const char *shape,
-                       entry_fn entry, void *ud, kl_err *err) {
+/* Where walk_file is in one file: what the header said, how many entries
+** it has taken, and what to do with each. */
+typedef struct walk {
+  const char *path, *shape;
+  int nfields;
+  entry_fn entry;
+  void *ud;
+  int64_t version, count;
+  size_t seen;
+} walk;
+
+/* The whole of path into *buf (owned by the caller, NULL when empty);
+** an absent file is an empty one. */
+static kl_rc read_whole(const kl_env *env, const char *path, char **buf, size_t *len,
+                        kl_err *err) {
+  *buf = NULL;
+  *len = 0;
   kl_file f;
   kl_rc rc = kl_file_open(&f, env, path, err);
   if (rc == KL_NOTFOUND) return KL_OK;
@@ -115,60 +126,98 @@ static kl_rc walk_file(const kl_env *env, const char *path, int nfields, const c
     return kl_err_set(err, KL_CORRUPT, "%s: larger than %zu bytes: not a checkpoint file", path,
                       KL_CKPT_MAX_BYTES);
   }
-  size_t len = (size_t)f.size;
-  char *buf = len ? kl_malloc(env, len) : NULL;
-  if (len && !buf) rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-  else if (len) rc = kl_file_read(&f, 0, buf, len, err);
+  size_t n = (size_t)f.size;
+  char *b = n ? kl_malloc(env, n) : NULL;
+  if (n && !b) rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+  else if (n) rc = kl_file_read(&f, 0, b, n, err);
   kl_file_close(&f);
+  if (rc) {
+    kl_free(env, b);
+    return rc;
+  }
+  *buf = b;
+  *len = n;
+  return KL_OK;
+}
+
+/* An entry line (3rd on) of k fields: check it against the count and the
+** shape, then give it to the entry callback. */
+static kl_rc walk_entry(walk *w, const char *const *fld, const size_t *fl, int k, size_t line,
+                        kl_err *err) {
+  if ((size_t)w->count <= w->seen) {
+    return kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
+                      w->path, line, (long long)w->count);
+  }
+  if (k != w->nfields) {
+    return kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected %s)", w->path, line,
+                      w->shape);
+  }
+  kl_err e;
+  kl_err_clear(&e);
+  kl_rc rc = w->entry(w->ud, fld, fl, line, &e);
+  if (rc == KL_CORRUPT) {
+    kl_err_set(err, rc, "%s:%zu: malformed entry (expected %s)", w->path, line, w->shape);
+  } else if (rc) {
+    kl_err_set(err, rc, "out of memory reading %s", w->path);
+  }
+  w->seen++;
+  return rc;
+}
+
+/* Line number line, s[0..n) without its \n: the version, the count or an
+** entry. */
+static kl_rc walk_line(walk *w, const char *s, size_t n, size_t line, kl_err *err) {
+  const char *fld[4];
+  size_t fl[4];
+  int k = split(s, n, fld, fl, 3);
+  if (line == 1) {
+    if (k != 1 || !parse_int(fld[0], fl[0], INT64_MIN, INT64_MAX, &w->version)) {
+      return kl_err_set(err, KL_CORRUPT, "%s:1: malformed version line", w->path);
+    }
+    if (w->version != 0) {
+      return kl_err_set(err, KL_CORRUPT, "%s:1: unrecognized version %lld (expected 0)", w->path,
+                        (long long)w->version);
+    }
+    return KL_OK;
+  }
+  if (line == 2) {
+    if (k != 1 || !parse_int(fld[0], fl[0], 0, INT32_MAX, &w->count)) {
+      return kl_err_set(err, KL_CORRUPT, "%s:2: malformed entry count", w->path);
+    }
+    return KL_OK;
+  }
+  return walk_entry(w, fld, fl, k, line, err);
+}
+
+/* The framing every checkpoint file of Kafka's shares (CheckpointFile):
+** a version line (0), an entry count line, then exactly that many lines of
+** nfields fields each, given to entry; shape names the fields for
+** messages.  An absent or empty file has no entries. */
+static kl_rc walk_file(const kl_env *env, const char *path, int nfields, const char *shape,
+                       entry_fn entry, void *ud, kl_err *err) {
+  char *buf;
+  size_t len;
+  kl_rc rc = read_whole(env, path, &buf, &len, err);
   if (rc || len == 0) {
     kl_free(env, buf);
     return rc;
   }
+  walk w = {path, shape, nfields, entry, ud, -1, -1, 0};
   /* Lines end in \n; a \r before it belongs to the line's whitespace. */
-  size_t pos = 0, line = 0, seen = 0;
-  int64_t version = -1, count = -1;
+  size_t pos = 0, line = 0;
   while (rc == KL_OK && pos < len) {
     const char *s = buf + pos;
     const char *nl = memchr(s, '\n', len - pos);
     size_t n = nl ? (size_t)(nl - s) : len - pos;
     pos += n + (nl != NULL);
     line++;
-    const char *fld[4];
-    size_t fl[4];
-    int k = split(s, n, fld, fl, 3);
-    if (line == 1) {
-      if (k != 1 || !parse_int(fld[0], fl[0], INT64_MIN, INT64_MAX, &version)) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:1: malformed version line", path);
-      } else if (version != 0) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:1: unrecognized version %lld (expected 0)", path,
-                        (long long)version);
-      }
-    } else if (line == 2) {
-      if (k != 1 || !parse_int(fld[0], fl[0], 0, INT32_MAX, &count)) {
-        rc = kl_err_set(err, KL_CORRUPT, "%s:2: malformed entry count", path);
-      }
-    } else if ((size_t)count <= seen) {
-      rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: more entries than the %lld announced on line 2",
-                      path, line, (long long)count);
-    } else if (k != nfields) {
-      rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: malformed entry (expected %s)", path, line, shape);
-    } else {
-      kl_err e;
-      kl_err_clear(&e);
-      rc = entry(ud, fld, fl, line, &e);
-      if (rc == KL_CORRUPT) {
-        kl_err_set(err, rc, "%s:%zu: malformed entry (expected %s)", path, line, shape);
-      } else if (rc) {
-        kl_err_set(err, rc, "out of memory reading %s", path);
-      }
-      seen++;
-    }
+    rc = walk_line(&w, s, n, line, err);
   }
   if (rc == KL_OK && line < 2) {
     rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: no entry count line", path, line + 1);
-  } else if (rc == KL_OK && (int64_t)seen != count) {
+  } else if (rc == KL_OK && (int64_t)w.seen != w.count) {
     rc = kl_err_set(err, KL_CORRUPT, "%s:%zu: expected %lld entries but found only %zu", path,
-                    line + 1, (long long)count, seen);
+                    line + 1, (long long)w.count, w.seen);
   }
   kl_free(env, buf);
   return rc;

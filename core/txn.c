@@ -348,54 +348,84 @@ kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err) {
   return rc;
 }
 
+/* What the walk of kl_txns_load_state carries from segment to segment. */
+typedef struct load_walk {
+  const kl_env *env;
+  kl_txns *out;
+  size_t cap;           /* of out->a */
+  kl_txn_state st;
+  const open_set *snap; /* the snapshot, applied once the walk reaches from */
+  int64_t from, max_ts;
+  int snapped;
+} load_walk;
+
+/* One batch of the walk: the snapshot applied once reached, the batch's
+** step in its producer's transaction, an aborted one noted. */
+static kl_rc walk_batch(load_walk *w, kl_scan *sc, const kl_batch *b, kl_err *err) {
+  kl_rc rc;
+  if (!w->snapped && b->last_offset >= w->from) {
+    w->snapped = 1;
+    if ((rc = apply_snapshot(w->env, &w->st, w->snap)) != KL_OK) return rc;
+  }
+  if (b->max_timestamp > w->max_ts) w->max_ts = b->max_timestamp;
+  if (b->magic != 2 || b->producer_id < 0) return KL_OK;
+  int type = -1, aborted;
+  int32_t epoch = -1;
+  kl_txn_end end;
+  if (b->is_control && (rc = control_type(sc, b, &type, &epoch, err)) != KL_OK) return rc;
+  if ((rc = kl_txn_step(w->env, &w->st, b, type, epoch, &end, &aborted)) != KL_OK) return rc;
+  if (aborted && !end.optional && (rc = add_abort(w->env, w->out, &w->cap, &end)) != KL_OK) {
+    return rc;
+  }
+  return KL_OK;
+}
+
+/* Every batch of segment s through walk_batch; *stopped when the scan
+** stopped the log there (nothing after it is read). */
+static kl_rc walk_segment(load_walk *w, kl_reader *rd, kl_segment *s, int *stopped,
+                          kl_err *err) {
+  kl_scan sc;
+  *stopped = 0;
+  kl_rc rc = kl_scan_start(&sc, rd, s, 0, INT64_MAX, 0, err);
+  if (rc != KL_OK) return rc;
+  kl_batch b;
+  while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
+    if ((rc = walk_batch(w, &sc, &b, err)) != KL_OK) break;
+  }
+  *stopped = sc.end == KL_END_STOP;
+  kl_scan_end(&sc);
+  return rc == KL_DONE ? KL_OK : rc;
+}
+
 kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, kl_txns *out, kl_txn_state *stp,
                          kl_txn_origin *origin, kl_err *err) {
   const kl_env *env = kl_log_env(log);
   memset(out, 0, sizeof *out);
   out->open_pid = -1;
-  size_t cap = 0;
-  int64_t leo = 0, from = -1, max_ts = -1;
+  int64_t leo = 0;
   open_set snap = {0};
-  kl_txn_state st = {0};
+  load_walk w = {env, out, 0, {0}, &snap, -1, -1, 0};
   kl_rc rc = kl_log_end_offset(log, rd, &leo, err);
-  if (rc == KL_OK) rc = load_snapshot(log, leo, &snap, &from, err);
-  int snapped = from < 0;
+  if (rc == KL_OK) rc = load_snapshot(log, leo, &snap, &w.from, err);
+  w.snapped = w.from < 0;
   /* One walk from the log start: every ABORT marker of an open transaction
   ** is an aborted transaction, what is open at the end holds the last
   ** stable offset. */
   for (kl_segment *s = kl_log_first(log); rc == KL_OK && s; s = kl_log_next(log, s)) {
-    kl_scan sc;
-    if ((rc = kl_scan_start(&sc, rd, s, 0, INT64_MAX, 0, err)) != KL_OK) break;
-    kl_batch b;
-    while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
-      if (!snapped && b.last_offset >= from) {
-        snapped = 1;
-        if ((rc = apply_snapshot(env, &st, &snap)) != KL_OK) break;
-      }
-      if (b.max_timestamp > max_ts) max_ts = b.max_timestamp;
-      if (b.magic != 2 || b.producer_id < 0) continue;
-      int type = -1, aborted;
-      int32_t epoch = -1;
-      kl_txn_end end;
-      if (b.is_control && (rc = control_type(&sc, &b, &type, &epoch, err)) != KL_OK) break;
-      if ((rc = kl_txn_step(env, &st, &b, type, epoch, &end, &aborted)) != KL_OK) break;
-      if (aborted && !end.optional && (rc = add_abort(env, out, &cap, &end)) != KL_OK) break;
-    }
-    int stopped = sc.end == KL_END_STOP;
-    kl_scan_end(&sc);
-    if (rc == KL_DONE) rc = KL_OK;
+    int stopped;
+    rc = walk_segment(&w, rd, s, &stopped, err);
     if (stopped) break;
   }
-  if (rc == KL_OK && !snapped) rc = apply_snapshot(env, &st, &snap);
+  if (rc == KL_OK && !w.snapped) rc = apply_snapshot(env, &w.st, &snap);
   if (rc == KL_NOMEM) kl_err_set(err, KL_NOMEM, "out of memory reading %s", kl_log_dir(log));
-  int64_t pid, first = kl_txn_first_open(&st, &pid);
+  int64_t pid, first = kl_txn_first_open(&w.st, &pid);
   out->lso = leo;
   if (first < out->lso) out->lso = first, out->open_pid = pid;
   kl_free(env, snap.e);
-  origin->snapshot = from;
+  origin->snapshot = w.from;
   origin->end = leo;
-  origin->max_ts = max_ts;
-  *stp = st;
+  origin->max_ts = w.max_ts;
+  *stp = w.st;
   if (rc) {
     kl_txns_free(env, out);
     return rc;

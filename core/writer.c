@@ -910,6 +910,50 @@ kl_rc kl_writer_delete_below(kl_writer *w, int64_t start, kl_err *err) {
   return KL_OK;
 }
 
+/* A segment as retention weighs it. */
+typedef struct ret_seg {
+  int64_t base, size, max_ts;
+} ret_seg;
+
+/* Fill v's size and max_ts from the segment's files (v->base set). */
+static void ret_seg_facts(kl_writer *w, ret_seg *v) {
+  char p[4200];
+  struct stat sb;
+  seg_path(w, v->base, ".log", p, sizeof p);
+  v->size = v->base == w->st.seg_base ? w->st.seg_size
+                                      : kl_os_stat(w->env, p, &sb) == 0 ? (int64_t)sb.st_size : 0;
+  int64_t mtime = kl_os_stat(w->env, p, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000 +
+                                          sb.st_mtim.tv_nsec / 1000000 : 0;
+  /* A segment that rolled ends its time index with its largest
+  ** timestamp; without one Kafka dates it by the file's mtime. */
+  v->max_ts = mtime;
+  seg_path(w, v->base, ".timeindex", p, sizeof p);
+  int fd;
+  if (kl_fd_open(w->env, p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1;
+  if (fd >= 0 && kl_os_fstat(w->env, fd, &sb) == 0 && sb.st_size >= 12) {
+    uint8_t e[12];
+    if (kl_os_read(w->env, fd, e, 12, sb.st_size / 12 * 12 - 12) == 12) {
+      v->max_ts = kl_index_entry_timestamp(e);
+    }
+  }
+  if (fd >= 0) kl_os_close(w->env, fd);
+}
+
+/* How many of the n segments v (oldest first, total bytes in all) the
+** retention options delete; the last one, the active, is never deleted. */
+static size_t retention_cut(const kl_writer *w, const ret_seg *v, size_t n, int64_t total) {
+  size_t k = 0;
+  if (w->opt.retention_bytes >= 0 && total >= w->opt.retention_bytes) {
+    int64_t diff = total - w->opt.retention_bytes;
+    while (k + 1 < n && diff - v[k].size >= 0) diff -= v[k++].size;
+  }
+  if (w->opt.retention_ms >= 0) {
+    int64_t now = now_ms();
+    while (k + 1 < n && now - v[k].max_ts > w->opt.retention_ms) k++;
+  }
+  return k;
+}
+
 /* The start retention_bytes and retention_ms give (behaviour.md 8), or -1:
 ** segments listed afresh, the active one never deleted. */
 static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
@@ -918,47 +962,21 @@ static kl_rc retention_start(kl_writer *w, int64_t *start, kl_err *err) {
   size_t nb;
   kl_rc rc = list_bases(w, &bases, &nb, err);
   if (rc) return rc;
-  struct seg { int64_t base, size, max_ts; } *v = kl_malloc(w->env, (nb ? nb : 1) * sizeof *v);
+  ret_seg *v = kl_malloc(w->env, (nb ? nb : 1) * sizeof *v);
   size_t n = 0;
   if (!v) rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", w->dir);
   for (size_t i = 0; rc == KL_OK && i < nb && bases[i] <= w->st.seg_base; i++) v[n++].base = bases[i];
   kl_free(w->env, bases);
+  if (rc) return rc;
   int64_t total = 0;
-  char p[4200];
-  for (size_t i = 0; rc == KL_OK && i < n; i++) {
-    struct stat sb;
-    seg_path(w, v[i].base, ".log", p, sizeof p);
-    v[i].size = v[i].base == w->st.seg_base ? w->st.seg_size
-                                             : kl_os_stat(w->env, p, &sb) == 0 ? (int64_t)sb.st_size : 0;
-    int64_t mtime = kl_os_stat(w->env, p, &sb) == 0 ? (int64_t)sb.st_mtim.tv_sec * 1000 +
-                                            sb.st_mtim.tv_nsec / 1000000 : 0;
+  for (size_t i = 0; i < n; i++) {
+    ret_seg_facts(w, &v[i]);
     total += v[i].size;
-    /* A segment that rolled ends its time index with its largest
-    ** timestamp; without one Kafka dates it by the file's mtime. */
-    v[i].max_ts = mtime;
-    seg_path(w, v[i].base, ".timeindex", p, sizeof p);
-    int fd;
-    if (kl_fd_open(w->env, p, O_RDONLY, 0, &fd, NULL) != KL_OK) fd = -1;
-    if (fd >= 0 && kl_os_fstat(w->env, fd, &sb) == 0 && sb.st_size >= 12) {
-      uint8_t e[12];
-      if (kl_os_read(w->env, fd, e, 12, sb.st_size / 12 * 12 - 12) == 12) {
-        v[i].max_ts = kl_index_entry_timestamp(e);
-      }
-    }
-    if (fd >= 0) kl_os_close(w->env, fd);
   }
-  size_t k = 0;
-  if (rc == KL_OK && w->opt.retention_bytes >= 0 && total >= w->opt.retention_bytes) {
-    int64_t diff = total - w->opt.retention_bytes;
-    while (k + 1 < n && diff - v[k].size >= 0) diff -= v[k++].size;
-  }
-  if (rc == KL_OK && w->opt.retention_ms >= 0) {
-    int64_t now = now_ms();
-    while (k + 1 < n && now - v[k].max_ts > w->opt.retention_ms) k++;
-  }
-  if (rc == KL_OK && k > 0) *start = v[k].base;
+  size_t k = retention_cut(w, v, n, total);
+  if (k > 0) *start = v[k].base;
   kl_free(w->env, v);
-  return rc;
+  return KL_OK;
 }
 
 /* The log directory's log-start-offset-checkpoint, where Kafka keeps the

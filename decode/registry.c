@@ -116,6 +116,42 @@ static int int32_field(json_t *o, const char *name, int32_t *out) {
   return 1;
 }
 
+/* The references array refs (n > 0 entries) of a SCHEMA value into s. */
+static kl_rc schema_refs(const kl_env *env, json_t *refs, kl_reg_schema *s, kl_err *err) {
+  size_t n = json_array_size(refs);
+  if (!(s->refs = kl_malloc(env, n * sizeof *s->refs))) return KL_NOMEM;
+  for (size_t i = 0; i < n; i++) {
+    json_t *ref = json_array_get(refs, i);
+    const char *name = json_string_value(json_object_get(ref, "name"));
+    const char *subject = json_string_value(json_object_get(ref, "subject"));
+    kl_reg_ref *rf = &s->refs[s->nrefs];
+    if (!name || !subject || !int32_field(ref, "version", &rf->version)) {
+      return kl_err_set(err, KL_CORRUPT, "value: reference %zu lacks name, subject or "
+                        "version", i);
+    }
+    rf->name = kl_strdup(env, name);
+    rf->subject = kl_strdup(env, subject);
+    s->nrefs++;
+    if (!rf->name || !rf->subject) return KL_NOMEM;
+  }
+  return KL_OK;
+}
+
+/* The optional members of a SCHEMA value (metadata, ruleSet, md5, guid,
+** deleted) into s: 0 when one given could not be copied. */
+static int schema_extras(const kl_env *env, json_t *v, kl_reg_schema *s) {
+  json_t *md = json_object_get(v, "metadata"), *rs = json_object_get(v, "ruleSet");
+  s->metadata = dup_json(env, md);
+  s->rule_set = dup_json(env, rs);
+  const char *md5 = json_string_value(json_object_get(v, "md5"));
+  if (md5) s->md5 = kl_strdup(env, md5);
+  const char *guid = json_string_value(json_object_get(v, "guid"));
+  s->has_guid = guid && parse_guid(guid, s->guid);
+  s->deleted = json_is_true(json_object_get(v, "deleted"));
+  return !((md && !json_is_null(md) && !s->metadata) || (rs && !json_is_null(rs) && !s->rule_set) ||
+           (md5 && !s->md5));
+}
+
 /* A SCHEMA value into s (subject and version from the key when given). */
 static kl_rc schema_value(kl_registry *r, json_t *v, kl_reg_schema *s, kl_err *err) {
   const kl_env *env = r->env;
@@ -135,35 +171,11 @@ static kl_rc schema_value(kl_registry *r, json_t *v, kl_reg_schema *s, kl_err *e
     return kl_err_set(err, KL_CORRUPT, "value: references is not an array");
   }
   if (json_is_array(refs) && json_array_size(refs) > 0) {
-    size_t n = json_array_size(refs);
-    if (!(s->refs = kl_malloc(env, n * sizeof *s->refs))) return KL_NOMEM;
-    for (size_t i = 0; i < n; i++) {
-      json_t *ref = json_array_get(refs, i);
-      const char *name = json_string_value(json_object_get(ref, "name"));
-      const char *subject = json_string_value(json_object_get(ref, "subject"));
-      kl_reg_ref *rf = &s->refs[s->nrefs];
-      if (!name || !subject || !int32_field(ref, "version", &rf->version)) {
-        return kl_err_set(err, KL_CORRUPT, "value: reference %zu lacks name, subject or "
-                          "version", i);
-      }
-      rf->name = kl_strdup(env, name);
-      rf->subject = kl_strdup(env, subject);
-      s->nrefs++;
-      if (!rf->name || !rf->subject) return KL_NOMEM;
-    }
+    kl_rc rc = schema_refs(env, refs, s, err);
+    if (rc) return rc;
   }
-  json_t *md = json_object_get(v, "metadata"), *rs = json_object_get(v, "ruleSet");
-  s->metadata = dup_json(env, md);
-  s->rule_set = dup_json(env, rs);
-  const char *md5 = json_string_value(json_object_get(v, "md5"));
-  if (md5) s->md5 = kl_strdup(env, md5);
-  const char *guid = json_string_value(json_object_get(v, "guid"));
-  s->has_guid = guid && parse_guid(guid, s->guid);
-  s->deleted = json_is_true(json_object_get(v, "deleted"));
-  if (!s->type || !s->schema || !s->references || (md && !json_is_null(md) && !s->metadata) ||
-      (rs && !json_is_null(rs) && !s->rule_set) || (md5 && !s->md5)) {
-    return KL_NOMEM;
-  }
+  int extras = schema_extras(env, v, s);
+  if (!s->type || !s->schema || !s->references || !extras) return KL_NOMEM;
   return KL_OK;
 }
 
