@@ -249,26 +249,31 @@ static int holds(const char *dir, char **hint, int *rc, char **errmsg) {
   return what;
 }
 
-int kl_append_prepare(const char *name, const char *path, const kl_append_opts *o,
-                      char **errmsg) {
+/* mode='read': each directory of path must exist, so that a typo fails
+** at CREATE and not at the first query. */
+static int prepare_read(const char *path, char **errmsg) {
   struct stat sb;
-  if (o->mode == KL_MODE_READ) {
-    kl_path_iter it;
-    const char *s;
-    size_t n;
-    kl_path_iter_init(&it, kl_sqlite_env(), path);
-    while (kl_path_next(&it, &s, &n)) {
-      char *one = sqlite3_mprintf("%.*s", (int)n, s);
-      if (!one) return SQLITE_NOMEM;
-      int e = kl_os_stat(kl_sqlite_env(), one, &sb) == 0 ? 0 : errno;
-      int rc = e ? fail(errmsg, SQLITE_CANTOPEN, "kafka_log: cannot open %s: %s (mode='create' "
-                        "makes a new log there)", one, strerror(e)) : SQLITE_OK;
-      sqlite3_free(one);
-      if (rc) return rc;
-    }
-    return SQLITE_OK;
+  kl_path_iter it;
+  const char *s;
+  size_t n;
+  kl_path_iter_init(&it, kl_sqlite_env(), path);
+  while (kl_path_next(&it, &s, &n)) {
+    char *one = sqlite3_mprintf("%.*s", (int)n, s);
+    if (!one) return SQLITE_NOMEM;
+    int e = kl_os_stat(kl_sqlite_env(), one, &sb) == 0 ? 0 : errno;
+    int rc = e ? fail(errmsg, SQLITE_CANTOPEN, "kafka_log: cannot open %s: %s (mode='create' "
+                      "makes a new log there)", one, strerror(e)) : SQLITE_OK;
+    sqlite3_free(one);
+    if (rc) return rc;
   }
-  const char *m = o->mode == KL_MODE_WRITE ? "write" : "create";
+  return SQLITE_OK;
+}
+
+/* mode='write' or 'create' (m): path must be one partition directory
+** holding a log (write) or none yet (create). */
+static int check_target(const char *name, const char *path, const kl_append_opts *o,
+                        const char *m, char **errmsg) {
+  struct stat sb;
   if (strchr(path, ',')) {
     return fail(errmsg, SQLITE_ERROR, "kafka_log: %s names several directories: mode='%s' "
                 "takes one partition directory", path, m);
@@ -289,17 +294,25 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
               "it, mode='read' (the default) only reads it", path);
   }
   sqlite3_free(hint);
-  if (rc) return rc;
-  if (o->mode == KL_MODE_WRITE) {
-    /* Options given replace the log's; the others stay the log's. */
-    unsigned mine = 0;
-    for (int i = 0; i < NWRITE_IDS; i++) mine |= o->given & (1u << write_ids[i]);
-    if (!mine) return SQLITE_OK;
-    kl_append_opts merged = *o;
-    rc = read_log_options(path, &merged, mine, errmsg);
-    return rc ? rc : write_log_options(path, &merged, errmsg);
-  }
-  /* A new log, and nothing but it: no parent is made on the way. */
+  return rc;
+}
+
+/* mode='write': options given replace the log's; the others stay the
+** log's. */
+static int merge_log_options(const char *path, const kl_append_opts *o, char **errmsg) {
+  unsigned mine = 0;
+  for (int i = 0; i < NWRITE_IDS; i++) mine |= o->given & (1u << write_ids[i]);
+  if (!mine) return SQLITE_OK;
+  kl_append_opts merged = *o;
+  int rc = read_log_options(path, &merged, mine, errmsg);
+  return rc ? rc : write_log_options(path, &merged, errmsg);
+}
+
+/* mode='create': a new log, and nothing but it: no parent is made on the
+** way. */
+static int create_log(const char *path, const kl_append_opts *o, char **errmsg) {
+  struct stat sb;
+  int rc = SQLITE_OK;
   char *parent = sqlite3_mprintf("%s", path);
   if (!parent) return SQLITE_NOMEM;
   char *slash = strrchr(parent, '/');
@@ -315,6 +328,15 @@ int kl_append_prepare(const char *name, const char *path, const kl_append_opts *
   kl_err err = {0};
   kl_rc k = kl_writer_create(kl_sqlite_env(), path, &o->w, &err);
   return k ? fail_kl(errmsg, k, &err) : write_log_options(path, o, errmsg);
+}
+
+int kl_append_prepare(const char *name, const char *path, const kl_append_opts *o,
+                      char **errmsg) {
+  if (o->mode == KL_MODE_READ) return prepare_read(path, errmsg);
+  const char *m = o->mode == KL_MODE_WRITE ? "write" : "create";
+  int rc = check_target(name, path, o, m, errmsg);
+  if (rc) return rc;
+  return o->mode == KL_MODE_WRITE ? merge_log_options(path, o, errmsg) : create_log(path, o, errmsg);
 }
 
 /* ---- transactions ---- */

@@ -155,40 +155,41 @@ static int jstring(jp *j, kl_buf *out, kl_rc *rc) {
   return 1;
 }
 
-/* Any JSON value at j->p, passed over; 0 when it is not one. */
-static int jvalue(jp *j, int depth) {
-  ws(j);
-  if (j->p >= j->end || depth > 200) return 0;
-  char c = *j->p;
+static int jvalue(jp *j, int depth);
+
+/* An array or object at j->p (at its bracket), passed over; 0 when it is
+** not one.  Apart from jvalue so that each of JSON's forms reads alone. */
+static int jcontainer(jp *j, int depth) {
+  char c = *j->p, close = c == '[' ? ']' : '}';
   kl_rc rc = KL_OK;
-  if (c == '"') return jstring(j, NULL, &rc);
-  if (c == '[' || c == '{') {
-    char close = c == '[' ? ']' : '}';
+  j->p++;
+  ws(j);
+  if (j->p < j->end && *j->p == close) {
     j->p++;
+    return 1;
+  }
+  for (;;) {
+    if (c == '{') {
+      ws(j);
+      if (!jstring(j, NULL, &rc)) return 0;
+      ws(j);
+      if (j->p >= j->end || *j->p != ':') return 0;
+      j->p++;
+    }
+    if (!jvalue(j, depth + 1)) return 0;
     ws(j);
-    if (j->p < j->end && *j->p == close) {
+    if (j->p >= j->end) return 0;
+    if (*j->p == close) {
       j->p++;
       return 1;
     }
-    for (;;) {
-      if (c == '{') {
-        ws(j);
-        if (!jstring(j, NULL, &rc)) return 0;
-        ws(j);
-        if (j->p >= j->end || *j->p != ':') return 0;
-        j->p++;
-      }
-      if (!jvalue(j, depth + 1)) return 0;
-      ws(j);
-      if (j->p >= j->end) return 0;
-      if (*j->p == close) {
-        j->p++;
-        return 1;
-      }
-      if (*j->p != ',') return 0;
-      j->p++;
-    }
+    if (*j->p != ',') return 0;
+    j->p++;
   }
+}
+
+/* true, false or null at j->p, passed over; 0 when none is there. */
+static int jword(jp *j) {
   static const char *const words[] = {"true", "false", "null"};
   for (int i = 0; i < 3; i++) {
     size_t n = strlen(words[i]);
@@ -197,24 +198,44 @@ static int jvalue(jp *j, int depth) {
       return 1;
     }
   }
-  /* A number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
-  const char *s = j->p;
+  return 0;
+}
+
+/* One or more digits at j->p, passed over; 0 when none is there (JSON
+** wants one after '.' and after an exponent's sign). */
+static int jdigits(jp *j) {
+  if (j->p >= j->end || *j->p < '0' || *j->p > '9') return 0;
+  while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+  return 1;
+}
+
+/* A number: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)? */
+static int jnumber(jp *j) {
   if (j->p < j->end && *j->p == '-') j->p++;
   if (j->p >= j->end || *j->p < '0' || *j->p > '9') return 0;
   if (*j->p == '0') j->p++;
-  else while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+  else jdigits(j);
   if (j->p < j->end && *j->p == '.') {
     j->p++;
-    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return 0;
-    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+    if (!jdigits(j)) return 0;
   }
   if (j->p < j->end && (*j->p == 'e' || *j->p == 'E')) {
     j->p++;
     if (j->p < j->end && (*j->p == '+' || *j->p == '-')) j->p++;
-    if (j->p >= j->end || *j->p < '0' || *j->p > '9') return 0;
-    while (j->p < j->end && *j->p >= '0' && *j->p <= '9') j->p++;
+    if (!jdigits(j)) return 0;
   }
-  return j->p > s;
+  return 1;
+}
+
+/* Any JSON value at j->p, passed over; 0 when it is not one. */
+static int jvalue(jp *j, int depth) {
+  ws(j);
+  if (j->p >= j->end || depth > 200) return 0;
+  char c = *j->p;
+  kl_rc rc = KL_OK;
+  if (c == '"') return jstring(j, NULL, &rc);
+  if (c == '[' || c == '{') return jcontainer(j, depth);
+  return jword(j) || jnumber(j);
 }
 
 /* What the JSON value at j->p is, for messages. */

@@ -483,39 +483,39 @@ static int load_row(kl_vcursor *c) {
   return rc == KL_OK ? SQLITE_OK : lv_report(c, rc, &err);
 }
 
-int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
-  kl_vcursor *c = (kl_vcursor *)cur;
-  const kl_record *r = kl_cursor_record(c->cur);
-  const kl_batch *b = kl_cursor_batch(c->cur);
-  if (c->on_pair && (col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP)) {
-    const struct ts_pair *p = &c->pairs[c->i_pairs - 1];
-    sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? p->off : p->ts);
-    return SQLITE_OK;
-  }
+/* offset and timestamp when known without decoding the record: from the
+** timestamp-order pair at hand, or the cursor's peek.  1 when answered. */
+static int column_known(kl_vcursor *c, sqlite3_context *ctx, int col) {
+  if (col != KL_COL_OFFSET && col != KL_COL_TIMESTAMP) return 0;
   int64_t po, pt;
-  if ((col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP) && !c->on_pair &&
-      kl_cursor_peek(c->cur, &po, &pt)) { /* known without decoding */
-    sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? po : pt);
-    return SQLITE_OK;
+  if (c->on_pair) {
+    const struct ts_pair *p = &c->pairs[c->i_pairs - 1];
+    po = p->off, pt = p->ts;
+  } else if (!kl_cursor_peek(c->cur, &po, &pt)) {
+    return 0;
   }
-  if (c->on_pair || col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
-      col == KL_COL_VALUE || col == KL_COL_HEADERS || col == KL_COL_SEQUENCE) {
-    int rc = load_row(c);
-    if (rc) return rc;
-  }
+  sqlite3_result_int64(ctx, col == KL_COL_OFFSET ? po : pt);
+  return 1;
+}
+
+/* Is col read from the record itself (load_row first)? */
+static int is_record_column(int col) {
+  return col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
+         col == KL_COL_VALUE || col == KL_COL_HEADERS || col == KL_COL_SEQUENCE;
+}
+
+/* The columns of record r, loaded. */
+static int record_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_record *r) {
   switch (col) {
     case KL_COL_OFFSET: sqlite3_result_int64(ctx, r->offset); break;
     case KL_COL_TIMESTAMP: sqlite3_result_int64(ctx, r->timestamp); break;
-    case KL_COL_TIMESTAMP_TYPE:
-      sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
-      break;
     case KL_COL_KEY: case KL_COL_VALUE: {
       int k = col == KL_COL_KEY;
       if (c->text[!k] < KL_TYPE_CONFLUENT) {
         result_bytes(ctx, k ? r->key : r->value, k ? r->key_len : r->value_len, c->text[!k]);
         break;
       }
-      kl_vtab *vt = (kl_vtab *)cur->pVtab;
+      kl_vtab *vt = (kl_vtab *)c->base.pVtab;
       kl_where w = {c->part->topic ? c->part->topic : c->part->dir,
                     c->part->topic ? c->part->partition : -1, r->offset};
       return kl_decode_column(ctx, vt->conn, &vt->dec, &c->coldec, c->text[!k], k, r,
@@ -525,10 +525,20 @@ int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       if (kl_headers_json(&c->json, r) != KL_OK) return SQLITE_NOMEM;
       sqlite3_result_text(ctx, (const char *)c->json.p, (int)c->json.len, SQLITE_TRANSIENT);
       break;
+    case KL_COL_SEQUENCE: sqlite3_result_int(ctx, r->sequence); break;
+  }
+  return SQLITE_OK;
+}
+
+/* The columns of batch b, of where it lies, and of the options. */
+static void batch_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_batch *b) {
+  switch (col) {
+    case KL_COL_TIMESTAMP_TYPE:
+      sqlite3_result_text(ctx, kl_ts_type_name(b->ts_type), -1, SQLITE_STATIC);
+      break;
     case KL_COL_LEADER_EPOCH: sqlite3_result_int(ctx, b->leader_epoch); break;
     case KL_COL_PRODUCER_ID: sqlite3_result_int64(ctx, b->producer_id); break;
     case KL_COL_PRODUCER_EPOCH: sqlite3_result_int(ctx, b->producer_epoch); break;
-    case KL_COL_SEQUENCE: sqlite3_result_int(ctx, r->sequence); break;
     case KL_COL_IS_TRANSACTIONAL: sqlite3_result_int(ctx, b->is_transactional); break;
     case KL_COL_COMPRESSION:
       sqlite3_result_text(ctx, kl_codec_name(b->codec), -1, SQLITE_STATIC);
@@ -552,6 +562,19 @@ int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       break;
     }
   }
+}
+
+int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  const kl_record *r = kl_cursor_record(c->cur);
+  const kl_batch *b = kl_cursor_batch(c->cur);
+  if (column_known(c, ctx, col)) return SQLITE_OK;
+  if (c->on_pair || is_record_column(col)) {
+    int rc = load_row(c);
+    if (rc) return rc;
+  }
+  if (is_record_column(col)) return record_column(c, ctx, col, r);
+  batch_column(c, ctx, col, b);
   return SQLITE_OK;
 }
 

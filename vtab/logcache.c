@@ -167,54 +167,60 @@ kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_view *view,
   return new_ref(c, dir, view, 0, out, err);
 }
 
-kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, kl_err *err) {
-  *out = NULL;
-  unsigned h = hash_dir(dir);
+/* dir's cached log when it is still fresh (one more reference), else
+** NULL; a stale one is dropped so that it is opened afresh. */
+static kl_logref *lookup(kl_logcache *c, const char *dir, unsigned h, int alone) {
   for (kl_logref *r = c->buckets[h & (KL_LOGCACHE_BUCKETS - 1)]; r; r = r->hnext) {
     if (r->hash != h || strcmp(r->dir, dir) != 0) continue;
     if (!fresh(r) || (alone && !kl_log_first(r->log))) {
       drop(c, r);
-      break;
+      return NULL;
     }
     to_front(c, r);
     r->refs++;
-    *out = r;
-    return KL_OK;
+    return r;
   }
-  struct stat st;
-  int watch = c->watched < KL_LOGCACHE_WATCHED;
-  int dirfd = -1;
-  if ((watch && kl_fd_open(kl_sqlite_env(), dir, O_RDONLY | O_DIRECTORY, 0, &dirfd, NULL) != KL_OK) ||
-      (watch ? kl_os_fstat(kl_sqlite_env(), dirfd, &st) : kl_os_stat(kl_sqlite_env(), dir, &st)) != 0) {
+  return NULL;
+}
+
+/* dir's mtime in *st, and with watch an open descriptor of it in *dirfd
+** (else -1): taken before the log is read, so that a change while it is
+** read makes it stale. */
+static kl_rc open_dir(const char *dir, int watch, int *dirfd, struct stat *st, kl_err *err) {
+  *dirfd = -1;
+  if ((watch && kl_fd_open(kl_sqlite_env(), dir, O_RDONLY | O_DIRECTORY, 0, dirfd, NULL) != KL_OK) ||
+      (watch ? kl_os_fstat(kl_sqlite_env(), *dirfd, st) : kl_os_stat(kl_sqlite_env(), dir, st)) != 0) {
     int e = errno;
-    if (dirfd >= 0) kl_os_close(kl_sqlite_env(), dirfd);
+    if (*dirfd >= 0) kl_os_close(kl_sqlite_env(), *dirfd);
+    *dirfd = -1;
     return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN,
                       "cannot open partition directory %s: %s", dir, strerror(e));
   }
-  kl_logref *r;
-  kl_rc rc = new_ref(c, dir, NULL, alone, &r, err);
-  if (rc) {
-    if (dirfd >= 0) kl_os_close(kl_sqlite_env(), dirfd);
-    return rc;
-  }
-  r->dirfd = dirfd;
+  return KL_OK;
+}
+
+/* What fresh() compares: the commit record's descriptor (when watched)
+** and the last segment's .log and its size, after the log was read. */
+static void watch_files(kl_logref *r, const char *dir) {
+  struct stat st;
   /* After the log read its commit record: a commit in between makes the
   ** log stale at once, never the other way round. */
-  if (dirfd >= 0 && kl_commit_open(kl_sqlite_env(), dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
-  r->dir_mtime = st.st_mtim;
+  if (r->dirfd >= 0 && kl_commit_open(kl_sqlite_env(), dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
   kl_segment *last = kl_log_last(r->log);
-  if (last) {
-    if (dirfd >= 0 && kl_fd_open(kl_sqlite_env(), last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
-      r->lastfd = -1;
-    }
-    if (r->lastfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->lastfd, &st) == 0 : kl_os_stat(kl_sqlite_env(), last->log_path, &st) == 0) {
-      r->last_size = st.st_size;
-    } else {
-      r->last_size = -1; /* not fresh next time: opened afresh */
-    }
+  if (!last) return;
+  if (r->dirfd >= 0 && kl_fd_open(kl_sqlite_env(), last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
+    r->lastfd = -1;
   }
-  if (dirfd >= 0) c->watched++;
-  /* Cache it (one more reference), making room from the least recent. */
+  if (r->lastfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->lastfd, &st) == 0 : kl_os_stat(kl_sqlite_env(), last->log_path, &st) == 0) {
+    r->last_size = st.st_size;
+  } else {
+    r->last_size = -1; /* not fresh next time: opened afresh */
+  }
+}
+
+/* Cache r under hash h (one more reference), making room from the least
+** recent. */
+static void cache_insert(kl_logcache *c, kl_logref *r, unsigned h) {
   size_t nseg = kl_log_segment_count(r->log);
   while (c->lru && (c->n >= KL_LOGCACHE_MAX || c->segments + nseg > KL_LOGCACHE_SEGMENTS)) {
     drop(c, c->lru);
@@ -230,6 +236,26 @@ kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **ou
   c->segments += nseg;
   r->cached = 1;
   r->refs++;
+}
+
+kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, kl_err *err) {
+  unsigned h = hash_dir(dir);
+  if ((*out = lookup(c, dir, h, alone)) != NULL) return KL_OK;
+  struct stat st;
+  int dirfd;
+  kl_rc rc = open_dir(dir, c->watched < KL_LOGCACHE_WATCHED, &dirfd, &st, err);
+  if (rc) return rc;
+  kl_logref *r;
+  rc = new_ref(c, dir, NULL, alone, &r, err);
+  if (rc) {
+    if (dirfd >= 0) kl_os_close(kl_sqlite_env(), dirfd);
+    return rc;
+  }
+  r->dirfd = dirfd;
+  r->dir_mtime = st.st_mtim;
+  watch_files(r, dir);
+  if (dirfd >= 0) c->watched++;
+  cache_insert(c, r, h);
   *out = r;
   return KL_OK;
 }

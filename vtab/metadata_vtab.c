@@ -292,12 +292,23 @@ int kl_metadata_vtab_register(sqlite3 *db, kl_conn *conn) {
 
 /* ---- the image: kafka_topics, kafka_partitions_metadata ---- */
 
-/* The plan of both: idxNum bits, one argv value each, in this order. */
-enum { KI_PATH = 1, KI_AS_OF_OFFSET = 2, KI_AS_OF_TIME = 4 };
+/* The plan of both: the path, then the point of the image asked for.  A
+** table's terms are KI_TERMS of its hidden columns (path first). */
+enum { KI_OWN_AS_OF_OFFSET = 1, KI_OWN_AS_OF_TIME };
+#define KI_TERMS(path)                                                                          \
+  {                                                                                             \
+    KL_DIR_TERM(path),                                                                          \
+    {"as_of_offset=?", (path) + 1, SQLITE_INDEX_CONSTRAINT_EQ, KL_ACT_OWN, KI_OWN_AS_OF_OFFSET, 0, \
+     0, 0, 0, 0, 0},                                                                            \
+    {"as_of_time=?", (path) + 2, SQLITE_INDEX_CONSTRAINT_EQ, KL_ACT_OWN, KI_OWN_AS_OF_TIME, 0, 0, \
+     0, 0, 0, 0},                                                                               \
+  }
+#define KI_NTERMS 3
 
 typedef struct ki_cursor {
   sqlite3_vtab_cursor base;
   int parts;                /* kafka_partitions_metadata */
+  const kl_term *terms;     /* the table's KI_TERMS */
   kl_mimage *img;
   const kl_mi_topic *const *topics;
   const kl_mi_part *const *pv;
@@ -308,37 +319,26 @@ typedef struct ki_cursor {
   kl_buf tmp;
 } ki_cursor;
 
-/* Columns after a table's own: path, as_of_offset, as_of_time. */
-static int ki_best_index(sqlite3_index_info *info, int path_col) {
-  int argv_of[3] = {-1, -1, -1};
+static int ki_best_index(sqlite3_index_info *info, const kl_term *t) {
   for (int i = 0; i < info->nConstraint; i++) {
-    int k = info->aConstraint[i].iColumn - path_col;
-    if (k < 0 || k > 2) continue;
-    int eq = info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ;
+    int col = info->aConstraint[i].iColumn;
     /* A plan where "as_of_... = x" is not yet usable would compare x with
     ** the column of the latest image, not ask for the image at x: refused,
     ** so that SQLite picks the plan that asks. */
-    if ((k == 0 || eq) && !info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
-    if (!eq) continue;
-    if (argv_of[k] < 0) argv_of[k] = i;
+    if ((col == t[1].col || col == t[2].col) && info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ &&
+        !info->aConstraint[i].usable) {
+      return SQLITE_CONSTRAINT;
+    }
   }
-  info->idxNum = 0;
-  int n = 0;
-  for (int k = 0; k < 3; k++) {
-    if (argv_of[k] < 0) continue;
-    info->idxNum |= 1 << k;
-    info->aConstraintUsage[argv_of[k]].argvIndex = ++n;
-    info->aConstraintUsage[argv_of[k]].omit = 1;
-  }
-  info->estimatedCost = info->idxNum & KI_PATH ? 10000 : 1e12;
-  return SQLITE_OK;
+  return kl_best_index_listing(info, t, KI_NTERMS);
 }
 
-static int ki_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out, int parts) {
+static int ki_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out, int parts, const kl_term *terms) {
   ki_cursor *c = sqlite3_malloc(sizeof *c);
   if (!c) return SQLITE_NOMEM;
   memset(c, 0, sizeof *c);
   c->parts = parts;
+  c->terms = terms;
   *out = &c->base;
   return SQLITE_OK;
 }
@@ -368,8 +368,10 @@ static int ki_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   ki_cursor *c = (ki_cursor *)cur;
   km_vtab *vt = (km_vtab *)cur->pVtab;
   ki_end(c);
-  int a = 0;
-  const char *path = idx & KI_PATH && a < argc ? (const char *)sqlite3_value_text(argv[a++]) : NULL;
+  kl_listing_args a;
+  int rc0 = kl_listing_args_read(c->terms, KI_NTERMS, idx_str, argc, argv, cur->pVtab, ki_name(c), &a);
+  if (rc0) return rc0;
+  const char *path = a.dir;
   if (!path) {
     sqlite3_free(cur->pVtab->zErrMsg);
     cur->pVtab->zErrMsg = sqlite3_mprintf("%s: a path is required: %s('<__cluster_metadata-0 or "
@@ -379,16 +381,16 @@ static int ki_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   if (!(c->path = sqlite3_mprintf("%s", path))) return SQLITE_NOMEM;
   c->q.as_of_offset = c->q.as_of_time = INT64_MAX;
   c->have_offset = c->have_time = 0;
-  for (int k = 1; k < 3; k++) {
-    if (!(idx & (1 << k)) || a >= argc) continue;
-    sqlite3_value *v = argv[a++];
+  for (int k = 0; k < a.nown; k++) {
+    sqlite3_value *v = a.own_v[k];
+    int offset = a.own[k]->arg == KI_OWN_AS_OF_OFFSET;
     if (sqlite3_value_numeric_type(v) != SQLITE_INTEGER) {
       sqlite3_free(cur->pVtab->zErrMsg);
       cur->pVtab->zErrMsg = sqlite3_mprintf("%s: %s must be an integer", ki_name(c),
-                                            k == 1 ? "as_of_offset" : "as_of_time (milliseconds)");
+                                            offset ? "as_of_offset" : "as_of_time (milliseconds)");
       return SQLITE_MISMATCH;
     }
-    if (k == 1) c->q.as_of_offset = sqlite3_value_int64(v), c->have_offset = 1;
+    if (offset) c->q.as_of_offset = sqlite3_value_int64(v), c->have_offset = 1;
     else c->q.as_of_time = sqlite3_value_int64(v), c->have_time = 1;
   }
   kl_err err;
@@ -455,11 +457,15 @@ static int kt_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   return rc;
 }
 
+static const kl_term kt_terms[KI_NTERMS] = KI_TERMS(KT_PATH);
+
 static int kt_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  return ki_best_index(info, KT_PATH);
+  return ki_best_index(info, kt_terms);
 }
 
-static int kt_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) { return ki_open(vt, out, 0); }
+static int kt_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
+  return ki_open(vt, out, 0, kt_terms);
+}
 
 /* A JSON string of a NUL-terminated text (names and values Kafka keeps
 ** as Java strings: the UTF-8 the record carried). */
@@ -541,11 +547,15 @@ static int kpm_connect(sqlite3 *db, void *aux, int argc, const char *const *argv
   return rc;
 }
 
+static const kl_term kpm_terms[KI_NTERMS] = KI_TERMS(KPM_PATH);
+
 static int kpm_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  return ki_best_index(info, KPM_PATH);
+  return ki_best_index(info, kpm_terms);
 }
 
-static int kpm_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) { return ki_open(vt, out, 1); }
+static int kpm_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
+  return ki_open(vt, out, 1, kpm_terms);
+}
 
 /* A list of broker ids as a JSON array; NULL for a null list. */
 static void result_ids(sqlite3_context *ctx, kl_buf *b, const kl_ids *a) {

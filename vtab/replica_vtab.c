@@ -238,27 +238,31 @@ static int kd_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   return rc;
 }
 
-/* Both directories are required (argv 1 and 2). */
+/* The two directories, both required. */
+enum { KD_OWN_A = 1, KD_OWN_B };
+static const kl_term kd_terms[] = {
+    {"dir_a=?", KD_DIR_A, SQLITE_INDEX_CONSTRAINT_EQ, KL_ACT_OWN, KD_OWN_A, 0, 0, 0, 0, 0, 0},
+    {"dir_b=?", KD_DIR_B, SQLITE_INDEX_CONSTRAINT_EQ, KL_ACT_OWN, KD_OWN_B, 0, 0, 0, 0, 0, 0},
+};
+#define KD_NTERMS ((int)(sizeof kd_terms / sizeof *kd_terms))
+
+/* Without both: nothing pushed down, and xFilter says both are required. */
+static const char *const kd_none[] = {"no paths", NULL};
+
 static int kd_best_index(sqlite3_vtab *vt, sqlite3_index_info *info) {
-  int have[2] = {-1, -1};
   for (int i = 0; i < info->nConstraint; i++) {
-    int k = info->aConstraint[i].iColumn - KD_DIR_A;
-    if (k < 0 || k > 1) continue;
-    if (!info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
-    if (info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ && have[k] < 0) have[k] = i;
+    int col = info->aConstraint[i].iColumn;
+    /* A plan where a directory is not yet known: refused, so that SQLite
+    ** picks the one where it is. */
+    if ((col == KD_DIR_A || col == KD_DIR_B) && !info->aConstraint[i].usable) return SQLITE_CONSTRAINT;
   }
+  kl_terms_plan p;
+  kl_terms_choose(info, kd_terms, KD_NTERMS, 0, -1, &p);
+  int both = p.used[0] >= 0 && p.used[1] >= 0;
+  if (!both) kl_terms_drop(kd_terms, KD_NTERMS, &p, 0);
   info->idxNum = 0;
-  if (have[0] >= 0 && have[1] >= 0) {
-    info->idxNum = 1;
-    for (int k = 0; k < 2; k++) {
-      info->aConstraintUsage[have[k]].argvIndex = k + 1;
-      info->aConstraintUsage[have[k]].omit = 1;
-    }
-    info->estimatedCost = 100000;
-  } else {
-    info->estimatedCost = 1e12;
-  }
-  return SQLITE_OK;
+  info->estimatedCost = both ? 100000 : 1e12;
+  return kl_terms_emit(info, kd_terms, KD_NTERMS, &p, kd_none[0], NULL);
 }
 
 static int kd_open(sqlite3_vtab *vt, sqlite3_vtab_cursor **out) {
@@ -343,8 +347,17 @@ static int kd_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int
   kd_cursor *c = (kd_cursor *)cur;
   kr_vtab *vt = (kr_vtab *)cur->pVtab;
   kd_end(c);
-  const char *a = idx && argc > 1 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
-  const char *b = idx && argc > 1 ? (const char *)sqlite3_value_text(argv[1]) : NULL;
+  kl_term_use use[KL_TERMS_MAX];
+  int nuse;
+  int rc0 = kl_terms_decode(kd_terms, KD_NTERMS, kd_none, idx_str, argc, use, &nuse, cur->pVtab,
+                            "kafka_replica_diff");
+  if (rc0) return rc0;
+  const char *a = NULL, *b = NULL;
+  for (int i = 0; i < nuse; i++) {
+    const char *v = (const char *)sqlite3_value_text(argv[i]);
+    if (kd_terms[use[i].term].arg == KD_OWN_A) a = v;
+    else b = v;
+  }
   if (!a || !b) {
     sqlite3_free(cur->pVtab->zErrMsg);
     cur->pVtab->zErrMsg = sqlite3_mprintf("kafka_replica_diff: two paths are required: "

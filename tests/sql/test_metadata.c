@@ -202,6 +202,34 @@ static void test_leader_epochs(void **state) {
   st_close(db);
 }
 
+/* The detail of EXPLAIN QUERY PLAN's one line for sql, bound to a and b
+** (b may be NULL). */
+static void expect_plan(sqlite3 *db, const char *want, const char *sql, const char *a,
+                        const char *b) {
+  sqlite3_stmt *st = st_prep(db, sql, b ? "tt" : "t", a, b);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  assert_string_equal((const char *)sqlite3_column_text(st, 3), want);
+  assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+  sqlite3_finalize(st);
+}
+
+/* The plan names what it reads in argv order, as EXPLAIN QUERY PLAN
+** shows it; idxNum carries no argv. */
+static void test_image_plans(void **state) {
+  sqlite3 *db = st_open();
+  expect_plan(db, "SCAN kafka_topics VIRTUAL TABLE INDEX 0:dir=? as_of_offset=?",
+              "EXPLAIN QUERY PLAN SELECT * FROM kafka_topics(?) WHERE as_of_offset = 12", KRAFT,
+              NULL);
+  expect_plan(db, "SCAN kafka_partitions_metadata VIRTUAL TABLE INDEX 0:dir=? as_of_offset=? "
+              "as_of_time=?",
+              "EXPLAIN QUERY PLAN SELECT * FROM kafka_partitions_metadata(?) "
+              "WHERE as_of_time = 1700000015000 AND as_of_offset = 13", KRAFT, NULL);
+  expect_plan(db, "SCAN kafka_replica_diff VIRTUAL TABLE INDEX 0:dir_a=? dir_b=?",
+              "EXPLAIN QUERY PLAN SELECT * FROM kafka_replica_diff(?, ?)", REPLICAS "/a",
+              REPLICAS "/b");
+  st_close(db);
+}
+
 static void test_replica_diff(void **state) {
   sqlite3 *db = st_open();
   const char *want = "orders|0|diverged|8|NULL|12|14|3|4|4|6|b|3|8|4\n";
@@ -293,6 +321,7 @@ int main(void) {
       cmocka_unit_test(test_image),
       cmocka_unit_test(test_topic_id_join),
       cmocka_unit_test(test_leader_epochs),
+      cmocka_unit_test(test_image_plans),
       cmocka_unit_test(test_replica_diff),
       cmocka_unit_test(test_damage_named),
   };
