@@ -1109,7 +1109,7 @@ static kl_rc select_message(const kl_proto_schema *s, const uint8_t **pp, const 
     if (idx < 0 || !pick) {
       std::string ps;
       for (int32_t k = 0; k <= i; k++) ps += (k ? "," : "") + std::to_string(path[k]);
-      return kl_err_set(err, KL_RANGE,
+      return kl_err_set(err, KL_CORRUPT,
                         "message index [%s]: %s has %d message%s, no message %d", ps.c_str(),
                         d ? d->full_name().c_str() : "the schema", have, have == 1 ? "" : "s",
                         (int)idx);

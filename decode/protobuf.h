@@ -89,7 +89,7 @@ kl_rc kl_proto_schema_parse(const kl_env *env, const char *text, size_t n,
 ** append its JSON to *json (grown through the schema's env).  KL_CORRUPT
 ** with a message naming the field path and what is wrong
 ** ("Order.items[2].price (field 3): wire type 2 (length-delimited) where
-** double needs 1 (64-bit)"), KL_RANGE for a message index that the file
+** double needs 1 (64-bit)"), the same for a message index that the file
 ** does not have, KL_NOMEM.  On error *json may hold a partial text past its
 ** former length.  A schema may be used by several threads at once.
 */
