@@ -205,6 +205,51 @@ static void test_protobuf_values(void **state) {
   st_close(db);
 }
 
+/* The hidden column schemas: the table-valued form's (and a query's)
+** source of schemas, by name or as the seventh argument. */
+static void test_schemas_hidden_column(void **state) {
+  sqlite3 *db = st_open();
+#define REST KL_FIXTURES "/registry-schemas.json"
+  expect_rows(db, "SELECT offset, json_extract(value, '$.note'), schemas = '" REST "'"
+                  " FROM kafka_log('" REG "/orders-0') WHERE value_type = 'confluent'"
+                  " AND schemas = '" REST "' AND offset < 2",
+              "0|note 0|1\n1|NULL|1\n");
+  expect_text(db, "SELECT json_extract(value, '$.page') FROM kafka_log('" REG "/clicks-0', 'error',"
+                  " NULL, 'read_uncommitted', 'blob', 'confluent', '" REG "/_schemas-0') LIMIT 1",
+              "/home");
+  char *plan = rows(db, "EXPLAIN QUERY PLAN SELECT value FROM kafka_log('" REG "/orders-0')"
+                        " WHERE value_type = 'confluent' AND schemas = '" REST "'");
+  if (!strstr(plan, "INDEX 0:dir=? value_type=? schemas=? full scan")) fail_msg("plan: %s", plan);
+  free(plan);
+  /* The source is the one given: the GET /schemas file has no Protobuf
+  ** schema, the path's _schemas has. */
+  char *m = st_expect_rc(db, "SELECT value FROM kafka_log('" REG "/clicks-0')"
+                             " WHERE value_type = 'confluent' AND schemas = '" REST "'",
+                         SQLITE_CORRUPT_VTAB & 0xff);
+  assert_non_null(strstr(m, "topic clicks partition 0 offset 0: value: schema id 6 is not in the"
+                            " registry"));
+  free(m);
+  m = st_expect_rc(db, "SELECT value FROM kafka_log('" REG "/clicks-0')"
+                       " WHERE value_type = 'confluent' AND schemas = NULL", SQLITE_ERROR);
+  assert_non_null(strstr(m, "schemas takes the text of a path"));
+  free(m);
+  m = st_expect_rc(db, "SELECT value FROM kafka_log('" REG "/clicks-0')"
+                       " WHERE value_type = 'confluent' AND schemas = '" KL_FIXTURES "/a-tiny'",
+                   SQLITE_CANTOPEN);
+  assert_non_null(strstr(m, "no _schemas partition there"));
+  free(m);
+  /* A named table: its option, unless a query gives another. */
+  st_exec(db, "CREATE VIRTUAL TABLE c USING kafka_log('" REG "/clicks-0', value_type='confluent',"
+              " schemas='" REST "')");
+  expect_text(db, "SELECT schemas = '" REST "' FROM c LIMIT 1", "1");
+  m = st_expect_rc(db, "SELECT count(value) FROM c", SQLITE_CORRUPT_VTAB & 0xff);
+  free(m);
+  expect_text(db, "SELECT count(json_extract(value, '$.page')) || ' ' || max(schemas) FROM c"
+                  " WHERE schemas = '" REG "'", "2 " REG);
+#undef REST
+  st_close(db);
+}
+
 static void test_errors_name_the_record(void **state) {
   sqlite3 *db = st_open();
   static const char *const want[] = {
@@ -337,6 +382,7 @@ int main(void) {
       cmocka_unit_test(test_avro_values),
       cmocka_unit_test(test_wrapped_unions_and_options),
       cmocka_unit_test(test_protobuf_values),
+      cmocka_unit_test(test_schemas_hidden_column),
       cmocka_unit_test(test_errors_name_the_record),
       cmocka_unit_test(test_kafka_decode),
       cmocka_unit_test(test_counters),
