@@ -487,6 +487,14 @@ static int load_row(kl_vcursor *c) {
   return rc == KL_OK ? SQLITE_OK : lv_report(c, rc, &err);
 }
 
+/* The hidden column schemas: the scan's, else the table's option (NULL:
+** the path's own). */
+static void result_schemas(sqlite3_context *ctx, const kl_vcursor *c) {
+  const kl_vtab *vt = (const kl_vtab *)c->base.pVtab;
+  const char *s = c->coldec.schemas ? c->coldec.schemas : vt->dec.schemas;
+  if (s) sqlite3_result_text(ctx, s, -1, SQLITE_TRANSIENT);
+}
+
 int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   kl_vcursor *c = (kl_vcursor *)cur;
   const kl_record *r = kl_cursor_record(c->cur);
@@ -546,12 +554,7 @@ int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
       if (c->part->partition >= 0) sqlite3_result_int(ctx, c->part->partition);
       break;
     case KL_COL_DIR: sqlite3_result_text(ctx, c->bk->path, -1, SQLITE_TRANSIENT); break;
-    case KL_COL_SCHEMAS: {
-      kl_vtab *vt = (kl_vtab *)cur->pVtab;
-      const char *s = c->coldec.schemas ? c->coldec.schemas : vt->dec.schemas;
-      if (s) sqlite3_result_text(ctx, s, -1, SQLITE_TRANSIENT);
-      break;
-    }
+    case KL_COL_SCHEMAS: result_schemas(ctx, c); break;
     default: {
       /* A hidden column of an option: its value in this scan. */
       int k = kl_terms_find(kl_log_terms, kl_log_nterms, KL_T_NEED_DIR, -1, col,
