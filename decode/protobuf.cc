@@ -75,6 +75,7 @@ struct pmsg {
   std::vector<int> direct;     /* field number -> index + 1, small numbers */
   std::vector<std::pair<int, int>> sorted; /* (number, index), the others */
   int noneofs;
+  bool decimal;                /* confluent.type.Decimal: written as a number */
 };
 
 }  // namespace
@@ -397,6 +398,9 @@ static kl_rc compile(kl_proto_schema *s, const gp::Descriptor *root, kl_err *err
     s->by_desc[d] = &m;
     m.d = d;
     m.noneofs = d->real_oneof_decl_count();
+    const FD *dval = d->FindFieldByNumber(1), *ds = d->FindFieldByNumber(3);
+    m.decimal = d->full_name() == "confluent.type.Decimal" && dval && ds && !dval->is_repeated() &&
+                !ds->is_repeated() && dval->type() == FD::TYPE_BYTES && ds->type() == FD::TYPE_INT32;
     int maxnum = 0;
     for (int i = 0; i < d->field_count(); i++) {
       const FD *fd = d->field(i);
@@ -1010,9 +1014,66 @@ static kl_rc field_value(walk &w, const pfield &f, size_t a, size_t b) {
   return scalar(w, f, o);
 }
 
+/* confluent.type.Decimal (value: the unscaled number in two's-complement
+** big-endian bytes; scale) as the exact JSON number it stands for, as
+** Confluent's converters read it (precision only describes it).  The
+** magnitude is divided by 10 again and again: quadratic, hence the bound. */
+static kl_rc decimal(walk &w, const pmsg *m, const uint8_t *p, size_t n) {
+  size_t base = w.no;
+  kl_rc rc = scan(w, m, p, n);
+  if (rc) return rc;
+  const uint8_t *v = nullptr;
+  size_t vn = 0;
+  int32_t scale = 0;
+  for (size_t i = base; i < w.no; i++) { /* the last of each wins */
+    const occ &o = w.o[i];
+    if (m->f[o.fi].number == 1) v = o.p, vn = (size_t)o.v;
+    else if (m->f[o.fi].number == 3) scale = (int32_t)(uint32_t)o.v;
+  }
+  w.no = base;
+  if (vn > KL_PROTO_MAX_DECIMAL)
+    return fail(w, p, "decimal of %zu bytes (at most %d)", vn, KL_PROTO_MAX_DECIMAL);
+  if (scale > KL_PROTO_MAX_SCALE || scale < -KL_PROTO_MAX_SCALE)
+    return fail(w, p, "decimal scale %d (at most %d either way)", (int)scale, KL_PROTO_MAX_SCALE);
+  uint8_t mag[KL_PROTO_MAX_DECIMAL];
+  bool neg = vn > 0 && (v[0] & 0x80);
+  for (size_t i = 0; i < vn; i++) mag[i] = neg ? (uint8_t)~v[i] : v[i];
+  for (size_t i = vn; neg && i-- > 0;) /* two's complement: invert, add one */
+    if (++mag[i] != 0) break;
+  std::string dg; /* least significant first */
+  size_t start = 0;
+  while (start < vn && mag[start] == 0) start++;
+  while (start < vn) {
+    uint32_t rem = 0;
+    for (size_t i = start; i < vn; i++) {
+      uint32_t cur = (rem << 8) | mag[i];
+      mag[i] = (uint8_t)(cur / 10);
+      rem = cur % 10;
+    }
+    dg += (char)('0' + rem);
+    while (start < vn && mag[start] == 0) start++;
+  }
+  bool zero = dg.empty();
+  if (zero) dg = "0";
+  std::string t = neg ? "-" : "";
+  if (scale < 0) {
+    t.append(dg.rbegin(), dg.rend());
+    if (!zero) t.append((size_t)-scale, '0');
+  } else {
+    size_t sc = (size_t)scale;
+    if (dg.size() <= sc) dg.append(sc + 1 - dg.size(), '0');
+    for (size_t i = dg.size(); i-- > 0;) {
+      t += dg[i];
+      if (i == sc && sc > 0) t += '.';
+    }
+  }
+  return puts_(w, t);
+}
+
 static kl_rc message(walk &w, const pmsg *m, const uint8_t *p, size_t n) {
   if (w.depth >= KL_PROTO_MAX_DEPTH)
     return fail(w, p, "messages nested deeper than %d", KL_PROTO_MAX_DEPTH);
+  if (m->decimal) return decimal(w, m, p, n);
   size_t base = w.no, ibase = w.nix;
   kl_rc rc = scan(w, m, p, n);
   if (rc) return rc;
@@ -1109,7 +1170,7 @@ static kl_rc select_message(const kl_proto_schema *s, const uint8_t **pp, const 
     if (idx < 0 || !pick) {
       std::string ps;
       for (int32_t k = 0; k <= i; k++) ps += (k ? "," : "") + std::to_string(path[k]);
-      return kl_err_set(err, KL_RANGE,
+      return kl_err_set(err, KL_CORRUPT,
                         "message index [%s]: %s has %d message%s, no message %d", ps.c_str(),
                         d ? d->full_name().c_str() : "the schema", have, have == 1 ? "" : "s",
                         (int)idx);

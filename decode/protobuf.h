@@ -28,15 +28,17 @@
 **   as true / false; float and double as the shortest text that reads back
 **   the same, NaN and the infinities as the strings "NaN", "Infinity",
 **   "-Infinity"; bytes as lowercase hex; well-known types
-**   (google.protobuf.Timestamp, ...) as the messages they are.  Wire
+**   (google.protobuf.Timestamp, ...) as the messages they are, but
+**   confluent.type.Decimal as the exact number it stands for.  Wire
 **   semantics kept: the last value of a singular field wins, repeated
 **   occurrences of a singular message merge, unknown fields are skipped.
 **
 ** Limits (hostile schemas and payloads): messages nested deeper than
 ** KL_PROTO_MAX_DEPTH, schema texts longer than KL_PROTO_MAX_SCHEMA or
 ** nested deeper than KL_PROTO_MAX_DEPTH, more than KL_PROTO_MAX_FILES
-** files in one schema's imports, and JSON longer than KL_PROTO_MAX_JSON for
-** one value are refused.
+** files in one schema's imports, JSON longer than KL_PROTO_MAX_JSON for
+** one value, and decimals of more than KL_PROTO_MAX_DECIMAL bytes or a
+** scale beyond KL_PROTO_MAX_SCALE either way are refused.
 **
 ** Schemas are parsed with Debian's libprotobuf / libprotoc (C++, behind
 ** this C interface), which allocate through C++'s operator new, not the
@@ -54,6 +56,8 @@ extern "C" {
 #define KL_PROTO_MAX_DEPTH 64
 #define KL_PROTO_MAX_FILES 256
 #define KL_PROTO_MAX_SCHEMA ((size_t)1 << 20)
+#define KL_PROTO_MAX_DECIMAL 256
+#define KL_PROTO_MAX_SCALE 1000
 #ifndef KL_PROTO_MAX_JSON /* fuzzing builds lower it */
 #define KL_PROTO_MAX_JSON ((size_t)64 << 20)
 #endif
@@ -89,7 +93,7 @@ kl_rc kl_proto_schema_parse(const kl_env *env, const char *text, size_t n,
 ** append its JSON to *json (grown through the schema's env).  KL_CORRUPT
 ** with a message naming the field path and what is wrong
 ** ("Order.items[2].price (field 3): wire type 2 (length-delimited) where
-** double needs 1 (64-bit)"), KL_RANGE for a message index that the file
+** double needs 1 (64-bit)"), the same for a message index that the file
 ** does not have, KL_NOMEM.  On error *json may hold a partial text past its
 ** former length.  A schema may be used by several threads at once.
 */

@@ -136,7 +136,7 @@ SELECT offset, timestamp, key, value, headers, compression FROM events;
 SELECT base_offset, last_offset, record_count, compression, size FROM kafka_batches('/tmp/kafkalog-demo/events-0');
 
 .print ''
-.print 'Avro values decoded offline with the Schema Registry''s own topic (_schemas-0 beside them):'
+.print 'Avro and Protobuf values decoded offline with the Schema Registry''s own topic (_schemas-0 beside them):'
 SELECT id, subject, version, schema_type, deleted FROM kafka_schemas('tests/fixtures/registry');
 SELECT offset, json_extract(value, '$.customer') AS customer, json_extract(value, '$.amount') AS amount,
        json_extract(value, '$.status') AS status, json_array_length(value, '$.items') AS items
@@ -145,6 +145,10 @@ SELECT json_extract(key, '$') AS key, json_extract(value, '$.amount') AS amount,
        json_extract(value, '$.pid') AS pid, json_extract(value, '$.ratio') AS ratio
   FROM kafka_log('tests/fixtures/registry/payments-0')
  WHERE key_type = 'confluent' AND value_type = 'confluent';
+.print 'Protobuf values (two schema versions, one importing shop/common.proto; message indexes [0], [0,0], [1]):'
+SELECT offset, json_extract(value, '$.page') AS page, json_extract(value, '$.kind') AS kind,
+       json_extract(value, '$.counts') AS counts, value
+  FROM kafka_log('tests/fixtures/registry/clicks-0') WHERE value_type = 'confluent';
 
 .print ''
 .print 'Work done by these queries (counters, not timings):'

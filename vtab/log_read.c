@@ -256,6 +256,7 @@ typedef struct kl_args {
   kl_part_filter pf;        /* topic and partition constraints */
   int64_t opt[KL_OPT_COUNT];/* the options, the table's unless a term
                             ** gives one (options.h) */
+  sqlite3_value *schemas;   /* schemas = ?, or NULL: the table's */
 } kl_args;
 
 /* The terms of idx_str into c->plan_use, decoded once per plan. */
@@ -313,7 +314,9 @@ static int read_args(kl_vcursor *c, const char *idx_str, int argc, sqlite3_value
         c->skip = sqlite3_value_int64(v);
         if (c->skip < 0) c->skip = 0;
         break;
-      case KL_ACT_OWN: break;
+      case KL_ACT_OWN:
+        if (t->arg == KL_LOG_OWN_SCHEMAS) a->schemas = v;
+        break;
     }
   }
   return rc;
@@ -419,6 +422,7 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   c->text[0] = (int)a.opt[KL_OPT_KEY_TYPE];
   c->text[1] = (int)a.opt[KL_OPT_VALUE_TYPE];
   kl_coldec_reset(&c->coldec); /* each statement probes the schemas again */
+  if ((rc = kl_coldec_source(&c->coldec, a.schemas, &cur->pVtab->zErrMsg)) != SQLITE_OK) return rc;
   for (int i = 0; i < 2; i++) {
     if (c->text[i] == KL_TYPE_AVRO && !vt->dec.plain[i]) {
       return lv_set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: %s",
@@ -481,6 +485,14 @@ static int load_row(kl_vcursor *c) {
   }
   rc = kl_cursor_load(c->cur, &err);
   return rc == KL_OK ? SQLITE_OK : lv_report(c, rc, &err);
+}
+
+/* The hidden column schemas: the scan's, else the table's option (NULL:
+** the path's own). */
+static void result_schemas(sqlite3_context *ctx, const kl_vcursor *c) {
+  const kl_vtab *vt = (const kl_vtab *)c->base.pVtab;
+  const char *s = c->coldec.schemas ? c->coldec.schemas : vt->dec.schemas;
+  if (s) sqlite3_result_text(ctx, s, -1, SQLITE_TRANSIENT);
 }
 
 /* offset and timestamp when known without decoding the record: from the
@@ -552,6 +564,7 @@ static void batch_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_
       if (c->part->partition >= 0) sqlite3_result_int(ctx, c->part->partition);
       break;
     case KL_COL_DIR: sqlite3_result_text(ctx, c->bk->path, -1, SQLITE_TRANSIENT); break;
+    case KL_COL_SCHEMAS: result_schemas(ctx, c); break;
     default: {
       /* A hidden column of an option: its value in this scan. */
       int k = kl_terms_find(kl_log_terms, kl_log_nterms, KL_T_NEED_DIR, -1, col,

@@ -50,6 +50,7 @@ const kl_term kl_log_terms[] = {
     {"isolation=?", KL_COL_ISOLATION, EQ, KL_ACT_OPTION, KL_OPT_ISOLATION, 0, 0, 0, 0, 0, 0},
     {"key_type=?", KL_COL_KEY_TYPE, EQ, KL_ACT_OPTION, KL_OPT_KEY_TYPE, 0, 0, 0, 0, 0, 0},
     {"value_type=?", KL_COL_VALUE_TYPE, EQ, KL_ACT_OPTION, KL_OPT_VALUE_TYPE, 0, 0, 0, 0, 0, 0},
+    {"schemas=?", KL_COL_SCHEMAS, EQ, KL_ACT_OWN, KL_LOG_OWN_SCHEMAS, 0, 0, 0, 0, 0, 0},
     {"LIMIT ?", KL_TERM_ANY, SQLITE_INDEX_CONSTRAINT_LIMIT, KL_ACT_LIMIT, 0, KL_T_ROWS, 0, 0, 0, 0,
      0},
     {"OFFSET ?", KL_TERM_ANY, SQLITE_INDEX_CONSTRAINT_OFFSET, KL_ACT_SKIP, 0, KL_T_ROWS, 0, 0, 0, 0,
@@ -99,7 +100,8 @@ static int ts_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_p
                          (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT) |
                          (1ull << KL_COL_MAX_SKEW) | (1ull << KL_COL_ISOLATION) |
                          (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION) |
-                         (1ull << KL_COL_KEY_TYPE) | (1ull << KL_COL_VALUE_TYPE);
+                         (1ull << KL_COL_KEY_TYPE) | (1ull << KL_COL_VALUE_TYPE) |
+                         (1ull << KL_COL_SCHEMAS);
   int only_pairs = (info->colUsed & ~pairs) == 0;
   if (!only_pairs && used_cons(p, KL_ACT_LIMIT, -1) < 0) return 0;
   return KL_P_TS_ORDER | (only_pairs ? KL_P_PAIRS : 0) | (info->aOrderBy[0].desc ? KL_P_DESC : 0);

@@ -95,8 +95,12 @@ enum {
   KL_COL_MAX_SKEW,  /* hidden: its optional third argument, max_skew_ms */
   KL_COL_ISOLATION, /* hidden: its optional fourth argument */
   KL_COL_KEY_TYPE,  /* hidden: fifth, 'blob' (default) or 'text' */
-  KL_COL_VALUE_TYPE /* hidden: sixth */
+  KL_COL_VALUE_TYPE,/* hidden: sixth */
+  KL_COL_SCHEMAS    /* hidden: where 'confluent' columns find their schemas */
 };
+
+/* kl_term.arg of kafka_log's KL_ACT_OWN terms. */
+enum { KL_LOG_OWN_SCHEMAS = 1 };
 
 /* What xBestIndex knows about the data to estimate costs with; zeros when
 ** the directory is not known at planning time. */

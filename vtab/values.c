@@ -176,8 +176,27 @@ void kl_coldec_reset(kl_coldec *d) {
   d->probed = 0;
 }
 
+int kl_coldec_source(kl_coldec *d, sqlite3_value *v, char **errmsg) {
+  sqlite3_free(d->schemas);
+  d->schemas = NULL;
+  if (!v) return SQLITE_OK;
+  const unsigned char *s = sqlite3_value_type(v) == SQLITE_TEXT ? sqlite3_value_text(v) : NULL;
+  if (!s || !*s) {
+    sqlite3_free(*errmsg);
+    *errmsg = sqlite3_mprintf("kafka_log: schemas takes the text of a path (a _schemas partition, "
+                              "a log directory or a GET /schemas file), not %s",
+                              s ? "''" : sqlite3_value_type(v) == SQLITE_NULL ? "NULL"
+                                                                              : "a number or a blob");
+    return SQLITE_ERROR;
+  }
+  if (!(d->schemas = sqlite3_mprintf("%s", (const char *)s))) return SQLITE_NOMEM;
+  return SQLITE_OK;
+}
+
 void kl_coldec_free(kl_coldec *d) {
   kl_coldec_reset(d);
+  sqlite3_free(d->schemas);
+  d->schemas = NULL;
   kl_buf_free(kl_sqlite_env(), &d->json);
 }
 
@@ -237,7 +256,8 @@ int kl_decode_column(sqlite3_context *ctx, kl_conn *conn, const kl_decode_opts *
   } else {
     if (!d->probed) {
       vdec *vd = NULL;
-      rc = values_get(conn, o->schemas ? o->schemas : path, o->wrap_unions, &vd, &err);
+      const char *src = d->schemas ? d->schemas : o->schemas ? o->schemas : path;
+      rc = values_get(conn, src, o->wrap_unions, &vd, &err);
       if (rc) return decode_error(ctx, o, rc, where, is_key, &err);
       d->vd = vd;
       d->probed = 1;

@@ -50,11 +50,18 @@ void kl_values_free(struct kl_values *v);
 typedef struct kl_coldec {
   struct vdec *vd;          /* a reference to the connection's decoder */
   int probed;               /* dec is current for this statement */
+  char *schemas;            /* the scan's schemas = ? (sqlite3_malloc'd), or
+                            ** NULL: the table's option, else its path */
   kl_buf json;
 } kl_coldec;
 
 /* Forget the decoder (a new statement probes the source again). */
 void kl_coldec_reset(kl_coldec *d);
+
+/* The scan's source of schemas, from the hidden column schemas (v; NULL:
+** none given, the table's own).  A value that is not a non-empty text is
+** SQLITE_ERROR with *errmsg replaced (sqlite3_malloc'd); SQLITE_NOMEM. */
+int kl_coldec_source(kl_coldec *d, sqlite3_value *v, char **errmsg);
 void kl_coldec_free(kl_coldec *d);
 
 /* Where a record is, for messages. */

@@ -1,9 +1,10 @@
 /*
 ** test_values.c - Schema Registry values decoded in SQL, on the fixture
-** tests/fixtures/registry (values encoded by python3-avro, see
-** tests/fixtures/make_registry.py): kafka_schemas' replay (soft and hard
+** tests/fixtures/registry (values encoded by python3-avro and by
+** protoc-generated classes, see tests/fixtures/make_registry.py): kafka_schemas' replay (soft and hard
 ** deletes, DELETE_SUBJECT, keytypes and fields it does not know), the
-** three framings, the JSON rules for Avro (unions bare and wrapped,
+** three framings, Protobuf values by message index and across an
+** imported file, the JSON rules for Avro (unions bare and wrapped,
 ** decimals, uuid, hex bytes, exact longs, NaN and infinities, references),
 ** JSON Schema payloads, each error named by topic, partition, offset and
 ** schema id, decode_errors='null', the GET /schemas file, kafka_decode(),
@@ -66,10 +67,11 @@ static void test_registry_replay(void **state) {
               "6|clicks-value|1|PROTOBUF|0|10\n7|old-value|1|AVRO|1|13\n"
               "9|dropped-value|1|AVRO|1|16\n10|dropped-value|2|AVRO|1|17\n"
               "11|payments-key|1|AVRO|0|7\n12|blobs-value|1|AVRO|0|8\n"
-              "13|dropped-value|3|AVRO|0|19\n14|secret-value|1|AVRO|0|20\n");
+              "13|dropped-value|3|AVRO|0|19\n14|secret-value|1|AVRO|0|20\n"
+              "15|clicks-value|2|PROTOBUF|0|23\n16|shop-common|1|PROTOBUF|0|22\n");
   /* The same from the partition itself and from the REST answer. */
   assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_schemas('" REG "/_schemas-0')", NULL),
-                   13);
+                   15);
   expect_rows(db, "SELECT id, subject, version, offset FROM kafka_schemas('" KL_FIXTURES
                   "/registry-schemas.json')",
               "1|orders-value|1|NULL\n2|orders-value|2|NULL\n3|payments-value|1|NULL\n"
@@ -159,6 +161,92 @@ static void test_wrapped_unions_and_options(void **state) {
                    " value_type='avro', value_schema='{\"type\":\"nope\"}')", SQLITE_ERROR);
   assert_non_null(strstr(m, "unknown type \"nope\""));
   free(m);
+  st_close(db);
+}
+
+/* clicks-0: version 1 (id 6) and version 2 (id 15, importing
+** shop/common.proto through its references), message indexes [0], [0,0]
+** (Click.Ref) and [1] (Session); absent fields read as their defaults. */
+static void test_protobuf_values(void **state) {
+  sqlite3 *db = st_open();
+  expect_rows(db, "SELECT offset, key, value FROM kafka_log('" REG "/clicks-0')"
+                  " WHERE value_type = 'confluent'",
+              "0|NULL|{\"page\":\"/home\",\"at\":1732924800000}\n"
+              "1|s-1|{\"page\":\"/cart\",\"at\":-5,\"device\":{\"os\":\"ios\",\"mobile\":true},"
+              "\"tags\":[\"a\",\"b\"],\"counts\":{\"views\":9007199254740993,\"carts\":1},"
+              "\"kind\":\"BUY\",\"ref\":{\"url\":\"https://example.com/x\",\"depth\":3}}\n"
+              "2|s-1|{\"url\":\"/back\",\"depth\":0}\n"
+              "3|s-1|{\"id\":\"s-1\",\"clicks\":[{\"page\":\"/a\",\"at\":1,\"device\":null,"
+              "\"tags\":[],\"counts\":{},\"kind\":\"KIND_UNKNOWN\",\"ref\":null},"
+              "{\"page\":\"/b\",\"at\":0,\"device\":null,\"tags\":[],\"counts\":{},"
+              "\"kind\":\"VIEW\",\"ref\":null}],\"score\":-3}\n");
+  /* Fields as SQL reads them: an int64 beyond 2^53 stays exact. */
+  expect_text(db, "SELECT group_concat(kafka_schema_id(value)) FROM kafka_log('" REG "/clicks-0')",
+              "6,15,15,15");
+  expect_rows(db, "SELECT offset, json_extract(value, '$.page'),"
+                  " json_extract(value, '$.counts.views'), json_extract(value, '$.device.os'),"
+                  " json_extract(value, '$.kind'), json_extract(value, '$.ref.depth'),"
+                  " json_extract(value, '$.clicks[1].kind'), json_extract(value, '$.score')"
+                  " FROM kafka_log('" REG "/clicks-0') WHERE value_type = 'confluent'",
+              "0|/home|NULL|NULL|NULL|NULL|NULL|NULL\n"
+              "1|/cart|9007199254740993|ios|BUY|3|NULL|NULL\n"
+              "2|NULL|NULL|NULL|NULL|NULL|NULL|NULL\n"
+              "3|NULL|NULL|NULL|NULL|NULL|VIEW|-3\n");
+  /* A message index the schema does not have is an error naming it. */
+  char *m = st_expect_rc(db, "SELECT kafka_decode(x'000000000f0204', 'confluent', '" REG "')",
+                         SQLITE_CORRUPT_VTAB & 0xff);
+  assert_non_null(strstr(m, "schema id 15 (clicks-value version 2): message index [2]: the schema"
+                            " has 2 messages, no message 2"));
+  free(m);
+  m = st_expect_rc(db, "SELECT kafka_decode(x'00000000060400000a01', 'confluent', '" REG "')",
+                   SQLITE_CORRUPT_VTAB & 0xff);
+  assert_non_null(strstr(m, "message index [0,0]: shop.Click has 0 messages, no message 0"));
+  free(m);
+  st_close(db);
+}
+
+/* The hidden column schemas: the table-valued form's (and a query's)
+** source of schemas, by name or as the seventh argument. */
+static void test_schemas_hidden_column(void **state) {
+  sqlite3 *db = st_open();
+#define REST KL_FIXTURES "/registry-schemas.json"
+  expect_rows(db, "SELECT offset, json_extract(value, '$.note'), schemas = '" REST "'"
+                  " FROM kafka_log('" REG "/orders-0') WHERE value_type = 'confluent'"
+                  " AND schemas = '" REST "' AND offset < 2",
+              "0|note 0|1\n1|NULL|1\n");
+  expect_text(db, "SELECT json_extract(value, '$.page') FROM kafka_log('" REG "/clicks-0', 'error',"
+                  " NULL, 'read_uncommitted', 'blob', 'confluent', '" REG "/_schemas-0') LIMIT 1",
+              "/home");
+  char *plan = rows(db, "EXPLAIN QUERY PLAN SELECT value FROM kafka_log('" REG "/orders-0')"
+                        " WHERE value_type = 'confluent' AND schemas = '" REST "'");
+  if (!strstr(plan, "INDEX 0:dir=? value_type=? schemas=? full scan")) fail_msg("plan: %s", plan);
+  free(plan);
+  /* The source is the one given: the GET /schemas file has no Protobuf
+  ** schema, the path's _schemas has. */
+  char *m = st_expect_rc(db, "SELECT value FROM kafka_log('" REG "/clicks-0')"
+                             " WHERE value_type = 'confluent' AND schemas = '" REST "'",
+                         SQLITE_CORRUPT_VTAB & 0xff);
+  assert_non_null(strstr(m, "topic clicks partition 0 offset 0: value: schema id 6 is not in the"
+                            " registry"));
+  free(m);
+  m = st_expect_rc(db, "SELECT value FROM kafka_log('" REG "/clicks-0')"
+                       " WHERE value_type = 'confluent' AND schemas = NULL", SQLITE_ERROR);
+  assert_non_null(strstr(m, "schemas takes the text of a path"));
+  free(m);
+  m = st_expect_rc(db, "SELECT value FROM kafka_log('" REG "/clicks-0')"
+                       " WHERE value_type = 'confluent' AND schemas = '" KL_FIXTURES "/a-tiny'",
+                   SQLITE_CANTOPEN);
+  assert_non_null(strstr(m, "no _schemas partition there"));
+  free(m);
+  /* A named table: its option, unless a query gives another. */
+  st_exec(db, "CREATE VIRTUAL TABLE c USING kafka_log('" REG "/clicks-0', value_type='confluent',"
+              " schemas='" REST "')");
+  expect_text(db, "SELECT schemas = '" REST "' FROM c LIMIT 1", "1");
+  m = st_expect_rc(db, "SELECT count(value) FROM c", SQLITE_CORRUPT_VTAB & 0xff);
+  free(m);
+  expect_text(db, "SELECT count(json_extract(value, '$.page')) || ' ' || max(schemas) FROM c"
+                  " WHERE schemas = '" REG "'", "2 " REG);
+#undef REST
   st_close(db);
 }
 
@@ -293,6 +381,8 @@ int main(void) {
       cmocka_unit_test(test_registry_replay),
       cmocka_unit_test(test_avro_values),
       cmocka_unit_test(test_wrapped_unions_and_options),
+      cmocka_unit_test(test_protobuf_values),
+      cmocka_unit_test(test_schemas_hidden_column),
       cmocka_unit_test(test_errors_name_the_record),
       cmocka_unit_test(test_kafka_decode),
       cmocka_unit_test(test_counters),
