@@ -660,7 +660,7 @@ static kl_rc take(av_dec *d, size_t n, const uint8_t **out) {
 }
 
 static kl_rc take_len(av_dec *d, const uint8_t **out, size_t *n) {
-  int64_t len;
+  int64_t len = 0;
   kl_rc rc = read_long(d, &len);
   if (rc) return rc;
   if (len < 0) return fail(d, "negative length %lld", (long long)len);
@@ -719,8 +719,8 @@ static kl_rc blocks(av_dec *d, const av_node *nd) {
       if (idx && (rc = putc_(d, ','))) return rc;
       d->pidx[d->depth] = idx;
       if (is_map) {
-        const uint8_t *k;
-        size_t kn;
+        const uint8_t *k = NULL;
+        size_t kn = 0;
         if ((rc = take_len(d, &k, &kn)) || (rc = put_string(d, k, kn)) || (rc = putc_(d, ':'))) {
           return rc;
         }

@@ -32,7 +32,7 @@ done
 # by the suite must hold every test again, not none or stale ones.
 b="$root/gcc-Release"
 if [ -f "$b/CMakeCache.txt" ]; then
-  want=$(ls "$here"/tests/core/test_*.c "$here"/tests/sql/test_*.c | wc -l)
+  want=$(ls "$here"/tests/core/test_*.c "$here"/tests/sql/test_*.c "$here"/tests/decode/test_*.c | wc -l)
   cmake -S "$here" -B "$b" -DBUILD_TESTING=OFF >>"$b.log" 2>&1 &&
     cmake --build "$b" -j"$(nproc)" >>"$b.log" 2>&1 &&
     "$here/tests/setup.sh" --suite "$b" -DCMAKE_BUILD_TYPE=Release >>"$b.log" 2>&1
