@@ -222,6 +222,10 @@ static kl_rc apply_ids(const kl_env *env, kl_mi_part *p, const kl_mrec *r) {
   return rc;
 }
 
+/* An epoch one on, as the controller's int arithmetic gives it: past
+** 2^31 - 1 it wraps (a log that gets there is hostile, not wrong to read). */
+static int32_t epoch_next(int32_t e) { return (int32_t)((uint32_t)e + 1u); }
+
 static kl_rc apply_partition(kl_mimage *m, int64_t offset, const kl_mrec *r, int change,
                              kl_err *err) {
   const kl_mtop *id = fld(r, "TopicId"), *pid = fld(r, "PartitionId");
@@ -255,10 +259,10 @@ static kl_rc apply_partition(kl_mimage *m, int64_t offset, const kl_mrec *r, int
     const kl_mtop *f = fld(r, "Leader");
     if (f && f->i != -2) { /* -2: NO_LEADER_CHANGE */
       q->leader = (int32_t)f->i;
-      q->leader_epoch++;
+      q->leader_epoch = epoch_next(q->leader_epoch);
     }
     if ((f = fld(r, "LeaderRecoveryState")) && f->i != -1) q->leader_recovery_state = (int8_t)f->i;
-    q->partition_epoch++;
+    q->partition_epoch = epoch_next(q->partition_epoch);
   }
   if (apply_ids(m->env, q, r)) return kl_err_set(err, KL_NOMEM, "out of memory");
   q->offset = offset;
