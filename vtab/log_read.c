@@ -90,7 +90,6 @@ static void end_scan(kl_vcursor *c) {
 int lv_close(sqlite3_vtab_cursor *cur) {
   kl_vcursor *c = (kl_vcursor *)cur;
   end_scan(c);
-  sqlite3_free(c->plan);
   kl_buf_free(kl_sqlite_env(), &c->json);
   kl_coldec_free(&c->coldec);
   sqlite3_free(c);
@@ -259,16 +258,11 @@ typedef struct kl_args {
   sqlite3_value *schemas;   /* schemas = ?, or NULL: the table's */
 } kl_args;
 
-/* The terms of idx_str into c->plan_use, decoded once per plan. */
+/* The terms of idx_str into c->plan_use, from the table's memo of plans. */
 static int decode_plan(kl_vcursor *c, const char *idx_str, int argc) {
-  const char *s = idx_str ? idx_str : "";
-  if (c->plan && strcmp(c->plan, s) == 0 && c->plan_n == argc) return SQLITE_OK;
-  sqlite3_free(c->plan);
-  c->plan = NULL;
-  int rc = kl_terms_decode(kl_log_terms, kl_log_nterms, kl_log_phrases, idx_str, argc, c->plan_use,
-                           &c->plan_n, c->base.pVtab, "kafka_log");
-  if (rc == SQLITE_OK && !(c->plan = sqlite3_mprintf("%s", s))) rc = SQLITE_NOMEM;
-  return rc;
+  kl_vtab *vt = (kl_vtab *)c->base.pVtab;
+  return kl_terms_decode_memo(&vt->plans, kl_log_terms, kl_log_nterms, kl_log_phrases, idx_str,
+                              argc, c->plan_use, &c->plan_n, c->base.pVtab, "kafka_log");
 }
 
 /* Read the terms of the plan (idx_str, terms.h) from argv into c and a. */

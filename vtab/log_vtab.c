@@ -96,6 +96,7 @@ static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
   kl_append_free(vt->app);
   kl_decode_opts_free(&vt->dec);
+  kl_terms_memo_free(&vt->plans);
   /* A message SQLite did not take (xRollback's, whose result it ignores). */
   sqlite3_free(vt->base.zErrMsg);
   kl_logcache_free(vt->logs);

@@ -44,6 +44,7 @@ typedef struct kl_vtab {
   kl_append_opts wopt;      /* named form: how it writes (append.h) */
   kl_append *app;           /* its writer, once it writes */
   kl_decode_opts dec;       /* how 'confluent' and 'avro' columns decode */
+  kl_terms_memo plans;      /* the plans decoded last */
 } kl_vtab;
 
 typedef struct kl_vcursor {
@@ -110,8 +111,6 @@ typedef struct kl_vcursor {
                             ** c->cur is not on it */
   int stale;                /* a read failed: the next xFilter opens the
                             ** log afresh */
-  char *plan;               /* the idxStr last decoded (a join filters once
-                            ** per outer row with the same plan) */
   int plan_n;               /* its terms, in argv order */
   kl_term_use plan_use[KL_TERMS_MAX];
 } kl_vcursor;

@@ -178,3 +178,33 @@ bad:
                                 argc);
   return vt->zErrMsg ? SQLITE_ERROR : SQLITE_NOMEM;
 }
+
+int kl_terms_decode_memo(kl_terms_memo *m, const kl_term *t, int n, const char *const *phrases,
+                         const char *idx_str, int argc, kl_term_use *use, int *nuse,
+                         sqlite3_vtab *vt, const char *module) {
+  const char *s = idx_str ? idx_str : "";
+  for (int i = 0; i < KL_TERMS_MEMO; i++) {
+    if (m->slot[i].str && m->slot[i].argc == argc && strcmp(m->slot[i].str, s) == 0) {
+      *nuse = m->slot[i].nuse;
+      memcpy(use, m->slot[i].use, sizeof(kl_term_use) * (size_t)*nuse);
+      return SQLITE_OK;
+    }
+  }
+  int rc = kl_terms_decode(t, n, phrases, idx_str, argc, use, nuse, vt, module);
+  if (rc != SQLITE_OK) return rc;
+  char *copy = sqlite3_mprintf("%s", s);
+  if (!copy) return SQLITE_NOMEM;
+  int k = m->next;
+  m->next = (k + 1) % KL_TERMS_MEMO;
+  sqlite3_free(m->slot[k].str);
+  m->slot[k].str = copy;
+  m->slot[k].argc = argc;
+  m->slot[k].nuse = *nuse;
+  memcpy(m->slot[k].use, use, sizeof(kl_term_use) * (size_t)*nuse);
+  return SQLITE_OK;
+}
+
+void kl_terms_memo_free(kl_terms_memo *m) {
+  for (int i = 0; i < KL_TERMS_MEMO; i++) sqlite3_free(m->slot[i].str);
+  memset(m, 0, sizeof *m);
+}

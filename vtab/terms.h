@@ -143,4 +143,28 @@ typedef struct kl_term_use {
 int kl_terms_decode(const kl_term *t, int n, const char *const *phrases, const char *idx_str,
                     int argc, kl_term_use *use, int *nuse, sqlite3_vtab *vt, const char *module);
 
+/* The plans a table decoded last.  SQLite opens a new cursor for every run
+** of a prepared statement, so a cursor cannot keep its plan; reading
+** idxStr again on every xFilter costs more than a point lookup's own work.
+** Zeroed memory is an empty memo. */
+#define KL_TERMS_MEMO 4
+typedef struct kl_terms_memo {
+  struct {
+    char *str;               /* idx_str ("" for NULL), or NULL: empty slot */
+    int argc, nuse;
+    kl_term_use use[KL_TERMS_MAX];
+  } slot[KL_TERMS_MEMO];
+  int next;                  /* the slot to replace next */
+} kl_terms_memo;
+
+/* kl_terms_decode, answered from m when the same idx_str and argc were
+** decoded lately; a decoded plan is kept in m (the oldest slot gives way).
+** Errors as kl_terms_decode's, and SQLITE_NOMEM. */
+int kl_terms_decode_memo(kl_terms_memo *m, const kl_term *t, int n, const char *const *phrases,
+                         const char *idx_str, int argc, kl_term_use *use, int *nuse,
+                         sqlite3_vtab *vt, const char *module);
+
+/* Free what m keeps; m is empty after. */
+void kl_terms_memo_free(kl_terms_memo *m);
+
 #endif

@@ -150,11 +150,13 @@ static kl_bounds random_bounds(uint64_t *seed, int64_t olo, int64_t ohi, int64_t
 
 static int64_t g_commit_count;
 
+enum { MOST = 400 }; /* records in a batch, at most */
+
 /* A log of n batches: codecs rotate, every 7th batch is LogAppendTime,
 ** runs of transactional batches end with a COMMIT marker, timestamps
 ** jitter (non-monotonic), values vary in size. */
-static void write_mixed_log(const char *dir, int n, int64_t seg_bytes, int64_t interval,
-                            int64_t base, uint64_t seed) {
+static void write_log_of(const char *dir, int n, int most, int64_t seg_bytes, int64_t interval,
+                         int64_t base, uint64_t seed) {
   kw_options o;
   o.segment_bytes = seg_bytes;
   o.index_interval = interval;
@@ -162,11 +164,11 @@ static void write_mixed_log(const char *dir, int n, int64_t seg_bytes, int64_t i
   o.codec = KL_CODEC_NONE;
   kw_writer *w = kw_open(dir, &o);
   assert_non_null(w);
-  static char vals[16][200];
+  static char vals[MOST][200];
   g_commit_count = 0;
   for (int b = 0; b < n; b++) {
-    kl_rec_in r[16];
-    int cnt = 1 + (int)(t_rand(&seed) % 6);
+    static kl_rec_in r[MOST];
+    int cnt = 1 + (int)(t_rand(&seed) % (uint64_t)most);
     for (int i = 0; i < cnt; i++) {
       int64_t off = kw_next_offset(w) + i;
       int len = snprintf(vals[i], sizeof vals[i], "v%lld-", (long long)off);
@@ -211,6 +213,12 @@ static void write_mixed_log(const char *dir, int n, int64_t seg_bytes, int64_t i
     }
   }
   assert_int_equal(kw_close(w), 0);
+}
+
+/* n batches of 1 to 6 records. */
+static void write_mixed_log(const char *dir, int n, int64_t seg_bytes, int64_t interval,
+                            int64_t base, uint64_t seed) {
+  write_log_of(dir, n, 6, seg_bytes, interval, base, seed);
 }
 
 static kl_log *open_log(const char *dir, const kl_env *env) {
@@ -428,6 +436,31 @@ static void test_nomem(void **state) {
 }
 
 /*
+** Batches of up to 400 records: the timestamps a decoded batch leaves with
+** its fact outgrow the cursor's inline room, and later cursors on the same
+** log filter on them; the answers stay the reference's, also when every
+** allocation fails in turn.
+*/
+static void test_large_batches(void **state) {
+  char *dir = t_mkdtemp("cur-large");
+  write_log_of(dir, 30, MOST, 1 << 20, 4096, 0, 48);
+  random_bounds_on(dir, 400, 5);
+  t_failalloc fa;
+  size_t want_n;
+  assert_int_equal(nomem_scenario(dir, t_failenv(&fa, 0), &want_n), KL_OK);
+  long total = fa.calls;
+  for (long k = 1; k <= total; k++) {
+    size_t n;
+    kl_rc rc = nomem_scenario(dir, t_failenv(&fa, k), &n);
+    if (fa.live != 0) fail_msg("failing allocation %ld: %ld blocks leaked", k, fa.live);
+    if (rc == KL_OK && n == want_n) continue;
+    if (rc != KL_NOMEM) fail_msg("failing allocation %ld of %ld gave %s", k, total, kl_rc_name(rc));
+  }
+  t_rmdir(dir);
+  free(dir);
+}
+
+/*
 ** Pushdown, measured: in a 100-segment log an offset point lookup opens
 ** exactly one segment and decodes at most 2 batches; a descending scan
 ** without bounds has decoded only the last batch when its first record
@@ -505,6 +538,7 @@ int main(void) {
       cmocka_unit_test(test_empty_and_outside),
       cmocka_unit_test(test_nomem),
       cmocka_unit_test(test_work_counters),
+      cmocka_unit_test(test_large_batches),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -291,12 +291,65 @@ static void test_decode_refuses_other_strings(void **state) {
   st_close(db);
 }
 
+/* The memo answers a plan it decoded with the same terms, decodes another
+** string (or the same string with another count) afresh, keeps no refused
+** plan, and gives way oldest first. */
+static void test_decode_memo(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  sqlite3_vtab vt = {0};
+  kl_terms_memo m = {0};
+  kl_term_use use[KL_TERMS_MAX], want[KL_TERMS_MAX];
+  int n, nw;
+  const char *const *ph = kl_log_phrases;
+  const char *plan = "dir=? offset IN (...) timestamp<? ORDER BY offset DESC LIMIT ?";
+  assert_int_equal(kl_terms_decode(kl_log_terms, kl_log_nterms, ph, plan, 4, want, &nw, &vt,
+                                   "kafka_log"), SQLITE_OK);
+  for (int round = 0; round < 2; round++) {
+    memset(use, 0xff, sizeof use);
+    assert_int_equal(kl_terms_decode_memo(&m, kl_log_terms, kl_log_nterms, ph, plan, 4, use, &n,
+                                          &vt, "kafka_log"), SQLITE_OK);
+    assert_int_equal(n, nw);
+    assert_memory_equal(use, want, sizeof *use * (size_t)nw);
+  }
+  assert_non_null(m.slot[0].str);
+  assert_null(m.slot[1].str); /* the second answer came from the memo */
+  /* The same string with another count is refused, and not kept. */
+  assert_int_equal(kl_terms_decode_memo(&m, kl_log_terms, kl_log_nterms, ph, plan, 3, use, &n,
+                                        &vt, "kafka_log"), SQLITE_ERROR);
+  assert_null(m.slot[1].str);
+  sqlite3_free(vt.zErrMsg);
+  vt.zErrMsg = NULL;
+  /* A string that shares a prefix is its own plan. */
+  assert_int_equal(kl_terms_decode_memo(&m, kl_log_terms, kl_log_nterms, ph, "dir=? offset IN (...)",
+                                        2, use, &n, &vt, "kafka_log"), SQLITE_OK);
+  assert_int_equal(n, 2);
+  assert_int_equal(use[1].in, 1);
+  /* NULL is the empty plan; more plans than slots push the first out. */
+  assert_int_equal(kl_terms_decode_memo(&m, kl_log_terms, kl_log_nterms, ph, NULL, 0, use, &n, &vt,
+                                        "kafka_log"), SQLITE_OK);
+  assert_int_equal(n, 0);
+  const char *more[] = {"dir=? offset>=?", "dir=? offset<?"};
+  for (int i = 0; i < 2; i++)
+    assert_int_equal(kl_terms_decode_memo(&m, kl_log_terms, kl_log_nterms, ph, more[i], 2, use, &n,
+                                          &vt, "kafka_log"), SQLITE_OK);
+  for (int i = 0; i < KL_TERMS_MEMO; i++)
+    assert_true(m.slot[i].str == NULL || strcmp(m.slot[i].str, plan) != 0);
+  assert_int_equal(kl_terms_decode_memo(&m, kl_log_terms, kl_log_nterms, ph, plan, 4, use, &n,
+                                        &vt, "kafka_log"), SQLITE_OK);
+  assert_memory_equal(use, want, sizeof *use * (size_t)nw);
+  kl_terms_memo_free(&m);
+  for (int i = 0; i < KL_TERMS_MEMO; i++) assert_null(m.slot[i].str);
+  st_close(db);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_producer_id_skips_batches),
       cmocka_unit_test(test_producer_id_exact),
       cmocka_unit_test(test_plan_text),
       cmocka_unit_test(test_decode_refuses_other_strings),
+      cmocka_unit_test(test_decode_memo),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
