@@ -259,7 +259,11 @@ static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *er
 static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
   c->rn = c->ridx = 0;
   c->batch = *b;
-  if ((c->batch.first_known && c->batch.base_offset > c->hi) || skip_batch(c, &c->batch)) {
+  /* A batch decoded once (forward, or here) tells its smallest timestamp:
+  ** ORDER BY offset DESC with timestamp < ? passes over the newer ones. */
+  kl_fact *f = c->rd.skip ? NULL : kl_segment_fact(c->seg, b->position);
+  if ((c->batch.first_known && c->batch.base_offset > c->hi) || skip_batch(c, &c->batch) ||
+      fact_outside(c, f)) {
     c->rd.stats->batches_skipped++;
     return KL_OK;
   }
@@ -276,10 +280,12 @@ static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
   c->rproto = it;
   c->rbase = it.p;
   kl_record r;
+  int64_t min_ts = INT64_MAX;
   for (;;) {
     uint32_t at = (uint32_t)(it.p - c->rbase);
     if ((rc = kl_records_next(&it, &r, err)) != KL_OK) break;
     c->rd.stats->records_decoded++;
+    if (r.timestamp < min_ts) min_ts = r.timestamp;
     if (c->rn == c->rcap) {
       size_t cap = c->rcap ? c->rcap * 2 : 64;
       uint32_t *q = kl_realloc(c->rd.env, c->rpos, cap * sizeof *q);
@@ -292,6 +298,10 @@ static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
   if (rc != KL_DONE && !skip_damage(c, rc, err)) {
     c->rn = 0;
     return kl_scan_batch_error(c->seg, b->position, rc, err);
+  }
+  if (rc == KL_DONE && f && !f->decoded) {
+    f->min_ts = min_ts;
+    f->decoded = 1;
   }
   return KL_OK;
 }
@@ -642,6 +652,36 @@ static kl_rc stretch_add(kl_cursor *c, stretch *st, const kl_batch *b) {
   return KL_OK;
 }
 
+/* collect's work done from the segment's facts, when they chain over all
+** of it (every batch walked and checked once, in order): no byte is read.
+** *done = 0 when they do not serve (skip mode, no chain, start or stop not
+** where a batch starts): the walk then reads, and meets what is wrong. */
+static kl_rc collect_facts(kl_cursor *c, stretch *st, int64_t stop, int *done) {
+  kl_segment *s = c->seg;
+  *done = 0;
+  if (c->rd.skip || !kl_segment_facts_cover(s)) return KL_OK;
+  size_t i = kl_segment_fact_from(s, st->start);
+  if (i >= s->nfacts || s->facts[i].b.position != st->start) return KL_OK;
+  int64_t end = st->start;
+  for (; i < s->nfacts && end < stop; i++) {
+    const kl_batch *b = &s->facts[i].b;
+    if (stop == INT64_MAX && b->first_known && b->base_offset > c->hi) break;
+    if (b->position + b->size > stop) break;
+    kl_rc rc = stretch_add(c, st, b);
+    if (rc) return rc;
+    end = b->position + b->size;
+    if (s->facts[i].ends) break;
+  }
+  if (stop != INT64_MAX && end != stop) {
+    st->n = 0;
+    return KL_OK;
+  }
+  st->have_last = st->n > 0;
+  if (st->n) st->last_offset = st->b[st->n - 1].last_offset;
+  *done = 1;
+  return KL_OK;
+}
+
 /* Collect the batches of the current segment from start up to stop
 ** (INT64_MAX: the end of its data, or the first batch past hi).  Damage
 ** is kept in st (error mode) for when the stretch is produced. */
@@ -656,7 +696,11 @@ static kl_rc collect(kl_cursor *c, stretch *st, int64_t start, int64_t slot, int
   st->rc = KL_OK;
   kl_err_clear(&st->err);
   st->live = 1;
-  kl_rc rc = kl_scan_start(&sc, &c->rd, c->seg, start, stop, start, err);
+  int done;
+  kl_rc rc = collect_facts(c, st, stop, &done);
+  if (rc) return kl_err_set(err, rc, "out of memory");
+  if (done) return KL_OK;
+  rc = kl_scan_start(&sc, &c->rd, c->seg, start, stop, start, err);
   if (rc) return rc;
   if (stop == INT64_MAX) sc.stop_offset = c->hi;
   for (;;) {
@@ -705,6 +749,8 @@ static kl_rc check_first(kl_cursor *c, kl_err *err) {
   c->first_checked = 1;
   c->first_bad = 0;
   if (c->rd.skip || c->cur.start == 0 || c->cur.n == 0) return KL_OK;
+  /* A chain of facts over the segment was checked in order when walked. */
+  if (kl_segment_facts_cover(c->seg)) return KL_OK;
   int64_t slot, pos;
   kl_rc rc = kl_scan_checkpoint(&c->rd, c->seg, c->cur.slot, &slot, &pos, err);
   if (rc) return rc;

@@ -608,15 +608,23 @@ static kl_rc entry_holds(kl_reader *rd, kl_segment *s, kl_index *ix, int64_t slo
   kl_batch b;
   char msg[600];
   int st;
-  kl_rc rc = entry_in(rd, &rd->ctx, s, pos, &b, &st, msg, sizeof msg, err);
-  if (rc || st != E_BATCH) return rc;
+  kl_rc rc;
+  /* A batch walked once is known by its fact: its header is not read again
+  ** (a backward scan asks this of every index entry it passes). */
+  const kl_fact *f = rd->skip ? NULL : kl_segment_fact(s, pos);
+  if (f) {
+    b = f->b;
+  } else if ((rc = entry_in(rd, &rd->ctx, s, pos, &b, &st, msg, sizeof msg, err)) != KL_OK ||
+             st != E_BATCH) {
+    return rc;
+  }
   if (b.first_known && b.base_offset <= key && b.last_offset == key) {
     if (witnessed_size) *witnessed_size = b.size;
     *holds = 1;
     return KL_OK;
   }
   int ok;
-  if ((rc = verify(rd, s, &b, &ok, msg, sizeof msg, err)) != KL_OK || !ok) return rc;
+  if (!f && ((rc = verify(rd, s, &b, &ok, msg, sizeof msg, err)) != KL_OK || !ok)) return rc;
   if (b.first_known) *holds = b.base_offset <= target;
   else *holds = b.last_offset >= key && (slot == 0 || b.last_offset > kl_index_offset_at(ix, slot - 1));
   return KL_OK;
