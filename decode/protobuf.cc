@@ -208,20 +208,31 @@ struct loader {
 
 }  // namespace
 
+/* Where the comment or quoted string that starts at t[i] ends (its last
+** character, or n), or i when none starts there. */
+static size_t skip_quoted(const char *t, size_t n, size_t i) {
+  char c = t[i];
+  if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+    while (i < n && t[i] != '\n') i++;
+  } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+    for (i += 2; i + 1 < n && !(t[i] == '*' && t[i + 1] == '/'); i++) {}
+    i++;
+  } else if (c == '"' || c == '\'') {
+    for (i++; i < n && t[i] != c && t[i] != '\n'; i++)
+      if (t[i] == '\\') i++;
+  }
+  return i;
+}
+
 /* Deepest nesting of brackets in a .proto text (strings and comments
 ** aside): libprotoc's parser recurses once per level and sets no limit. */
 static size_t text_depth(const char *t, size_t n) {
   size_t d = 0, max = 0;
   for (size_t i = 0; i < n; i++) {
+    size_t j = skip_quoted(t, n, i);
     char c = t[i];
-    if (c == '/' && i + 1 < n && t[i + 1] == '/') {
-      while (i < n && t[i] != '\n') i++;
-    } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
-      for (i += 2; i + 1 < n && !(t[i] == '*' && t[i + 1] == '/'); i++) {}
-      i++;
-    } else if (c == '"' || c == '\'') {
-      for (i++; i < n && t[i] != c && t[i] != '\n'; i++)
-        if (t[i] == '\\') i++;
+    if (j != i) {
+      i = j;
     } else if (c == '{' || c == '(' || c == '[' || c == '<') {
       if (++d > max) max = d;
     } else if ((c == '}' || c == ')' || c == ']' || c == '>') && d > 0) {
