@@ -5,6 +5,7 @@
 */
 #include "offsets.h"
 
+#include "fold.h"
 #include "kmsg.h"
 
 #include <stdlib.h>
@@ -77,20 +78,15 @@ kl_rc kl_offsets_value_parse(const uint8_t *p, size_t n, kl_offsets_value *out, 
 /* ---- the fold ---- */
 
 /* One (group, topic, partition): its latest record; group and topic bytes
-** follow the struct in the same allocation. */
+** follow the struct in the same allocation, the metadata is kept in the
+** head. */
 typedef struct entry {
+  kl_fold_head head;        /* first: the fold's */
   kl_offsets_row row;
-  uint64_t hash;
-  int live;                 /* 0 after a tombstone */
-  uint8_t *meta;            /* the copy row.v.metadata points into */
-  size_t meta_cap;
 } entry;
 
 struct kl_offsets {
-  const kl_env *env;
-  entry **slots;            /* open addressing, linear probing; NULL empty */
-  size_t cap;               /* a power of two, or 0 */
-  size_t count;
+  kl_fold fold;
   const kl_offsets_row **sorted;  /* what kl_offsets_rows gave */
   size_t sorted_cap;
 };
@@ -99,70 +95,52 @@ kl_rc kl_offsets_new(const kl_env *env, kl_offsets **out) {
   *out = kl_malloc(env, sizeof **out);
   if (!*out) return KL_NOMEM;
   memset(*out, 0, sizeof **out);
-  (*out)->env = env;
+  kl_fold_init(&(*out)->fold, env);
   return KL_OK;
 }
 
 void kl_offsets_free(kl_offsets *o) {
   if (!o) return;
-  for (size_t i = 0; i < o->cap; i++) {
-    if (!o->slots[i]) continue;
-    kl_free(o->env, o->slots[i]->meta);
-    kl_free(o->env, o->slots[i]);
-  }
-  kl_free(o->env, o->slots);
-  kl_free(o->env, o->sorted);
-  kl_free(o->env, o);
+  const kl_env *env = o->fold.env;
+  kl_fold_free(&o->fold);
+  kl_free(env, o->sorted);
+  kl_free(env, o);
 }
 
-/* FNV-1a, lengths included so that ("ab","c") and ("a","bc") differ. */
-static uint64_t fnv(uint64_t h, const void *p, size_t n) {
-  const uint8_t *b = p;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
+/* Lengths are hashed too, so that ("ab","c") and ("a","bc") differ. */
 static uint64_t key_hash(const kl_offsets_key *k) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  h = fnv(h, &k->group_len, sizeof k->group_len);
-  h = fnv(h, k->group, (size_t)k->group_len);
-  h = fnv(h, &k->topic_len, sizeof k->topic_len);
-  h = fnv(h, k->topic, (size_t)k->topic_len);
-  return fnv(h, &k->partition, sizeof k->partition);
+  uint64_t h = KL_FOLD_HASH0;
+  h = kl_fold_hash(h, &k->group_len, sizeof k->group_len);
+  h = kl_fold_hash(h, k->group, (size_t)k->group_len);
+  h = kl_fold_hash(h, &k->topic_len, sizeof k->topic_len);
+  h = kl_fold_hash(h, k->topic, (size_t)k->topic_len);
+  return kl_fold_hash(h, &k->partition, sizeof k->partition);
 }
 
-static int key_is(const entry *e, uint64_t h, const kl_offsets_key *k) {
-  const kl_offsets_row *r = &e->row;
-  return e->hash == h && r->partition == k->partition && r->group_len == k->group_len &&
+static int key_is(const kl_fold_head *h, const void *key) {
+  const kl_offsets_key *k = key;
+  const kl_offsets_row *r = &((const entry *)h)->row;
+  return r->partition == k->partition && r->group_len == k->group_len &&
          r->topic_len == k->topic_len && memcmp(r->group, k->group, (size_t)k->group_len) == 0 &&
          memcmp(r->topic, k->topic, (size_t)k->topic_len) == 0;
 }
 
-/* The slot of k: its entry's, or the empty one where it would go. */
-static size_t find(const kl_offsets *o, uint64_t h, const kl_offsets_key *k) {
-  size_t i = (size_t)h & (o->cap - 1);
-  while (o->slots[i] && !key_is(o->slots[i], h, k)) i = (i + 1) & (o->cap - 1);
-  return i;
-}
-
-/* Room for one more entry at a load of at most one half. */
-static kl_rc reserve(kl_offsets *o) {
-  if ((o->count + 1) * 2 <= o->cap) return KL_OK;
-  size_t cap = o->cap ? o->cap * 2 : 64;
-  entry **slots = kl_malloc(o->env, cap * sizeof *slots);
-  if (!slots) return KL_NOMEM;
-  memset(slots, 0, cap * sizeof *slots);
-  for (size_t i = 0; i < o->cap; i++) {
-    entry *e = o->slots[i];
-    if (!e) continue;
-    size_t j = (size_t)e->hash & (cap - 1);
-    while (slots[j]) j = (j + 1) & (cap - 1);
-    slots[j] = e;
-  }
-  kl_free(o->env, o->slots);
-  o->slots = slots;
-  o->cap = cap;
-  return KL_OK;
+/* A new entry for k, its key copied; NULL when out of memory. */
+static entry *new_entry(kl_offsets *o, const kl_offsets_key *k, uint64_t h) {
+  size_t glen = (size_t)k->group_len, tlen = (size_t)k->topic_len;
+  entry *e = kl_malloc(o->fold.env, sizeof *e + glen + tlen);
+  if (!e) return NULL;
+  memset(e, 0, sizeof *e);
+  uint8_t *s = (uint8_t *)(e + 1);
+  memcpy(s, k->group, glen);
+  memcpy(s + glen, k->topic, tlen);
+  e->row.group = s;
+  e->row.group_len = k->group_len;
+  e->row.topic = s + glen;
+  e->row.topic_len = k->topic_len;
+  e->row.partition = k->partition;
+  e->head.hash = h;
+  return e;
 }
 
 kl_rc kl_offsets_add(kl_offsets *o, int32_t offsets_partition, int64_t record_offset,
@@ -183,50 +161,27 @@ kl_rc kl_offsets_add(kl_offsets *o, int32_t offsets_partition, int64_t record_of
     v.metadata_len = -1;
   }
 
-  if ((rc = reserve(o)) != KL_OK) return kl_err_set(err, rc, "out of memory");
+  if ((rc = kl_fold_reserve(&o->fold)) != KL_OK) return kl_err_set(err, rc, "out of memory");
   uint64_t h = key_hash(&k);
-  size_t i = find(o, h, &k);
-  entry *e = o->slots[i];
-  if (e && (e->row.offsets_partition > offsets_partition ||
-            (e->row.offsets_partition == offsets_partition &&
-             e->row.record_offset >= record_offset))) {
+  size_t i = kl_fold_find(&o->fold, h, key_is, &k);
+  entry *e = (entry *)o->fold.slots[i];
+  if (e && kl_fold_stale(e->row.offsets_partition, e->row.record_offset, offsets_partition,
+                         record_offset)) {
     return KL_OK; /* an older record, or the same one in another replica */
   }
-  if (!e) {
-    size_t glen = (size_t)k.group_len, tlen = (size_t)k.topic_len;
-    e = kl_malloc(o->env, sizeof *e + glen + tlen);
-    if (!e) return kl_err_set(err, KL_NOMEM, "out of memory");
-    memset(e, 0, sizeof *e);
-    uint8_t *s = (uint8_t *)(e + 1);
-    memcpy(s, k.group, glen);
-    memcpy(s + glen, k.topic, tlen);
-    e->row.group = s;
-    e->row.group_len = k.group_len;
-    e->row.topic = s + glen;
-    e->row.topic_len = k.topic_len;
-    e->row.partition = k.partition;
-    e->hash = h;
+  if (!e && (e = new_entry(o, &k, h)) == NULL) return kl_err_set(err, KL_NOMEM, "out of memory");
+  if (v.metadata_len > 0 && kl_fold_keep(&o->fold, &e->head, v.metadata,
+                                         (size_t)v.metadata_len) != KL_OK) {
+    if (!o->fold.slots[i]) kl_free(o->fold.env, e);
+    return kl_err_set(err, KL_NOMEM, "out of memory");
   }
-  if (v.metadata_len > 0 && (size_t)v.metadata_len > e->meta_cap) {
-    uint8_t *m = kl_realloc(o->env, e->meta, (size_t)v.metadata_len);
-    if (!m) {
-      if (!o->slots[i]) kl_free(o->env, e);
-      return kl_err_set(err, KL_NOMEM, "out of memory");
-    }
-    e->meta = m;
-    e->meta_cap = (size_t)v.metadata_len;
-  }
-  if (v.metadata_len > 0) memcpy(e->meta, v.metadata, (size_t)v.metadata_len);
   /* A zero-length metadata still needs a non-NULL pointer: NULL is null. */
-  if (v.metadata_len >= 0) v.metadata = v.metadata_len > 0 ? e->meta : (const uint8_t *)"";
+  if (v.metadata_len >= 0) v.metadata = v.metadata_len > 0 ? e->head.val : (const uint8_t *)"";
   e->row.v = v;
   e->row.offsets_partition = offsets_partition;
   e->row.record_offset = record_offset;
-  e->live = live;
-  if (!o->slots[i]) {
-    o->slots[i] = e;
-    o->count++;
-  }
+  e->head.live = live;
+  if (!o->fold.slots[i]) kl_fold_insert(&o->fold, i, &e->head);
   return KL_OK;
 }
 
@@ -246,15 +201,16 @@ static int cmp_rows(const void *x, const void *y) {
 }
 
 kl_rc kl_offsets_rows(kl_offsets *o, const kl_offsets_row *const **rows, size_t *n) {
-  if (o->count > o->sorted_cap) {
-    const kl_offsets_row **s = kl_realloc(o->env, o->sorted, o->count * sizeof *s);
+  if (o->fold.count > o->sorted_cap) {
+    const kl_offsets_row **s = kl_realloc(o->fold.env, o->sorted, o->fold.count * sizeof *s);
     if (!s) return KL_NOMEM;
     o->sorted = s;
-    o->sorted_cap = o->count;
+    o->sorted_cap = o->fold.count;
   }
   size_t k = 0;
-  for (size_t i = 0; i < o->cap; i++) {
-    if (o->slots[i] && o->slots[i]->live) o->sorted[k++] = &o->slots[i]->row;
+  for (size_t i = 0; i < o->fold.cap; i++) {
+    const entry *e = (const entry *)o->fold.slots[i];
+    if (e && e->head.live) o->sorted[k++] = &e->row;
   }
   if (k > 1) qsort(o->sorted, k, sizeof *o->sorted, cmp_rows);
   *rows = o->sorted;

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fold.h"
+
 static const char *const state_names[] = {
     "Empty", "Ongoing", "PrepareCommit", "PrepareAbort",
     "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence",
@@ -189,20 +191,15 @@ int kl_txnlog_has_partition(const kl_txnlog_value *v, const char *topic, size_t 
 
 /* ---- the fold ---- */
 
-/* One transactional id: its latest record; the id and value bytes follow
-** in buf. */
+/* One transactional id: its latest record; the id follows the struct in
+** the same allocation, the value's partitions are kept in the head. */
 typedef struct entry {
+  kl_fold_head head;        /* first: the fold's */
   kl_txnlog_row row;
-  uint64_t hash;
-  int live;                 /* 0 after a tombstone */
-  uint8_t *val;             /* the copy row.v.parts points into */
-  size_t val_cap;
 } entry;
 
 struct kl_txnlog {
-  const kl_env *env;
-  entry **slots;            /* open addressing, linear probing */
-  size_t cap, count;
+  kl_fold fold;
   const kl_txnlog_row **sorted;
   size_t sorted_cap;
 };
@@ -211,69 +208,34 @@ kl_rc kl_txnlog_new(const kl_env *env, kl_txnlog **out) {
   *out = kl_malloc(env, sizeof **out);
   if (!*out) return KL_NOMEM;
   memset(*out, 0, sizeof **out);
-  (*out)->env = env;
+  kl_fold_init(&(*out)->fold, env);
   return KL_OK;
 }
 
 void kl_txnlog_free(kl_txnlog *f) {
   if (!f) return;
-  for (size_t i = 0; i < f->cap; i++) {
-    if (!f->slots[i]) continue;
-    kl_free(f->env, f->slots[i]->val);
-    kl_free(f->env, f->slots[i]);
-  }
-  kl_free(f->env, f->slots);
-  kl_free(f->env, f->sorted);
-  kl_free(f->env, f);
+  const kl_env *env = f->fold.env;
+  kl_fold_free(&f->fold);
+  kl_free(env, f->sorted);
+  kl_free(env, f);
 }
 
-static uint64_t id_hash(const kl_kslice *id) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (int32_t i = 0; i < id->n; i++) h = (h ^ id->p[i]) * 0x100000001b3ull;
-  return h;
-}
-
-static size_t find(const kl_txnlog *f, uint64_t h, const kl_kslice *id) {
-  size_t i = (size_t)h & (f->cap - 1);
-  for (;; i = (i + 1) & (f->cap - 1)) {
-    const entry *e = f->slots[i];
-    if (!e) return i;
-    if (e->hash == h && e->row.id.n == id->n && memcmp(e->row.id.p, id->p, (size_t)id->n) == 0) {
-      return i;
-    }
-  }
-}
-
-static kl_rc reserve(kl_txnlog *f) {
-  if ((f->count + 1) * 2 <= f->cap) return KL_OK;
-  size_t cap = f->cap ? f->cap * 2 : 64;
-  entry **slots = kl_malloc(f->env, cap * sizeof *slots);
-  if (!slots) return KL_NOMEM;
-  memset(slots, 0, cap * sizeof *slots);
-  for (size_t i = 0; i < f->cap; i++) {
-    entry *e = f->slots[i];
-    if (!e) continue;
-    size_t j = (size_t)e->hash & (cap - 1);
-    while (slots[j]) j = (j + 1) & (cap - 1);
-    slots[j] = e;
-  }
-  kl_free(f->env, f->slots);
-  f->slots = slots;
-  f->cap = cap;
-  return KL_OK;
+static int id_is(const kl_fold_head *h, const void *key) {
+  const kl_kslice *id = key, *had = &((const entry *)h)->row.id;
+  return had->n == id->n && memcmp(had->p, id->p, (size_t)id->n) == 0;
 }
 
 /* The entry of key k at slot i, made when absent; NULL when out of memory. */
 static entry *entry_at(kl_txnlog *f, size_t i, uint64_t h, const kl_txnlog_key *k) {
-  if (f->slots[i]) return f->slots[i];
-  entry *e = kl_malloc(f->env, sizeof *e + (size_t)k->id.n + 1);
+  if (f->fold.slots[i]) return (entry *)f->fold.slots[i];
+  entry *e = kl_malloc(f->fold.env, sizeof *e + (size_t)k->id.n + 1);
   if (!e) return NULL;
   memset(e, 0, sizeof *e);
   uint8_t *s = (uint8_t *)(e + 1);
   memcpy(s, k->id.p, (size_t)k->id.n);
   e->row.id.p = s;
   e->row.id.n = k->id.n;
-  e->hash = h;
+  e->head.hash = h;
   return e;
 }
 
@@ -291,35 +253,26 @@ kl_rc kl_txnlog_add(kl_txnlog *f, int32_t log_partition, int64_t record_offset,
   memset(&v, 0, sizeof v);
   if (live && (rc = kl_txnlog_value_parse(value, (size_t)value_len, &v, err)) != KL_OK) return rc;
 
-  if (reserve(f) != KL_OK) return kl_err_set(err, KL_NOMEM, "out of memory");
-  uint64_t h = id_hash(&k.id);
-  size_t i = find(f, h, &k.id);
-  entry *e = f->slots[i];
-  if (e && (e->row.log_partition > log_partition ||
-            (e->row.log_partition == log_partition && e->row.record_offset >= record_offset))) {
+  if (kl_fold_reserve(&f->fold) != KL_OK) return kl_err_set(err, KL_NOMEM, "out of memory");
+  uint64_t h = kl_fold_hash(KL_FOLD_HASH0, k.id.p, (size_t)k.id.n);
+  size_t i = kl_fold_find(&f->fold, h, id_is, &k.id);
+  entry *e = (entry *)f->fold.slots[i];
+  if (e && kl_fold_stale(e->row.log_partition, e->row.record_offset, log_partition,
+                         record_offset)) {
     return KL_OK; /* an older record, or the same one in another replica */
   }
   if ((e = entry_at(f, i, h, &k)) == NULL) return kl_err_set(err, KL_NOMEM, "out of memory");
-  if (live && v.parts_len > e->val_cap) {
-    uint8_t *m = kl_realloc(f->env, e->val, v.parts_len);
-    if (!m) {
-      if (!f->slots[i]) kl_free(f->env, e);
-      return kl_err_set(err, KL_NOMEM, "out of memory");
-    }
-    e->val = m;
-    e->val_cap = v.parts_len;
+  if (live && kl_fold_keep(&f->fold, &e->head, v.parts, v.parts_len) != KL_OK) {
+    if (!f->fold.slots[i]) kl_free(f->fold.env, e);
+    return kl_err_set(err, KL_NOMEM, "out of memory");
   }
-  if (live && v.parts_len) memcpy(e->val, v.parts, v.parts_len);
-  if (live) v.parts = v.parts_len ? e->val : NULL;
+  if (live) v.parts = v.parts_len ? e->head.val : NULL;
   e->row.v = v;
   e->row.log_partition = log_partition;
   e->row.record_offset = record_offset;
   e->row.record_ts = record_ts;
-  e->live = live;
-  if (!f->slots[i]) {
-    f->slots[i] = e;
-    f->count++;
-  }
+  e->head.live = live;
+  if (!f->fold.slots[i]) kl_fold_insert(&f->fold, i, &e->head);
   return KL_OK;
 }
 
@@ -331,15 +284,16 @@ static int cmp_rows(const void *x, const void *y) {
 }
 
 kl_rc kl_txnlog_rows(kl_txnlog *f, const kl_txnlog_row *const **rows, size_t *n) {
-  if (f->count > f->sorted_cap) {
-    const kl_txnlog_row **s = kl_realloc(f->env, f->sorted, f->count * sizeof *s);
+  if (f->fold.count > f->sorted_cap) {
+    const kl_txnlog_row **s = kl_realloc(f->fold.env, f->sorted, f->fold.count * sizeof *s);
     if (!s) return KL_NOMEM;
     f->sorted = s;
-    f->sorted_cap = f->count;
+    f->sorted_cap = f->fold.count;
   }
   size_t k = 0;
-  for (size_t i = 0; i < f->cap; i++) {
-    if (f->slots[i] && f->slots[i]->live) f->sorted[k++] = &f->slots[i]->row;
+  for (size_t i = 0; i < f->fold.cap; i++) {
+    const entry *e = (const entry *)f->fold.slots[i];
+    if (e && e->head.live) f->sorted[k++] = &e->row;
   }
   if (k > 1) qsort(f->sorted, k, sizeof *f->sorted, cmp_rows);
   *rows = f->sorted;

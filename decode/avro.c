@@ -10,7 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "utf8.h"
+
+_Static_assert(KL_AVRO_MAX_DECIMAL <= KL_DECIMAL_MAX_BYTES, "decimal.h bounds the decimals");
 
 typedef enum av_type {
   AV_NULL, AV_BOOLEAN, AV_INT, AV_LONG, AV_FLOAT, AV_DOUBLE, AV_BYTES, AV_STRING,
@@ -234,7 +237,7 @@ static void logical(json_t *j, av_node *nd) {
     json_t *p = json_object_get(j, "precision"), *sc = json_object_get(j, "scale");
     json_int_t prec = json_is_integer(p) ? json_integer_value(p) : 0;
     json_int_t scale = sc ? (json_is_integer(sc) ? json_integer_value(sc) : -1) : 0;
-    if (prec > 0 && scale >= 0 && scale <= prec && scale <= 1000) {
+    if (prec > 0 && scale >= 0 && scale <= prec && scale <= KL_DECIMAL_MAX_SCALE) {
       nd->logical = AV_DECIMAL;
       nd->scale = (int32_t)scale;
     }
@@ -603,51 +606,12 @@ static kl_rc put_uuid(av_dec *d, const uint8_t *p) {
 }
 
 /* A two's-complement big-endian unscaled value as a decimal number with
-** scale digits after the point: the magnitude is divided by 10^9 again and
-** again (quadratic, hence KL_AVRO_MAX_DECIMAL). */
+** scale digits after the point (decimal.h). */
 static kl_rc put_decimal(av_dec *d, const uint8_t *p, size_t n, int32_t scale) {
   if (n > KL_AVRO_MAX_DECIMAL) return fail(d, "decimal of %zu bytes (at most %d)", n,
                                            KL_AVRO_MAX_DECIMAL);
-  uint8_t mag[KL_AVRO_MAX_DECIMAL];
-  int neg = n > 0 && (p[0] & 0x80);
-  for (size_t i = 0; i < n; i++) mag[i] = neg ? (uint8_t)~p[i] : p[i];
-  if (neg) { /* two's complement: invert and add one */
-    for (size_t i = n; i-- > 0;) {
-      if (++mag[i] != 0) break;
-    }
-  }
-  char digits[KL_AVRO_MAX_DECIMAL * 3 + 16];
-  size_t nd = 0, start = 0;
-  while (start < n && mag[start] == 0) start++;
-  while (start < n) {
-    uint32_t rem = 0;
-    for (size_t i = start; i < n; i++) {
-      uint32_t cur = (rem << 8) | mag[i];
-      mag[i] = (uint8_t)(cur / 10);
-      rem = cur % 10;
-    }
-    digits[nd++] = (char)('0' + rem);
-    while (start < n && mag[start] == 0) start++;
-  }
-  if (nd == 0) digits[nd++] = '0';
-  /* digits are least significant first */
-  size_t need = nd + (size_t)scale + 4;
-  if (kl_buf_reserve(d->env, d->o, d->o->len + need)) return KL_NOMEM;
-  char *w = (char *)d->o->p + d->o->len;
-  if (neg) *w++ = '-';
-  size_t sc = (size_t)scale;
-  if (nd <= sc) {
-    *w++ = '0';
-    *w++ = '.';
-    for (size_t i = nd; i < sc; i++) *w++ = '0';
-    for (size_t i = nd; i-- > 0;) *w++ = digits[i];
-  } else {
-    for (size_t i = nd; i-- > 0;) {
-      *w++ = digits[i];
-      if (i == sc && sc > 0) *w++ = '.';
-    }
-  }
-  d->o->len = (size_t)(w - (char *)d->o->p);
+  if (kl_buf_reserve(d->env, d->o, d->o->len + KL_DECIMAL_TEXT_MAX(n, scale))) return KL_NOMEM;
+  d->o->len += kl_decimal_text(p, n, scale, (char *)d->o->p + d->o->len);
   return KL_OK;
 }
 

@@ -41,9 +41,13 @@
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
 extern "C" {
+#include "decimal.h"
 #include "protobuf.h"
 #include "utf8.h"
 }
+
+static_assert(KL_PROTO_MAX_DECIMAL <= KL_DECIMAL_MAX_BYTES && KL_PROTO_MAX_SCALE <= KL_DECIMAL_MAX_SCALE,
+              "decimal.h bounds the decimals");
 
 namespace gp = google::protobuf;
 using FD = gp::FieldDescriptor;
@@ -204,20 +208,31 @@ struct loader {
 
 }  // namespace
 
+/* Where the comment or quoted string that starts at t[i] ends (its last
+** character, or n), or i when none starts there. */
+static size_t skip_quoted(const char *t, size_t n, size_t i) {
+  char c = t[i];
+  if (c == '/' && i + 1 < n && t[i + 1] == '/') {
+    while (i < n && t[i] != '\n') i++;
+  } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
+    for (i += 2; i + 1 < n && !(t[i] == '*' && t[i + 1] == '/'); i++) {}
+    i++;
+  } else if (c == '"' || c == '\'') {
+    for (i++; i < n && t[i] != c && t[i] != '\n'; i++)
+      if (t[i] == '\\') i++;
+  }
+  return i;
+}
+
 /* Deepest nesting of brackets in a .proto text (strings and comments
 ** aside): libprotoc's parser recurses once per level and sets no limit. */
 static size_t text_depth(const char *t, size_t n) {
   size_t d = 0, max = 0;
   for (size_t i = 0; i < n; i++) {
+    size_t j = skip_quoted(t, n, i);
     char c = t[i];
-    if (c == '/' && i + 1 < n && t[i + 1] == '/') {
-      while (i < n && t[i] != '\n') i++;
-    } else if (c == '/' && i + 1 < n && t[i + 1] == '*') {
-      for (i += 2; i + 1 < n && !(t[i] == '*' && t[i + 1] == '/'); i++) {}
-      i++;
-    } else if (c == '"' || c == '\'') {
-      for (i++; i < n && t[i] != c && t[i] != '\n'; i++)
-        if (t[i] == '\\') i++;
+    if (j != i) {
+      i = j;
     } else if (c == '{' || c == '(' || c == '[' || c == '<') {
       if (++d > max) max = d;
     } else if ((c == '}' || c == ')' || c == ']' || c == '>') && d > 0) {
@@ -1016,8 +1031,8 @@ static kl_rc field_value(walk &w, const pfield &f, size_t a, size_t b) {
 
 /* confluent.type.Decimal (value: the unscaled number in two's-complement
 ** big-endian bytes; scale) as the exact JSON number it stands for, as
-** Confluent's converters read it (precision only describes it).  The
-** magnitude is divided by 10 again and again: quadratic, hence the bound. */
+** Confluent's converters read it (precision only describes it), in
+** decimal.h's text. */
 static kl_rc decimal(walk &w, const pmsg *m, const uint8_t *p, size_t n) {
   size_t base = w.no;
   kl_rc rc = scan(w, m, p, n);
@@ -1035,39 +1050,8 @@ static kl_rc decimal(walk &w, const pmsg *m, const uint8_t *p, size_t n) {
     return fail(w, p, "decimal of %zu bytes (at most %d)", vn, KL_PROTO_MAX_DECIMAL);
   if (scale > KL_PROTO_MAX_SCALE || scale < -KL_PROTO_MAX_SCALE)
     return fail(w, p, "decimal scale %d (at most %d either way)", (int)scale, KL_PROTO_MAX_SCALE);
-  uint8_t mag[KL_PROTO_MAX_DECIMAL];
-  bool neg = vn > 0 && (v[0] & 0x80);
-  for (size_t i = 0; i < vn; i++) mag[i] = neg ? (uint8_t)~v[i] : v[i];
-  for (size_t i = vn; neg && i-- > 0;) /* two's complement: invert, add one */
-    if (++mag[i] != 0) break;
-  std::string dg; /* least significant first */
-  size_t start = 0;
-  while (start < vn && mag[start] == 0) start++;
-  while (start < vn) {
-    uint32_t rem = 0;
-    for (size_t i = start; i < vn; i++) {
-      uint32_t cur = (rem << 8) | mag[i];
-      mag[i] = (uint8_t)(cur / 10);
-      rem = cur % 10;
-    }
-    dg += (char)('0' + rem);
-    while (start < vn && mag[start] == 0) start++;
-  }
-  bool zero = dg.empty();
-  if (zero) dg = "0";
-  std::string t = neg ? "-" : "";
-  if (scale < 0) {
-    t.append(dg.rbegin(), dg.rend());
-    if (!zero) t.append((size_t)-scale, '0');
-  } else {
-    size_t sc = (size_t)scale;
-    if (dg.size() <= sc) dg.append(sc + 1 - dg.size(), '0');
-    for (size_t i = dg.size(); i-- > 0;) {
-      t += dg[i];
-      if (i == sc && sc > 0) t += '.';
-    }
-  }
-  return puts_(w, t);
+  char t[KL_DECIMAL_TEXT_MAX(KL_PROTO_MAX_DECIMAL, KL_PROTO_MAX_SCALE)];
+  return put(w, t, kl_decimal_text(v, vn, scale, t));
 }
 
 static kl_rc message(walk &w, const pmsg *m, const uint8_t *p, size_t n) {

@@ -128,8 +128,8 @@ kl_rc kl_source_load(const kl_env *env, const kl_source *src, kl_stats *stats,
   if (rc) return rc;
   if (src->is_file) rc = load_file(env, src->path, reg, err);
   for (size_t i = 0; rc == KL_OK && i < src->nparts; i++) {
-    rc = kl_replay_partition(env, src->parts[i], src->log_start[i], stats, add_schema_record, reg,
-                             err);
+    rc = kl_replay_partition(env, src->parts[i], src->log_start[i], 0, stats, add_schema_record,
+                             reg, err);
   }
   if (rc == KL_OK) rc = kl_registry_finish(reg);
   if (rc) {

@@ -356,7 +356,7 @@ static int use_listing(kl_vcursor *c, const kl_args *a) {
     end_scan(c);
     kl_err err;
     kl_err_clear(&err);
-    kl_rc krc = kl_listref_get(&vt->bk, a->dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &c->bk, &err);
+    kl_rc krc = kl_listref_get(kl_sqlite_env(), &vt->bk, a->dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &c->bk, &err);
     if (krc) return kl_vtab_error(&vt->base, "kafka_log", krc, &err);
     c->on_corrupt = on_corrupt;
     c->read_committed = read_committed;

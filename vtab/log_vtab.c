@@ -40,6 +40,7 @@
 #include "logcache.h"
 #include "options.h"
 #include "plan.h"
+#include "sqlenv.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -137,7 +138,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->conn = aux;
   lv_default_options(vt);
   kl_segset_init(&vt->set, max_open_segments());
-  vt->logs = kl_logcache_new(&vt->set);
+  vt->logs = kl_logcache_new(kl_sqlite_env(), &vt->set);
   if (!vt->logs) {
     sqlite3_free(vt);
     return SQLITE_NOMEM;
@@ -245,7 +246,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     kl_logref *r;
     kl_err err; /* a bad path is reported by xFilter */
     kl_err_clear(&err);
-    if (kl_listref_get(&vt->bk, dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &k, &err) == KL_OK) {
+    if (kl_listref_get(kl_sqlite_env(), &vt->bk, dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &k, &err) == KL_OK) {
       pi.partitions = (double)kl_broker_count(k->b);
       pi.max_merge = (double)vt->set.max_open;
       pi.single = kl_broker_single(k->b);

@@ -18,14 +18,11 @@
 #include <string.h>
 
 #include "broker.h"
-#include "cursor.h"
 #include "glue.h"
 #include "listing.h"
-#include "log.h"
 #include "offsets.h"
-#include "scan.h"
+#include "replay.h"
 #include "sqlenv.h"
-#include "txn.h"
 
 SQLITE_EXTENSION_INIT3
 
@@ -110,46 +107,28 @@ static int ko_error(ko_cursor *c, kl_rc rc, const kl_err *err) {
   return kl_sqlite_rc(rc);
 }
 
-/* Fold every record of partition p from its log start offset on, as a
-** read_committed reader sees them: offsets committed inside a transaction
-** (TxnOffsetCommit) count only once it committed, so records of aborted
-** transactions and of one still open (at and after the last stable
-** offset) are left out (core/txn.h).  Kafka applies a committed
-** transaction's offsets at its COMMIT marker; here they take effect at
-** their own offset, which differs only when a plain commit of the same key
-** lies between the two. */
+/* What the replay of one partition folds into. */
+typedef struct ko_replay {
+  kl_offsets *fold;
+  int32_t partition;        /* the __consumer_offsets partition */
+} ko_replay;
+
+static kl_rc fold_record(void *ud, const kl_record *r, kl_err *err) {
+  const ko_replay *k = ud;
+  return kl_offsets_add(k->fold, k->partition, r->offset, r->key, r->key_len, r->value,
+                        r->value_len, err);
+}
+
+/* Fold every record of partition p from its log start offset on, as the
+** group coordinator loads them, read_committed (core/replay.h).  Kafka
+** applies a committed transaction's offsets at its COMMIT marker; here
+** they take effect at their own offset, which differs only when a plain
+** commit of the same key lies between the two. */
 static kl_rc read_partition(ko_cursor *c, const kl_part *p, kl_err *err) {
   ko_vtab *vt = (ko_vtab *)c->base.pVtab;
-  kl_log *log = NULL;
-  kl_cursor *cur = NULL;
-  kl_txns txns;
-  int have_txns = 0;
-  kl_reader rd;
-  kl_reader_init(&rd, kl_sqlite_env(), &vt->conn->stats, KL_ON_CORRUPT_ERROR);
-  kl_rc rc = kl_log_open_partition(kl_sqlite_env(), p->dir, &log, err);
-  if (rc == KL_OK && (rc = kl_txns_load(log, &rd, &txns, err)) == KL_OK) have_txns = 1;
-  if (rc == KL_OK) rc = kl_cursor_new(log, &vt->conn->stats, KL_ON_CORRUPT_ERROR, &cur);
-  kl_bounds all = kl_bounds_all();
-  if (rc == KL_OK) all.off_lo = kl_log_readable_start(log, p->log_start); /* below: deleted */
-  if (have_txns) all.off_hi = txns.lso - 1;
-  if (rc == KL_OK) rc = kl_cursor_start(cur, &all, err);
-  while (rc == KL_OK && (rc = kl_cursor_next(cur, err)) == KL_OK) {
-    if (kl_txns_aborted(&txns, kl_cursor_batch(cur))) continue;
-    if ((rc = kl_cursor_load(cur, err)) != KL_OK) break;
-    const kl_record *r = kl_cursor_record(cur);
-    kl_err e;
-    kl_err_clear(&e);
-    rc = kl_offsets_add(c->fold, p->partition, r->offset, r->key, r->key_len, r->value,
-                        r->value_len, &e);
-    if (rc) {
-      kl_err_set(err, rc, "%s: record at offset %lld: %s", p->dir, (long long)r->offset, e.msg);
-    }
-  }
-  kl_cursor_free(cur);
-  if (have_txns) kl_txns_free(kl_sqlite_env(), &txns);
-  kl_reader_free(&rd);
-  kl_log_close(log);
-  return rc == KL_DONE ? KL_OK : rc;
+  ko_replay k = {c->fold, p->partition};
+  return kl_replay_partition(kl_sqlite_env(), p->dir, p->log_start, KL_REPLAY_COMMITTED,
+                             &vt->conn->stats, fold_record, &k, err);
 }
 
 static int ko_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,

@@ -85,8 +85,8 @@ static kl_rc fold_record(void *ud, const kl_record *r, kl_err *err) {
 static kl_rc read_partition(kl_conn *conn, const kl_part *p, kl_txnlog *f,
                             kl_txnlog_visit visit, void *ctx, kl_err *err) {
   txn_replay t = {p, f, visit, ctx};
-  return kl_replay_partition(kl_sqlite_env(), p->dir, p->log_start, &conn->stats, fold_record, &t,
-                             err);
+  return kl_replay_partition(kl_sqlite_env(), p->dir, p->log_start, 0, &conn->stats, fold_record,
+                             &t, err);
 }
 
 size_t kl_replica_pick(const kl_broker *b, size_t i, size_t *next) {

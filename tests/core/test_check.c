@@ -34,13 +34,8 @@ static kl_rc collect(void *ud, const kl_finding *f) {
   return KL_OK;
 }
 
-/* A log of n single-record batches written like Kafka. */
-static char *write_log(int n, int64_t segment_bytes) {
-  return kw_make_log("check", n, 1, segment_bytes, 256, 0, 1700000000000, 1);
-}
-
 static void test_clean_log(void **state) {
-  char *dir = write_log(200, 4096);
+  char *dir = kw_make_log_single("check", 200, 4096);
   found fd = {0};
   kl_err err = {0};
   assert_int_equal(kl_check_dir(NULL, dir, collect, &fd, &err), KL_OK);
@@ -53,7 +48,7 @@ static void test_clean_log(void **state) {
 /* Every batch's CRC broken: KL_CHECK_MAX_PER_KIND findings, then one that
 ** counts the rest. */
 static void test_cap_per_kind(void **state) {
-  char *dir = write_log(60, 1 << 20);
+  char *dir = kw_make_log_single("check", 60, 1 << 20);
   char path[600];
   snprintf(path, sizeof path, "%s/00000000000000000000.log", dir);
   size_t n;
@@ -85,7 +80,7 @@ static void test_cap_per_kind(void **state) {
 
 /* Allocation failures end the check with KL_NOMEM and leak nothing. */
 static void test_nomem(void **state) {
-  char *dir = write_log(50, 2048);
+  char *dir = kw_make_log_single("check", 50, 2048);
   int done = 0;
   for (long k = 1; k < 400 && !done; k++) {
     t_failalloc fa;

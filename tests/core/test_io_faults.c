@@ -15,26 +15,13 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cursor.h"
 #include "faultos.h"
-#include "log.h"
+#include "testlog.h"
 #include "testutil.h"
-#include "writer.h"
 
 #define BEFORE 30   /* records committed before the transaction under test */
 #define ADDED 40    /* records the transaction adds (batches, a roll) */
 #define MAX_CALLS 2000 /* a bound: a run making more calls is a regression */
-
-static char val[64][96];
-
-/* Record i of the logs: value "value-<i>" padded, so that the segment of
-** 1 KiB rolls within the transaction. */
-static kl_rec_in rec(int64_t i) {
-  int k = (int)(i % 64);
-  int len = snprintf(val[k], sizeof val[k], "value-%lld-%040d", (long long)i, 0);
-  kl_rec_in r = {1700000000000 + i, "key", 3, val[k], len, NULL, 0};
-  return r;
-}
 
 /* The writes of the test's own transactions: no fault, no fsync (each
 ** costs milliseconds; no test here stops the machine). */
@@ -65,15 +52,7 @@ static kl_rc write_txn(const kl_env *env, const char *dir, int64_t from, int n, 
   kl_writer *w = NULL;
   *synced = 0;
   kl_rc rc = kl_writer_open(env, dir, &o, &w, err);
-  if (rc == KL_OK) rc = kl_writer_begin(w, err);
-  for (int i = 0; rc == KL_OK && i < n; i++) {
-    int64_t off;
-    kl_rec_in r = rec(from + i);
-    rc = kl_writer_append(w, &r, &off, err);
-    if (rc == KL_OK && off != from + i) fail_msg("offset %lld for record %lld", (long long)off,
-                                                 (long long)(from + i));
-  }
-  if (rc == KL_OK) rc = kl_writer_sync(w, err);
+  if (rc == KL_OK) rc = t_log_append(w, T_LOG_PADDED, from, n, err);
   if (rc == KL_OK) {
     *synced = 1;
     kl_writer_commit(w);
@@ -83,33 +62,10 @@ static kl_rc write_txn(const kl_env *env, const char *dir, int64_t from, int n, 
   return rc;
 }
 
-/* The records a fresh reader (no fault) finds in dir: each is rec(offset),
-** from offset 0 without a gap.  Their count. */
-static int64_t read_all(const char *dir) {
-  kl_log *log = NULL;
-  kl_err err = {0};
-  if (kl_log_open(NULL, dir, &log, &err) != KL_OK) fail_msg("%s", err.msg);
-  kl_cursor *c = NULL;
-  assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
-  kl_bounds all = kl_bounds_all();
-  assert_int_equal(kl_cursor_start(c, &all, &err), KL_OK);
-  int64_t n = 0;
-  kl_rc rc;
-  while ((rc = kl_cursor_next(c, &err)) == KL_OK) {
-    assert_int_equal(kl_cursor_load(c, &err), KL_OK);
-    const kl_record *r = kl_cursor_record(c);
-    kl_rec_in want = rec(n);
-    assert_int_equal(r->offset, n);
-    assert_int_equal(r->timestamp, want.timestamp);
-    assert_int_equal(r->value_len, want.value_len);
-    assert_memory_equal(r->value, want.value, (size_t)want.value_len);
-    n++;
-  }
-  if (rc != KL_DONE) fail_msg("%s", err.msg);
-  kl_cursor_free(c);
-  kl_log_close(log);
-  return n;
-}
+/* The records a fresh reader (no fault) finds in dir: each is record
+** <offset> of the padded style (testlog.h), from 0 without a gap.  Their
+** count. */
+static int64_t read_all(const char *dir) { return t_log_check(NULL, dir, NULL, T_LOG_PADDED); }
 
 /* What a transaction whose Nth call failed must leave: the records
 ** committed before it, plus its own when it synced (or when the call that
@@ -250,7 +206,7 @@ static void test_recovery(void **state) {
   assert_int_equal(kl_writer_begin(w, &err), KL_OK);
   for (int i = 0; i < 25; i++) {
     int64_t off;
-    kl_rec_in r = rec(1000 + i); /* never committed: a reader must not see them */
+    kl_rec_in r = t_log_rec(T_LOG_PADDED, 1000 + i); /* never committed: a reader must not see them */
     assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
   }
   /* The files as the crash left them. */

@@ -12,67 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "offsets.h"
 
-/* ---- a byte builder: big-endian fields as the schemas lay them out ---- */
-
-typedef struct tb {
-  uint8_t b[1024];
-  size_t n;
-} tb;
-
-static void u8(tb *t, unsigned v) {
-  assert_true(t->n < sizeof t->b);
-  t->b[t->n++] = (uint8_t)v;
-}
-static void be16(tb *t, int v) {
-  u8(t, ((unsigned)v >> 8) & 0xff);
-  u8(t, (unsigned)v & 0xff);
-}
-static void be32(tb *t, int32_t v) {
-  for (int s = 24; s >= 0; s -= 8) u8(t, ((uint32_t)v >> s) & 0xff);
-}
-static void be64(tb *t, int64_t v) {
-  for (int s = 56; s >= 0; s -= 8) u8(t, (unsigned)(((uint64_t)v >> s) & 0xff));
-}
-static void raw(tb *t, const char *s, size_t n) {
-  for (size_t i = 0; i < n; i++) u8(t, (uint8_t)s[i]);
-}
-/* string: i16 length, bytes; NULL is length -1. */
-static void str(tb *t, const char *s) {
-  if (!s) {
-    be16(t, -1);
-    return;
-  }
-  be16(t, (int)strlen(s));
-  raw(t, s, strlen(s));
-}
-/* compact string: length + 1 as one varint byte (short strings here). */
-static void cstr(tb *t, const char *s) {
-  if (!s) {
-    u8(t, 0);
-    return;
-  }
-  assert_true(strlen(s) + 1 < 0x80);
-  u8(t, (unsigned)strlen(s) + 1);
-  raw(t, s, strlen(s));
-}
-
-static void commit_key(tb *t, int version, const char *group, const char *topic, int32_t part) {
+static void commit_key(t_bytes *t, int version, const char *group, const char *topic, int32_t part) {
   t->n = 0;
-  be16(t, version);
-  str(t, group);
-  str(t, topic);
-  be32(t, part);
+  t_be16(t, version);
+  t_str(t, group);
+  t_str(t, topic);
+  t_be32(t, part);
 }
 
 /* Parse bytes from an allocation of exactly their size, so that a read
 ** past the end is caught by AddressSanitizer; the fields that point into
 ** the copy are then pointed at the same bytes of t, which outlives it. */
-static const uint8_t *rebase(const uint8_t *q, const uint8_t *copy, const tb *t) {
+static const uint8_t *rebase(const uint8_t *q, const uint8_t *copy, const t_bytes *t) {
   return q ? t->b + (q - copy) : NULL;
 }
-static kl_rc parse_key(const tb *t, size_t n, kl_offsets_key *k, kl_err *err) {
+static kl_rc parse_key(const t_bytes *t, size_t n, kl_offsets_key *k, kl_err *err) {
   uint8_t *p = malloc(n ? n : 1);
   memcpy(p, t->b, n);
   kl_err_clear(err);
@@ -82,7 +39,7 @@ static kl_rc parse_key(const tb *t, size_t n, kl_offsets_key *k, kl_err *err) {
   free(p);
   return rc;
 }
-static kl_rc parse_value(const tb *t, size_t n, kl_offsets_value *v, kl_err *err) {
+static kl_rc parse_value(const t_bytes *t, size_t n, kl_offsets_value *v, kl_err *err) {
   uint8_t *p = malloc(n ? n : 1);
   memcpy(p, t->b, n);
   kl_err_clear(err);
@@ -104,7 +61,7 @@ static void assert_bytes(const uint8_t *p, int32_t n, const char *want) {
 }
 
 /* Every strict prefix of t is refused as corrupt, with a message. */
-static void assert_prefixes_corrupt(const tb *t, int is_key) {
+static void assert_prefixes_corrupt(const t_bytes *t, int is_key) {
   for (size_t n = 0; n < t->n; n++) {
     kl_err err;
     kl_offsets_key k;
@@ -121,7 +78,7 @@ static void test_key_commit(void **state) {
   /* Version 1 spelled out byte by byte: "g1", "orders", partition 7. */
   static const uint8_t v1[] = {0x00, 0x01, 0x00, 0x02, 'g', '1', 0x00, 0x06, 'o', 'r', 'd',
                                'e',  'r',  's',  0x00, 0x00, 0x00, 0x07};
-  tb t = {.n = sizeof v1};
+  t_bytes t = {.n = sizeof v1};
   memcpy(t.b, v1, sizeof v1);
   kl_offsets_key k;
   kl_err err;
@@ -145,15 +102,15 @@ static void test_key_commit(void **state) {
 
   /* Bytes after the partition are not read (Kafka's reader stops there). */
   commit_key(&t, 1, "g", "t", 3);
-  u8(&t, 0xee);
+  t_u8(&t, 0xee);
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_OK);
   assert_int_equal(k.partition, 3);
 }
 
 static void test_key_group_metadata(void **state) {
-  tb t = {0};
-  be16(&t, 2);
-  str(&t, "payments");
+  t_bytes t = {0};
+  t_be16(&t, 2);
+  t_str(&t, "payments");
   kl_offsets_key k;
   kl_err err;
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_OK);
@@ -169,14 +126,14 @@ static void test_key_other_types(void **state) {
   static const int types[] = {3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 99, 0x7fff, -1,
                               -32768};
   for (size_t i = 0; i < sizeof types / sizeof types[0]; i++) {
-    tb t = {0};
-    be16(&t, types[i]);
+    t_bytes t = {0};
+    t_be16(&t, types[i]);
     kl_offsets_key k;
     kl_err err;
     assert_int_equal(parse_key(&t, t.n, &k, &err), KL_OK);
     assert_int_equal(k.type, KL_OFFSETS_OTHER);
     assert_int_equal(k.version, types[i]);
-    be16(&t, 0x7fff); /* a string length past the end: not read */
+    t_be16(&t, 0x7fff); /* a string length past the end: not read */
     assert_int_equal(parse_key(&t, t.n, &k, &err), KL_OK);
     assert_int_equal(k.type, KL_OFFSETS_OTHER);
   }
@@ -185,7 +142,7 @@ static void test_key_other_types(void **state) {
 static void test_key_malformed(void **state) {
   kl_offsets_key k;
   kl_err err;
-  tb t = {0};
+  t_bytes t = {0};
   /* A null group or topic names nothing. */
   commit_key(&t, 0, NULL, "t", 0);
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_CORRUPT);
@@ -194,25 +151,25 @@ static void test_key_malformed(void **state) {
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "key: topic has length -1");
   t.n = 0;
-  be16(&t, 2);
-  str(&t, NULL);
+  t_be16(&t, 2);
+  t_str(&t, NULL);
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_CORRUPT);
   /* Other negative lengths. */
   t.n = 0;
-  be16(&t, 0);
-  be16(&t, -2);
+  t_be16(&t, 0);
+  t_be16(&t, -2);
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "key: group has length -2");
   /* A length past the end. */
   t.n = 0;
-  be16(&t, 1);
-  be16(&t, 40);
-  raw(&t, "short", 5);
+  t_be16(&t, 1);
+  t_be16(&t, 40);
+  t_raw(&t, "short", 5);
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "key: group needs 40 bytes, 5 left");
   /* One byte: no type. */
   t.n = 0;
-  u8(&t, 0);
+  t_u8(&t, 0);
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "key: type needs 2 bytes, 1 left");
 }
@@ -223,12 +180,12 @@ static void test_value_v0_v1_v2(void **state) {
   kl_offsets_value v;
   kl_err err;
   for (int ver = 0; ver <= 2; ver++) {
-    tb t = {0};
-    be16(&t, ver);
-    be64(&t, 1234567890123LL);
-    str(&t, "meta");
-    be64(&t, 1700000000000LL);
-    if (ver == 1) be64(&t, 1700086400000LL);
+    t_bytes t = {0};
+    t_be16(&t, ver);
+    t_be64(&t, 1234567890123LL);
+    t_str(&t, "meta");
+    t_be64(&t, 1700000000000LL);
+    if (ver == 1) t_be64(&t, 1700086400000LL);
     assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
     assert_int_equal(v.version, ver);
     assert_int_equal(v.offset, 1234567890123LL);
@@ -239,19 +196,19 @@ static void test_value_v0_v1_v2(void **state) {
     assert_prefixes_corrupt(&t, 0);
   }
   /* Null and empty metadata. */
-  tb t = {0};
-  be16(&t, 0);
-  be64(&t, 5);
-  str(&t, NULL);
-  be64(&t, 6);
+  t_bytes t = {0};
+  t_be16(&t, 0);
+  t_be64(&t, 5);
+  t_str(&t, NULL);
+  t_be64(&t, 6);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_bytes(v.metadata, v.metadata_len, NULL);
   assert_int_equal(v.commit_timestamp, 6);
   t.n = 0;
-  be16(&t, 2);
-  be64(&t, 5);
-  str(&t, "");
-  be64(&t, 6);
+  t_be16(&t, 2);
+  t_be64(&t, 5);
+  t_str(&t, "");
+  t_be64(&t, 6);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_bytes(v.metadata, v.metadata_len, "");
 }
@@ -260,7 +217,7 @@ static void test_value_v3(void **state) {
   /* Spelled out: offset 42, leader epoch 9, metadata "m", commit ts 1000. */
   static const uint8_t b[] = {0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 42, 0, 0, 0, 9, 0x00, 0x01, 'm',
                               0, 0, 0, 0, 0, 0, 0x03, 0xe8};
-  tb t = {.n = sizeof b};
+  t_bytes t = {.n = sizeof b};
   memcpy(t.b, b, sizeof b);
   kl_offsets_value v;
   kl_err err;
@@ -273,8 +230,8 @@ static void test_value_v3(void **state) {
   assert_int_equal(v.expire_timestamp, -1);
   assert_prefixes_corrupt(&t, 0);
   /* Trailing bytes are not read (Kafka's reader stops at the last field). */
-  u8(&t, 0xff);
-  u8(&t, 0xff);
+  t_u8(&t, 0xff);
+  t_u8(&t, 0xff);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_int_equal(v.commit_timestamp, 1000);
   /* A leader epoch of -1 is as stored. */
@@ -287,13 +244,13 @@ static void test_value_v4(void **state) {
   kl_offsets_value v;
   kl_err err;
   /* No tagged fields. */
-  tb t = {0};
-  be16(&t, 4);
-  be64(&t, -1);
-  be32(&t, 17);
-  cstr(&t, "consumer-1");
-  be64(&t, 1700000000123LL);
-  u8(&t, 0); /* no tagged fields */
+  t_bytes t = {0};
+  t_be16(&t, 4);
+  t_be64(&t, -1);
+  t_be32(&t, 17);
+  t_cstr(&t, "consumer-1");
+  t_be64(&t, 1700000000123LL);
+  t_u8(&t, 0); /* no tagged fields */
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_int_equal(v.version, 4);
   assert_int_equal(v.offset, -1);
@@ -307,22 +264,22 @@ static void test_value_v4(void **state) {
   ** bytes, tag 300 (two-byte varint) of 0 bytes, tag 1 of 130 bytes (a
   ** two-byte size). */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 77);
-  be32(&t, -1);
-  u8(&t, 0x00);
-  be64(&t, 88);
-  u8(&t, 3);
-  u8(&t, 0);
-  u8(&t, 3);
-  raw(&t, "abc", 3);
-  u8(&t, 0xac);
-  u8(&t, 0x02);
-  u8(&t, 0);
-  u8(&t, 1);
-  u8(&t, 0x82);
-  u8(&t, 0x01);
-  for (int i = 0; i < 130; i++) u8(&t, (unsigned)i);
+  t_be16(&t, 4);
+  t_be64(&t, 77);
+  t_be32(&t, -1);
+  t_u8(&t, 0x00);
+  t_be64(&t, 88);
+  t_u8(&t, 3);
+  t_u8(&t, 0);
+  t_u8(&t, 3);
+  t_raw(&t, "abc", 3);
+  t_u8(&t, 0xac);
+  t_u8(&t, 0x02);
+  t_u8(&t, 0);
+  t_u8(&t, 1);
+  t_u8(&t, 0x82);
+  t_u8(&t, 0x01);
+  for (int i = 0; i < 130; i++) t_u8(&t, (unsigned)i);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_int_equal(v.offset, 77);
   assert_int_equal(v.leader_epoch, -1);
@@ -332,25 +289,25 @@ static void test_value_v4(void **state) {
 
   /* Empty metadata (compact length 1). */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 1);
-  be32(&t, 0);
-  u8(&t, 0x01);
-  be64(&t, 2);
-  u8(&t, 0);
+  t_be16(&t, 4);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  t_u8(&t, 0x01);
+  t_be64(&t, 2);
+  t_u8(&t, 0);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_bytes(v.metadata, v.metadata_len, "");
 
   /* Metadata of 200 bytes: a two-byte compact length (201 = 0xc9 0x01). */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 1);
-  be32(&t, 0);
-  u8(&t, 0xc9);
-  u8(&t, 0x01);
-  for (int i = 0; i < 200; i++) u8(&t, 'x');
-  be64(&t, 2);
-  u8(&t, 0);
+  t_be16(&t, 4);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  t_u8(&t, 0xc9);
+  t_u8(&t, 0x01);
+  for (int i = 0; i < 200; i++) t_u8(&t, 'x');
+  t_be64(&t, 2);
+  t_u8(&t, 0);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_int_equal(v.metadata_len, 200);
   assert_int_equal(v.metadata[199], 'x');
@@ -361,13 +318,13 @@ static void test_value_unknown_version(void **state) {
   /* Kafka fails its load on a value version its schema does not know. */
   static const int versions[] = {5, 6, 0x7fff, -1, -32768};
   for (size_t i = 0; i < sizeof versions / sizeof versions[0]; i++) {
-    tb t = {0};
-    be16(&t, versions[i]);
-    be64(&t, 1);
-    str(&t, "");
-    be64(&t, 2);
-    be64(&t, 3);
-    u8(&t, 0);
+    t_bytes t = {0};
+    t_be16(&t, versions[i]);
+    t_be64(&t, 1);
+    t_str(&t, "");
+    t_be64(&t, 2);
+    t_be64(&t, 3);
+    t_u8(&t, 0);
     kl_offsets_value v;
     kl_err err;
     assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
@@ -381,76 +338,76 @@ static void test_value_unknown_version(void **state) {
 static void test_value_malformed(void **state) {
   kl_offsets_value v;
   kl_err err;
-  tb t = {0};
+  t_bytes t = {0};
   /* A metadata length past the end. */
-  be16(&t, 1);
-  be64(&t, 1);
-  be16(&t, 100);
-  raw(&t, "0123456789", 10);
+  t_be16(&t, 1);
+  t_be64(&t, 1);
+  t_be16(&t, 100);
+  t_raw(&t, "0123456789", 10);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: metadata needs 100 bytes, 10 left");
   /* A metadata length below -1. */
   t.n = 0;
-  be16(&t, 3);
-  be64(&t, 1);
-  be32(&t, 0);
-  be16(&t, -7);
-  be64(&t, 1);
+  t_be16(&t, 3);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  t_be16(&t, -7);
+  t_be64(&t, 1);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: metadata has length -7");
   /* A compact metadata past Kafka's string limit (32768 + 1: 0x81 0x80 0x02). */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 1);
-  be32(&t, 0);
-  u8(&t, 0x81);
-  u8(&t, 0x80);
-  u8(&t, 0x02);
+  t_be16(&t, 4);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  t_u8(&t, 0x81);
+  t_u8(&t, 0x80);
+  t_u8(&t, 0x02);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: metadata has invalid length 32768");
   /* A varint of six bytes. */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 1);
-  be32(&t, 0);
-  for (int i = 0; i < 5; i++) u8(&t, 0x80);
-  u8(&t, 0x00);
+  t_be16(&t, 4);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  for (int i = 0; i < 5; i++) t_u8(&t, 0x80);
+  t_u8(&t, 0x00);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: metadata varint is longer than 5 bytes");
   /* A five-byte varint past INT32_MAX. */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 1);
-  be32(&t, 0);
-  cstr(&t, "m");
-  be64(&t, 2);
-  for (int i = 0; i < 4; i++) u8(&t, 0xff);
-  u8(&t, 0x0f);
+  t_be16(&t, 4);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  t_cstr(&t, "m");
+  t_be64(&t, 2);
+  for (int i = 0; i < 4; i++) t_u8(&t, 0xff);
+  t_u8(&t, 0x0f);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: tagged field count varint 4294967295 is out of range");
   /* A tagged field whose size runs past the end. */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 1);
-  be32(&t, 0);
-  cstr(&t, "m");
-  be64(&t, 2);
-  u8(&t, 1);
-  u8(&t, 0);
-  u8(&t, 9);
-  raw(&t, "abcd", 4);
+  t_be16(&t, 4);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  t_cstr(&t, "m");
+  t_be64(&t, 2);
+  t_u8(&t, 1);
+  t_u8(&t, 0);
+  t_u8(&t, 9);
+  t_raw(&t, "abcd", 4);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: tagged field needs 9 bytes, 4 left");
   /* More tagged fields counted than present. */
   t.n = 0;
-  be16(&t, 4);
-  be64(&t, 1);
-  be32(&t, 0);
-  cstr(&t, "m");
-  be64(&t, 2);
-  u8(&t, 2);
-  u8(&t, 0);
-  u8(&t, 0);
+  t_be16(&t, 4);
+  t_be64(&t, 1);
+  t_be32(&t, 0);
+  t_cstr(&t, "m");
+  t_be64(&t, 2);
+  t_u8(&t, 2);
+  t_u8(&t, 0);
+  t_u8(&t, 0);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: tag needs 1 bytes, 0 left");
 }
@@ -458,11 +415,11 @@ static void test_value_malformed(void **state) {
 /* ---- the fold ---- */
 
 typedef struct rec {
-  tb key, value;
+  t_bytes key, value;
   int tombstone;
 } rec;
 
-static void add_ok(kl_offsets *o, int32_t part, int64_t off, const tb *key, const tb *value) {
+static void add_ok(kl_offsets *o, int32_t part, int64_t off, const t_bytes *key, const t_bytes *value) {
   kl_err err;
   kl_err_clear(&err);
   kl_rc rc = kl_offsets_add(o, part, off, key->b, (int32_t)key->n, value ? value->b : NULL,
@@ -470,13 +427,13 @@ static void add_ok(kl_offsets *o, int32_t part, int64_t off, const tb *key, cons
   if (rc != KL_OK) fail_msg("add %d/%lld: %s %s", part, (long long)off, kl_rc_name(rc), err.msg);
 }
 
-static void value_v3(tb *t, int64_t offset, int32_t epoch, const char *meta, int64_t ts) {
+static void value_v3(t_bytes *t, int64_t offset, int32_t epoch, const char *meta, int64_t ts) {
   t->n = 0;
-  be16(t, 3);
-  be64(t, offset);
-  be32(t, epoch);
-  str(t, meta);
-  be64(t, ts);
+  t_be16(t, 3);
+  t_be64(t, offset);
+  t_be32(t, epoch);
+  t_str(t, meta);
+  t_be64(t, ts);
 }
 
 /* The fold's rows as text, one line each. */
@@ -504,14 +461,14 @@ static char *render(kl_offsets *o) {
 static void test_fold(void **state) {
   kl_offsets *o;
   assert_int_equal(kl_offsets_new(NULL, &o), KL_OK);
-  tb k1, k2, k3, k4, v, gk;
+  t_bytes k1, k2, k3, k4, v, gk;
   commit_key(&k1, 1, "g", "orders", 0);
   commit_key(&k2, 1, "g", "orders", 1);
   commit_key(&k3, 0, "ab", "t", 0);   /* "ab" after "a", before "g" */
   commit_key(&k4, 1, "a", "t", 2);
   gk.n = 0;
-  be16(&gk, 2);
-  str(&gk, "g");
+  t_be16(&gk, 2);
+  t_str(&gk, "g");
 
   value_v3(&v, 10, 1, "first", 100);
   add_ok(o, 0, 0, &k1, &v);
@@ -529,8 +486,8 @@ static void test_fold(void **state) {
   add_ok(o, 1, 2, &k4, &v);          /* back after its tombstone */
   value_v3(&v, 99, 9, "older", 50);
   add_ok(o, 0, 0, &k1, &v);          /* a replica behind: the same or older records */
-  tb other = {0};
-  be16(&other, 9);
+  t_bytes other = {0};
+  t_be16(&other, 9);
   add_ok(o, 0, 6, &other, &v);       /* a share group record */
 
   char *s = render(o);
@@ -542,11 +499,11 @@ static void test_fold(void **state) {
 
   /* k2 back, in v1 with an expire timestamp. */
   v.n = 0;
-  be16(&v, 1);
-  be64(&v, 55);
-  str(&v, "");
-  be64(&v, 600);
-  be64(&v, 700);
+  t_be16(&v, 1);
+  t_be64(&v, 55);
+  t_str(&v, "");
+  t_be64(&v, 600);
+  t_be64(&v, 700);
   add_ok(o, 0, 10, &k2, &v);
   /* A key found in a higher partition wins over a lower one. */
   value_v3(&v, 66, 4, "p2", 800);
@@ -565,7 +522,7 @@ static void test_fold(void **state) {
   kl_err err;
   kl_err_clear(&err);
   v.n = 0;
-  be16(&v, 5);
+  t_be16(&v, 5);
   assert_int_equal(kl_offsets_add(o, 0, 30, k1.b, (int32_t)k1.n, v.b, (int32_t)v.n, &err),
                    KL_CORRUPT);
   assert_string_equal(err.msg, "value: unknown offset commit version 5 (0 to 4 are known)");
@@ -588,7 +545,7 @@ static void test_fold(void **state) {
 static void test_fold_many(void **state) {
   kl_offsets *o;
   assert_int_equal(kl_offsets_new(NULL, &o), KL_OK);
-  tb k, v;
+  t_bytes k, v;
   for (int i = 0; i < 3000; i++) {
     char g[32];
     snprintf(g, sizeof g, "%s%04d", i % 2 ? "\xc3\xa9t\xc3\xa9" : "zz", (i * 7919) % 3000);
@@ -626,7 +583,7 @@ static void test_fold_nomem(void **state) {
       assert_int_equal(fa.live, 0);
       continue;
     }
-    tb k, v;
+    t_bytes k, v;
     int failed = 0;
     for (int i = 0; i < 100; i++) {
       char g[16];

@@ -16,11 +16,6 @@
 #include "kwriter.h"
 #include "segment.h"
 
-/* A log of n one-record batches in segments of about segment_bytes. */
-static char *write_log(int n, int64_t segment_bytes) {
-  return kw_make_log("seg", n, 1, segment_bytes, 256, 0, 1700000000000, 1);
-}
-
 static void seg_path(char *buf, size_t n, const char *dir, int64_t base, const char *suffix) {
   snprintf(buf, n, "%s/%020lld%s", dir, (long long)base, suffix);
 }
@@ -53,7 +48,7 @@ static void test_paths(void **state) {
 
 /* Opening is lazy, counted, and remembered while open. */
 static void test_open_close(void **state) {
-  char *dir = write_log(20, 1 << 20);
+  char *dir = kw_make_log_single("seg", 20, 1 << 20);
   char path[4200];
   kl_segset set;
   kl_segment s;
@@ -104,7 +99,7 @@ static void test_open_close(void **state) {
 /* The least recently used unpinned segment is closed beyond the bound;
 ** pinned ones stay open (a reader is using them). */
 static void test_open_bound_and_pins(void **state) {
-  char *dir = write_log(400, 1024);
+  char *dir = kw_make_log_single("seg", 400, 1024);
   kl_segset set;
   kl_segset_init(&set, 3);
   kl_segment s[6];
@@ -156,7 +151,7 @@ static void test_open_bound_and_pins(void **state) {
 
 /* Missing index files are empty indexes (Kafka creates them lazily). */
 static void test_missing_indexes(void **state) {
-  char *dir = write_log(20, 1 << 20);
+  char *dir = kw_make_log_single("seg", 20, 1 << 20);
   char path[4200];
   seg_path(path, sizeof path, dir, 0, ".index");
   assert_int_equal(unlink(path), 0);
@@ -275,7 +270,7 @@ static void test_holes(void **state) {
 /* A file that shrinks under an open descriptor: reads of what is gone
 ** are KL_IO naming the file and the position, never a signal. */
 static void test_read_after_truncation(void **state) {
-  char *dir = write_log(200, 1 << 20);
+  char *dir = kw_make_log_single("seg", 200, 1 << 20);
   char path[4200];
   kl_segset set;
   kl_segment s;

@@ -14,43 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bytes.h"
 #include "txnlog.h"
 
-typedef struct tb {
-  uint8_t b[1024];
-  size_t n;
-} tb;
-
-static void u8(tb *t, unsigned v) {
-  assert_true(t->n < sizeof t->b);
-  t->b[t->n++] = (uint8_t)v;
-}
-static void be16(tb *t, int v) {
-  u8(t, ((unsigned)v >> 8) & 0xff);
-  u8(t, (unsigned)v & 0xff);
-}
-static void be32(tb *t, int32_t v) {
-  for (int s = 24; s >= 0; s -= 8) u8(t, ((uint32_t)v >> s) & 0xff);
-}
-static void be64(tb *t, int64_t v) {
-  for (int s = 56; s >= 0; s -= 8) u8(t, (unsigned)(((uint64_t)v >> s) & 0xff));
-}
-static void raw(tb *t, const char *s) {
-  for (size_t i = 0; s[i]; i++) u8(t, (uint8_t)s[i]);
-}
-static void str(tb *t, const char *s) {
-  be16(t, (int)strlen(s));
-  raw(t, s);
-}
-static void cstr(tb *t, const char *s) {
-  u8(t, (unsigned)strlen(s) + 1); /* short strings: one varint byte */
-  raw(t, s);
-}
-
-static void key(tb *t, int version, const char *id) {
+static void key(t_bytes *t, int version, const char *id) {
   t->n = 0;
-  be16(t, version);
-  str(t, id);
+  t_be16(t, version);
+  t_str(t, id);
 }
 
 /* One partitions entry: a topic and up to 4 ids (-1 ends the list). */
@@ -61,37 +31,37 @@ typedef struct part {
 
 /* A value; nparts -1 writes a null array.  Tags for v1 are appended by
 ** the caller after the fixed part when tags is set. */
-static void value(tb *t, int version, int64_t pid, int epoch, int32_t timeout, int status,
+static void value(t_bytes *t, int version, int64_t pid, int epoch, int32_t timeout, int status,
                   const part *parts, int nparts, int64_t update, int64_t start, int add_tags) {
   t->n = 0;
-  be16(t, version);
-  be64(t, pid);
-  be16(t, epoch);
-  be32(t, timeout);
-  u8(t, (unsigned)status);
-  if (version == 0) be32(t, nparts);
-  else u8(t, nparts < 0 ? 0 : (unsigned)nparts + 1);
+  t_be16(t, version);
+  t_be64(t, pid);
+  t_be16(t, epoch);
+  t_be32(t, timeout);
+  t_u8(t, (unsigned)status);
+  if (version == 0) t_be32(t, nparts);
+  else t_u8(t, nparts < 0 ? 0 : (unsigned)nparts + 1);
   for (int i = 0; i < nparts; i++) {
     int k = 0;
     while (k < 4 && parts[i].ids[k] >= 0) k++;
     if (version == 0) {
-      str(t, parts[i].topic);
-      be32(t, k);
+      t_str(t, parts[i].topic);
+      t_be32(t, k);
     } else {
-      cstr(t, parts[i].topic);
-      u8(t, (unsigned)k + 1);
+      t_cstr(t, parts[i].topic);
+      t_u8(t, (unsigned)k + 1);
     }
-    for (int j = 0; j < k; j++) be32(t, parts[i].ids[j]);
-    if (version == 1) u8(t, 0);
+    for (int j = 0; j < k; j++) t_be32(t, parts[i].ids[j]);
+    if (version == 1) t_u8(t, 0);
   }
-  be64(t, update);
-  be64(t, start);
-  if (version == 1 && !add_tags) u8(t, 0);
+  t_be64(t, update);
+  t_be64(t, start);
+  if (version == 1 && !add_tags) t_u8(t, 0);
 }
 
 /* Parse from an allocation of exactly the bytes (ASan sees overreads);
-** the copy is kept by the caller's tb, so pointers are rebased. */
-static kl_rc parse_value(const tb *t, size_t n, kl_txnlog_value *v, kl_err *err) {
+** the copy is kept by the caller's t_bytes, so pointers are rebased. */
+static kl_rc parse_value(const t_bytes *t, size_t n, kl_txnlog_value *v, kl_err *err) {
   uint8_t *p = malloc(n ? n : 1);
   memcpy(p, t->b, n);
   kl_err_clear(err);
@@ -101,7 +71,7 @@ static kl_rc parse_value(const tb *t, size_t n, kl_txnlog_value *v, kl_err *err)
   return rc;
 }
 
-static kl_rc parse_key(const tb *t, size_t n, kl_txnlog_key *k, kl_err *err) {
+static kl_rc parse_key(const t_bytes *t, size_t n, kl_txnlog_key *k, kl_err *err) {
   uint8_t *p = malloc(n ? n : 1);
   memcpy(p, t->b, n);
   kl_err_clear(err);
@@ -119,7 +89,7 @@ static void assert_json(const kl_txnlog_value *v, const char *want) {
   kl_buf_free(NULL, &b);
 }
 
-static void assert_prefixes_corrupt(const tb *t) {
+static void assert_prefixes_corrupt(const t_bytes *t) {
   for (size_t n = 0; n < t->n; n++) {
     kl_txnlog_value v;
     kl_err err;
@@ -130,7 +100,7 @@ static void assert_prefixes_corrupt(const tb *t) {
 }
 
 static void test_key(void **state) {
-  tb t;
+  t_bytes t;
   kl_txnlog_key k;
   kl_err err;
   key(&t, 0, "payments-app");
@@ -149,8 +119,8 @@ static void test_key(void **state) {
   assert_int_equal(parse_key(&t, 1, &k, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "key: version needs 2 bytes, 1 left");
   t.n = 0;
-  be16(&t, 0);
-  be16(&t, -1);
+  t_be16(&t, 0);
+  t_be16(&t, -1);
   assert_int_equal(parse_key(&t, t.n, &k, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "key: transactional id has length -1");
 }
@@ -160,7 +130,7 @@ static void test_value_v0_every_status(void **state) {
                                 "CompleteCommit", "CompleteAbort", "Dead", "PrepareEpochFence"};
   const part parts[] = {{"orders", {0, 2, -1}}, {"pay\"ments", {7, -1}}};
   for (int s = 0; s < 8; s++) {
-    tb t;
+    t_bytes t;
     value(&t, 0, 1000 + s, 3, 60000, s, parts, 2, 1700000000123, 1700000000000, 0);
     kl_txnlog_value v;
     kl_err err;
@@ -193,7 +163,7 @@ static void test_value_v0_every_status(void **state) {
 static void test_value_v1_every_status(void **state) {
   const part parts[] = {{"ledger", {0, -1}}};
   for (int s = 0; s < 8; s++) {
-    tb t;
+    t_bytes t;
     value(&t, 1, 2000, 1, 30000, s, parts, 1, 20, 10, 0);
     kl_txnlog_value v;
     kl_err err;
@@ -208,7 +178,7 @@ static void test_value_v1_every_status(void **state) {
 }
 
 static void test_value_null_and_empty_partitions(void **state) {
-  tb t;
+  t_bytes t;
   kl_txnlog_value v;
   kl_err err;
   for (int version = 0; version <= 1; version++) {
@@ -230,15 +200,15 @@ static void test_value_null_and_empty_partitions(void **state) {
 }
 
 static void test_value_v1_tags(void **state) {
-  tb t;
+  t_bytes t;
   kl_txnlog_value v;
   kl_err err;
   value(&t, 1, 3001, 0, 1, 5, NULL, 0, 2, 1, 1);
-  u8(&t, 4);                /* four tagged fields */
-  u8(&t, 0); u8(&t, 8); be64(&t, 3000);      /* PreviousProducerId */
-  u8(&t, 1); u8(&t, 8); be64(&t, 3002);      /* NextProducerId */
-  u8(&t, 2); u8(&t, 2); be16(&t, 2);         /* ClientTransactionVersion */
-  u8(&t, 9); u8(&t, 3); u8(&t, 1); u8(&t, 2); u8(&t, 3); /* unknown: skipped */
+  t_u8(&t, 4);                /* four tagged fields */
+  t_u8(&t, 0); t_u8(&t, 8); t_be64(&t, 3000);      /* PreviousProducerId */
+  t_u8(&t, 1); t_u8(&t, 8); t_be64(&t, 3002);      /* NextProducerId */
+  t_u8(&t, 2); t_u8(&t, 2); t_be16(&t, 2);         /* ClientTransactionVersion */
+  t_u8(&t, 9); t_u8(&t, 3); t_u8(&t, 1); t_u8(&t, 2); t_u8(&t, 3); /* unknown: skipped */
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
   assert_int_equal(v.prev_producer_id, 3000);
   assert_int_equal(v.next_producer_id, 3002);
@@ -246,23 +216,23 @@ static void test_value_v1_tags(void **state) {
   assert_prefixes_corrupt(&t);
   /* A known tag of the wrong size. */
   value(&t, 1, 3001, 0, 1, 5, NULL, 0, 2, 1, 1);
-  u8(&t, 1);
-  u8(&t, 0); u8(&t, 9); be64(&t, 3000); u8(&t, 0);
+  t_u8(&t, 1);
+  t_u8(&t, 0); t_u8(&t, 9); t_be64(&t, 3000); t_u8(&t, 0);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: 1 bytes after previous producer id");
   value(&t, 1, 3001, 0, 1, 5, NULL, 0, 2, 1, 1);
-  u8(&t, 1);
-  u8(&t, 2); u8(&t, 1); u8(&t, 0);
+  t_u8(&t, 1);
+  t_u8(&t, 2); t_u8(&t, 1); t_u8(&t, 0);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_CORRUPT);
   assert_string_equal(err.msg, "value: client transaction version needs 2 bytes, 1 left");
   /* Bytes after the last field are ignored, as Kafka's reader ignores them. */
   value(&t, 0, 1, 0, 1, 0, NULL, 0, 2, 1, 0);
-  u8(&t, 0xee);
+  t_u8(&t, 0xee);
   assert_int_equal(parse_value(&t, t.n, &v, &err), KL_OK);
 }
 
 static void test_value_refused(void **state) {
-  tb t;
+  t_bytes t;
   kl_txnlog_value v;
   kl_err err;
   static const int versions[] = {2, 7, -1};
@@ -296,8 +266,8 @@ static void test_value_refused(void **state) {
 
 /* ---- the fold ---- */
 
-static void add(kl_txnlog *f, int32_t lp, int64_t off, const char *id, const tb *v) {
-  tb k;
+static void add(kl_txnlog *f, int32_t lp, int64_t off, const char *id, const t_bytes *v) {
+  t_bytes k;
   key(&k, 0, id);
   kl_err err;
   kl_err_clear(&err);
@@ -309,7 +279,7 @@ static void add(kl_txnlog *f, int32_t lp, int64_t off, const char *id, const tb 
 static void test_fold(void **state) {
   kl_txnlog *f;
   assert_int_equal(kl_txnlog_new(NULL, &f), KL_OK);
-  tb v;
+  t_bytes v;
   const part p0[] = {{"orders", {0, -1}}};
   value(&v, 0, 10, 0, 1, 1, p0, 1, 2, 1, 0);
   add(f, 0, 0, "b", &v);
@@ -321,7 +291,7 @@ static void test_fold(void **state) {
   add(f, 0, 4, "gone", NULL);       /* a tombstone deletes */
   value(&v, 0, 99, 0, 1, 0, NULL, 0, 2, 1, 0);
   add(f, 0, 1, "a", &v);            /* older than what is known: ignored */
-  tb k;
+  t_bytes k;
   key(&k, 3, "future");
   kl_err err;
   kl_err_clear(&err);
@@ -367,7 +337,7 @@ static void test_fold_nomem(void **state) {
     for (int i = 0; i < 100; i++) {
       char id[16];
       snprintf(id, sizeof id, "id%d", i % 40);
-      tb k, v;
+      t_bytes k, v;
       key(&k, 0, id);
       part ps[3] = {{"a", {1, -1}}, {"b", {2, 3, -1}}, {"c", {4, -1}}};
       value(&v, i % 2, i, 0, 1, 1, ps, i % 4, 2, 1, 0);

@@ -11,75 +11,20 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "cursor.h"
 #include "faultos.h"
-#include "log.h"
+#include "testlog.h"
 #include "testutil.h"
-#include "writer.h"
 
-static char val[64][64];
-
-static kl_rec_in rec(int64_t i) {
-  int k = (int)(i % 64);
-  int len = snprintf(val[k], sizeof val[k], "value-%lld", (long long)i);
-  kl_rec_in r = {1700000000000 + i, "key", 3, val[k], len, NULL, 0};
-  return r;
-}
-
-static kl_writer *open_w(const kl_env *env, const char *dir, int codec) {
-  kl_writer_opts o;
-  kl_writer_opts_default(&o);
-  o.segment_bytes = 2048;
-  o.index_interval = 200;
-  o.batch_bytes = 400; /* a batch holds about ten records */
-  o.codec = codec;
-  kl_writer *w = NULL;
-  kl_err err = {0};
-  mkdir(dir, 0755);
-  assert_int_equal(kl_writer_open(env, dir, &o, &w, &err), KL_OK);
-  return w;
-}
-
-/* The records the writer's view of dir shows (each is rec(offset), from
-** 0 without a gap), read through env: their count. */
+/* The records the writer's view of dir shows, read through env: their
+** count (testlog.h checks each). */
 static int64_t read_view(const kl_env *env, kl_writer *w, const char *dir) {
   kl_view v = {0};
   kl_err err = {0};
   int has = kl_writer_view(w, &v, &err);
   assert_true(has >= 0);
-  kl_log *log = NULL;
-  if (kl_log_open_view(env, dir, NULL, has ? &v : NULL, &log, &err) != KL_OK) {
-    fail_msg("%s", err.msg);
-  }
+  int64_t n = t_log_check(env, dir, has ? &v : NULL, T_LOG_PLAIN);
   kl_buf_free(NULL, &v.tail);
-  kl_cursor *c = NULL;
-  assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
-  kl_bounds all = kl_bounds_all();
-  assert_int_equal(kl_cursor_start(c, &all, &err), KL_OK);
-  int64_t n = 0;
-  kl_rc rc;
-  while ((rc = kl_cursor_next(c, &err)) == KL_OK) {
-    assert_int_equal(kl_cursor_load(c, &err), KL_OK);
-    const kl_record *r = kl_cursor_record(c);
-    kl_rec_in want = rec(n);
-    assert_int_equal(r->offset, n);
-    assert_int_equal(r->value_len, want.value_len);
-    assert_memory_equal(r->value, want.value, (size_t)want.value_len);
-    n++;
-  }
-  if (rc != KL_DONE) fail_msg("%s", err.msg);
-  kl_cursor_free(c);
-  kl_log_close(log);
   return n;
-}
-
-/* The same files, byte for byte. */
-static void same_files(const char *a, const char *b) {
-  char cmd[9000];
-  snprintf(cmd, sizeof cmd,
-           "cd %s && for f in *.log *.index *.timeindex kafkalog.commit; do cmp -s \"$f\" "
-           "\"%s/$f\" || { echo \"differs: $f\"; exit 1; }; done", a, b);
-  assert_int_equal(system(cmd), 0);
 }
 
 /* After each append, a read of the view: every record so far, and not one
@@ -92,14 +37,15 @@ static void test_view_reads_without_writing(void **state) {
     t_faultos f;
     t_faultos_init(&f);
     f.fake_sync = 1;
-    kl_writer *wa = open_w(&f.env, a, codec), *wb = open_w(&f.env, b, codec);
+    kl_writer *wa = t_log_writer(&f.env, a, 2048, 200, 400, codec); /* ten records a batch */
+    kl_writer *wb = t_log_writer(&f.env, b, 2048, 200, 400, codec);
     kl_err err = {0};
     assert_int_equal(kl_writer_begin(wa, &err), KL_OK);
     assert_int_equal(kl_writer_begin(wb, &err), KL_OK);
     int in_memory = 0;
     for (int64_t i = 0; i < 120; i++) {
       int64_t off;
-      kl_rec_in r = rec(i);
+      kl_rec_in r = t_log_rec(T_LOG_PLAIN, i);
       assert_int_equal(kl_writer_append(wa, &r, &off, &err), KL_OK);
       assert_int_equal(kl_writer_append(wb, &r, &off, &err), KL_OK);
       long changes = t_faultos_count(&f, T_OS_CHANGES);
@@ -117,7 +63,7 @@ static void test_view_reads_without_writing(void **state) {
     kl_writer_commit(wb);
     assert_int_equal(kl_writer_close(wa, &err), KL_OK);
     assert_int_equal(kl_writer_close(wb, &err), KL_OK);
-    same_files(a, b);
+    t_same_files(a, b, "*.log *.index *.timeindex kafkalog.commit");
     t_faultos_free(&f);
     t_rmdir(a);
     t_rmdir(b);
@@ -130,14 +76,14 @@ static void test_view_reads_without_writing(void **state) {
 static void test_no_view_without_appends(void **state) {
   (void)state;
   char *a = t_mkdtemp("view_none");
-  kl_writer *w = open_w(NULL, a, 0);
+  kl_writer *w = t_log_writer(NULL, a, 2048, 200, 400, 0);
   kl_view v = {0};
   kl_err err = {0};
   assert_int_equal(kl_writer_view(w, &v, &err), 0);
   assert_int_equal(kl_writer_begin(w, &err), KL_OK);
   assert_int_equal(kl_writer_view(w, &v, &err), 0);
   int64_t off;
-  kl_rec_in r = rec(0);
+  kl_rec_in r = t_log_rec(T_LOG_PLAIN, 0);
   assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
   assert_int_equal(kl_writer_view(w, &v, &err), 1);
   assert_true(v.tail.len > 0);

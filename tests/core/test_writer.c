@@ -15,85 +15,31 @@
 
 #include "checkpoint.h"
 #include "commit.h"
-#include "cursor.h"
 #include "kwriter.h"
 #include "log.h"
+#include "testlog.h"
 #include "testutil.h"
-#include "writer.h"
-
-static char val[64][64];
 
 /* Record i of the test logs. */
-static kl_rec_in rec(int64_t i) {
-  int k = (int)(i % 64);
-  int len = snprintf(val[k], sizeof val[k], "value-%lld", (long long)i);
-  kl_rec_in r = {1700000000000 + i * 7 - (i % 5) * 3, "key", 3, val[k], len, NULL, 0};
-  return r;
-}
+static kl_rec_in rec(int64_t i) { return t_log_rec(T_LOG_DISORDER, i); }
 
 static kl_writer *open_w(const char *dir, int64_t seg, int64_t interval, int codec) {
-  kl_writer_opts o;
-  kl_writer_opts_default(&o);
-  o.segment_bytes = seg;
-  o.index_interval = interval;
-  o.codec = codec;
-  kl_writer *w = NULL;
-  kl_err err = {0};
-  mkdir(dir, 0755); /* the writer writes to a directory that exists */
-  assert_int_equal(kl_writer_open(NULL, dir, &o, &w, &err), KL_OK);
-  return w;
+  return t_log_writer(NULL, dir, seg, interval, 0, codec);
 }
 
 /* One transaction of n records from offset first: one batch. */
 static void txn(kl_writer *w, int64_t first, int n) {
   kl_err err = {0};
-  assert_int_equal(kl_writer_begin(w, &err), KL_OK);
-  for (int i = 0; i < n; i++) {
-    int64_t off;
-    kl_rec_in r = rec(first + i);
-    assert_int_equal(kl_writer_append(w, &r, &off, &err), KL_OK);
-    assert_int_equal(off, first + i);
-  }
-  assert_int_equal(kl_writer_sync(w, &err), KL_OK);
+  if (t_log_append(w, T_LOG_DISORDER, first, n, &err) != KL_OK) fail_msg("%s", err.msg);
   kl_writer_commit(w);
 }
 
 /* Every record of dir, in order: count, and each one is rec(offset). */
-static int64_t check_log(const char *dir) {
-  kl_log *log = NULL;
-  kl_err err = {0};
-  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
-  kl_cursor *c = NULL;
-  assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
-  kl_bounds all = kl_bounds_all();
-  assert_int_equal(kl_cursor_start(c, &all, &err), KL_OK);
-  int64_t n = 0;
-  kl_rc rc;
-  while ((rc = kl_cursor_next(c, &err)) == KL_OK) {
-    assert_int_equal(kl_cursor_load(c, &err), KL_OK);
-    const kl_record *r = kl_cursor_record(c);
-    kl_rec_in want = rec(r->offset);
-    assert_int_equal(r->offset, n);
-    assert_int_equal(r->timestamp, want.timestamp);
-    assert_int_equal(r->value_len, want.value_len);
-    assert_memory_equal(r->value, want.value, (size_t)want.value_len);
-    n++;
-  }
-  if (rc != KL_DONE) fail_msg("%s", err.msg);
-  kl_cursor_free(c);
-  kl_log_close(log);
-  return n;
-}
+static int64_t check_log(const char *dir) { return t_log_check(NULL, dir, NULL, T_LOG_DISORDER); }
 
 /* The same files, byte for byte (every *.log, *.index, *.timeindex). */
 static void same_files(const char *a, const char *b) {
-  char cmd[9000];
-  snprintf(cmd, sizeof cmd,
-           "cd %s && for f in *.log *.index *.timeindex; do cmp -s \"$f\" \"%s/$f\" || "
-           "{ echo \"differs: $f\"; exit 1; }; done && cd %s && for f in *.log *.index "
-           "*.timeindex; do test -e \"%s/$f\" || { echo \"extra: $f\"; exit 1; }; done",
-           a, b, b, a);
-  assert_int_equal(system(cmd), 0);
+  t_same_files(a, b, "*.log *.index *.timeindex");
 }
 
 /* Batches of 1..9 records, segments of 4 KiB, an index entry every 300
@@ -404,16 +350,7 @@ static void test_retention(void **state) {
   kl_log_close(log);
   /* The early reader still reads the log it listed: the removed segments'
   ** bytes wait as .deleted files (Kafka's delayed deletion). */
-  kl_cursor *c = NULL;
-  assert_int_equal(kl_cursor_new(early, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
-  kl_bounds all = kl_bounds_all();
-  assert_int_equal(kl_cursor_start(c, &all, &err), KL_OK);
-  int64_t rows = 0;
-  kl_rc rc;
-  while ((rc = kl_cursor_next(c, &err)) == KL_OK && (rc = kl_cursor_load(c, &err)) == KL_OK) rows++;
-  if (rc != KL_DONE) fail_msg("%s", err.msg);
-  assert_int_equal(rows, off);
-  kl_cursor_free(c);
+  assert_int_equal(t_log_count(early), off);
   kl_log_close(early);
   char del[4300];
   snprintf(del, sizeof del, "%s/00000000000000000000.log.deleted", dir);

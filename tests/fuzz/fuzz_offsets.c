@@ -6,12 +6,12 @@
 ** inside the bytes; a fold of one commit gives at most one row, none for a
 ** tombstone or another type.
 **
-** Input: byte 0: bit 0 set: the value is null (a tombstone); byte 1: the
-** key's length (clipped to what follows); then the key, then the value.
+** Input: fuzz_record.h's framing of a key and a value.
 */
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_record.h"
 #include "offsets.h"
 
 static int inside(const uint8_t *f, int32_t n, const uint8_t *p, size_t len) {
@@ -20,15 +20,11 @@ static int inside(const uint8_t *f, int32_t n, const uint8_t *p, size_t len) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 2) return 0;
-  int tomb = data[0] & 1;
-  size_t klen = data[1];
-  if (klen > size - 2) klen = size - 2;
-  size_t vlen = size - 2 - klen;
-  uint8_t *k = malloc(klen ? klen : 1), *v = malloc(vlen ? vlen : 1);
-  if (!k || !v) abort();
-  memcpy(k, data + 2, klen);
-  memcpy(v, data + 2 + klen, vlen);
+  fz_record in;
+  if (!fz_record_split(data, size, &in)) return 0;
+  int tomb = in.tomb;
+  const uint8_t *k = in.key, *v = in.value;
+  size_t klen = in.key_len, vlen = in.value_len;
 
   kl_err err;
   kl_err_clear(&err);
@@ -69,7 +65,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   }
   kl_offsets_free(o);
-  free(k);
-  free(v);
+  fz_record_free(&in);
   return 0;
 }

@@ -8,13 +8,12 @@
 ** objects; a fold of one record gives at most one row, none for a
 ** tombstone or an unknown key version.
 **
-** Input (as fuzz_offsets.c's): byte 0: bit 0 set: the value is null (a
-** tombstone); byte 1: the key's length (clipped to what follows); then the
-** key, then the value.
+** Input: fuzz_record.h's framing of a key and a value.
 */
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_record.h"
 #include "txnlog.h"
 
 /* Objects in the JSON text: one '{' each (topics are escaped strings, in
@@ -42,15 +41,11 @@ static size_t ids_of(const kl_txnlog_value *v) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  if (size < 2) return 0;
-  int tomb = data[0] & 1;
-  size_t klen = data[1];
-  if (klen > size - 2) klen = size - 2;
-  size_t vlen = size - 2 - klen;
-  uint8_t *k = malloc(klen ? klen : 1), *v = malloc(vlen ? vlen : 1);
-  if (!k || !v) abort();
-  memcpy(k, data + 2, klen);
-  memcpy(v, data + 2 + klen, vlen);
+  fz_record in;
+  if (!fz_record_split(data, size, &in)) return 0;
+  int tomb = in.tomb;
+  const uint8_t *k = in.key, *v = in.value;
+  size_t klen = in.key_len, vlen = in.value_len;
 
   kl_err err;
   kl_err_clear(&err);
@@ -93,7 +88,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   }
   kl_txnlog_free(f);
-  free(k);
-  free(v);
+  fz_record_free(&in);
   return 0;
 }

@@ -10,6 +10,9 @@ as nothing, one line a row, no headers).  An example without a ```text
 block shows no output (one whose rows change from run to run, such as the
 current time).  Output is never written inside the ```sql block as "-- a|b"
 comments: such a line fails the check, so every output shown is compared.
+Nor is it put in an unmarked ``` block after the example (it would not be
+compared), and an EXPLAIN example always shows its output: the plan it
+claims is the plan printed.
     tests/hosts/readme.py <path of kafkalog.so, without or with .so>"""
 import difflib
 import os
@@ -23,6 +26,7 @@ module = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(root
 text = open(os.path.join(root, "README.md"), encoding="utf-8").read()
 failures = 0
 example = re.compile(r"```sql\n(.*?)```\n(?:\s*\n)*(?:```text\n(.*?)```\n)?", re.S)
+unmarked = re.compile(r"\s*```\n")
 for i, m in enumerate(example.finditer(text), 1):
     block, want = m.group(1), m.group(2)
     line = text.count("\n", 0, m.start()) + 1
@@ -38,6 +42,10 @@ for i, m in enumerate(example.finditer(text), 1):
     for k, l in enumerate(block.splitlines()):
         if re.match(r"\s*--.*\|", l):
             problems.append(f"line {line + 1 + k}: output in a comment (put it in a ```text block)")
+    if want is None and unmarked.match(text, m.end()):
+        problems.append("its output is in an unmarked ``` block: mark it ```text to compare it")
+    if want is None and re.search(r"\bEXPLAIN\b", block, re.I):
+        problems.append("an EXPLAIN example without its output (a ```text block)")
     if want is not None and r.stdout != want:
         diff = difflib.unified_diff(want.splitlines(), r.stdout.splitlines(), "README", "printed",
                                     lineterm="")

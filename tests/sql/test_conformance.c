@@ -406,38 +406,11 @@ static void test_all_sets_listed(void **state) {
   assert_int_equal(seen, t_fixture_names(0, 0, NULL, 0));
 }
 
-#define SET_TEST(fn, name) \
-  static void fn(void **state) { run_set(name); }
-SET_TEST(test_a_tiny, "a-tiny")
-SET_TEST(test_b_multi_segment, "b-multi-segment")
-SET_TEST(test_c_gzip, "c-gzip")
-SET_TEST(test_d_jitter_nulls_headers, "d-jitter-nulls-headers")
-SET_TEST(test_e_live_preallocated, "e-live-preallocated")
-SET_TEST(test_f_legacy_v0, "f-legacy-v0")
-SET_TEST(test_f_legacy_v0_gzip, "f-legacy-v0-gzip")
-SET_TEST(test_f_legacy_v1, "f-legacy-v1")
-SET_TEST(test_f_legacy_v1_gzip, "f-legacy-v1-gzip")
-SET_TEST(test_g_transactions, "g-transactions")
-SET_TEST(test_h_index_full_roll, "h-index-full-roll")
-SET_TEST(test_i_log_append_time, "i-log-append-time")
-SET_TEST(test_j_mixed_codecs, "j-mixed-codecs")
+/* One test per set, named after it. */
+static void test_set(void **state) { run_set(*state); }
 
 int main(void) {
-  const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_all_sets_listed),
-      cmocka_unit_test(test_a_tiny),
-      cmocka_unit_test(test_b_multi_segment),
-      cmocka_unit_test(test_c_gzip),
-      cmocka_unit_test(test_d_jitter_nulls_headers),
-      cmocka_unit_test(test_e_live_preallocated),
-      cmocka_unit_test(test_f_legacy_v0),
-      cmocka_unit_test(test_f_legacy_v0_gzip),
-      cmocka_unit_test(test_f_legacy_v1),
-      cmocka_unit_test(test_f_legacy_v1_gzip),
-      cmocka_unit_test(test_g_transactions),
-      cmocka_unit_test(test_h_index_full_roll),
-      cmocka_unit_test(test_i_log_append_time),
-      cmocka_unit_test(test_j_mixed_codecs),
-  };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  struct CMUnitTest tests[1 + 32] = {cmocka_unit_test(test_all_sets_listed)};
+  size_t n = 1 + t_fixture_tests(0, 0, test_set, tests + 1, 32);
+  return _cmocka_run_group_tests("test_conformance", tests, n, NULL, NULL);
 }

@@ -13,88 +13,53 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "bytes.h"
 #include "codec.h"
 #include "kwriter.h"
 
 /* ---- records encoded by hand (big-endian, as the schemas lay them out) ---- */
 
-typedef struct tb {
-  uint8_t b[256];
-  int32_t n;                /* -1: null (a tombstone) */
-} tb;
-
-static void u8(tb *t, unsigned v) {
-  assert_true(t->n >= 0 && t->n < (int32_t)sizeof t->b);
-  t->b[t->n++] = (uint8_t)v;
-}
-static void be16(tb *t, int v) {
-  u8(t, ((unsigned)v >> 8) & 0xff);
-  u8(t, (unsigned)v & 0xff);
-}
-static void be32(tb *t, int32_t v) {
-  for (int s = 24; s >= 0; s -= 8) u8(t, ((uint32_t)v >> s) & 0xff);
-}
-static void be64(tb *t, int64_t v) {
-  for (int s = 56; s >= 0; s -= 8) u8(t, (unsigned)(((uint64_t)v >> s) & 0xff));
-}
-static void str(tb *t, const char *s) {
-  if (!s) {
-    be16(t, -1);
-    return;
-  }
-  be16(t, (int)strlen(s));
-  for (size_t i = 0; s[i]; i++) u8(t, (uint8_t)s[i]);
-}
-static void cstr(tb *t, const char *s) {
-  if (!s) {
-    u8(t, 0);
-    return;
-  }
-  u8(t, (unsigned)strlen(s) + 1); /* short strings: one varint byte */
-  for (size_t i = 0; s[i]; i++) u8(t, (uint8_t)s[i]);
-}
-
-static tb commit_key(int version, const char *group, const char *topic, int32_t part) {
-  tb t = {0};
-  be16(&t, version);
-  str(&t, group);
-  str(&t, topic);
-  be32(&t, part);
+static t_bytes commit_key(int version, const char *group, const char *topic, int32_t part) {
+  t_bytes t = {0};
+  t_be16(&t, version);
+  t_str(&t, group);
+  t_str(&t, topic);
+  t_be32(&t, part);
   return t;
 }
 
-static tb group_key(const char *group) {
-  tb t = {0};
-  be16(&t, 2);
-  str(&t, group);
+static t_bytes group_key(const char *group) {
+  t_bytes t = {0};
+  t_be16(&t, 2);
+  t_str(&t, group);
   return t;
 }
 
 /* Versions 0..3: metadata a string; expire only in 1; leader epoch from 3. */
-static tb value(int version, int64_t offset, int32_t epoch, const char *meta, int64_t ts,
+static t_bytes value(int version, int64_t offset, int32_t epoch, const char *meta, int64_t ts,
                 int64_t expire) {
-  tb t = {0};
-  be16(&t, version);
-  be64(&t, offset);
-  if (version >= 3) be32(&t, epoch);
-  if (version == 4) cstr(&t, meta);
-  else str(&t, meta);
-  be64(&t, ts);
-  if (version == 1) be64(&t, expire);
+  t_bytes t = {0};
+  t_be16(&t, version);
+  t_be64(&t, offset);
+  if (version >= 3) t_be32(&t, epoch);
+  if (version == 4) t_cstr(&t, meta);
+  else t_str(&t, meta);
+  t_be64(&t, ts);
+  if (version == 1) t_be64(&t, expire);
   if (version == 4) { /* one tagged field: tag 7, 2 bytes */
-    u8(&t, 1);
-    u8(&t, 7);
-    u8(&t, 2);
-    u8(&t, 0xab);
-    u8(&t, 0xcd);
+    t_u8(&t, 1);
+    t_u8(&t, 7);
+    t_u8(&t, 2);
+    t_u8(&t, 0xab);
+    t_u8(&t, 0xcd);
   }
   return t;
 }
 
-static const tb tombstone = {.n = -1};
+static const t_bytes tombstone = {.null = 1};
 
 typedef struct rec {
-  tb key, value;
+  t_bytes key, value;
 } rec;
 
 /* A partition directory under root holding recs, in batches of per_batch. */
@@ -113,9 +78,9 @@ static void write_partition(const char *root, const char *name, const rec *recs,
     for (int j = 0; j < k; j++) {
       const rec *r = &recs[i + j];
       in[j] = (kl_rec_in){.timestamp = 1700000000000LL + i + j,
-                          .key = r->key.b, .key_len = r->key.n,
-                          .value = r->value.n >= 0 ? r->value.b : NULL,
-                          .value_len = r->value.n};
+                          .key = r->key.b, .key_len = (int32_t)r->key.n,
+                          .value = r->value.null ? NULL : r->value.b,
+                          .value_len = r->value.null ? -1 : (int32_t)r->value.n};
     }
     assert_int_equal(kw_append(w, NULL, in, k), 0);
   }
@@ -145,9 +110,9 @@ static void write_orders(const char *root, int n) {
 ** of partition 0, and partition 1 with, when more is set, one record
 ** after them (a tombstone of analytics/orders/1). */
 static void write_offsets(const char *root, int n0, int more) {
-  tb gv = {0}; /* a group metadata value: its bytes are never read */
-  be16(&gv, 3);
-  str(&gv, "consumer");
+  t_bytes gv = {0}; /* a group metadata value: its bytes are never read */
+  t_be16(&gv, 3);
+  t_str(&gv, "consumer");
   rec p0[] = {
       {group_key("billing"), gv},
       {commit_key(1, "billing", "orders", 0), value(1, 10, -1, "", 1000, 2000)},
@@ -156,7 +121,7 @@ static void write_offsets(const char *root, int n0, int more) {
       {commit_key(1, "billing", "orders", 0), value(4, 20, 5, "m2", 1300, -1)},
       {commit_key(1, "billing", "payments", 0), value(0, 3, -1, "p", 1400, -1)},
       {commit_key(1, "billing", "payments", 0), tombstone},
-      {{{0x00, 0x04, 0x00, 0x02, 'c', 'g'}, 6}, {{0x00, 0x00, 0xff}, 3}}, /* KIP-848, type 4 */
+      {{{0x00, 0x04, 0x00, 0x02, 'c', 'g'}, 6, 0}, {{0x00, 0x00, 0xff}, 3, 0}}, /* KIP-848, type 4 */
       {group_key("gone"), tombstone},
   };
   rec p1[] = {
@@ -342,9 +307,9 @@ static void test_transactional(void **state) {
   kw_writer *w = kw_open(dir, &o);
   assert_non_null(w);
   for (int i = 0; i < 4; i++) {
-    tb k = commit_key(1, "g", "t", i), v = value(3, 10 * (i + 1), 0, "", 1000 + i, 0);
-    kl_rec_in in = {.timestamp = 1700000000000LL + i, .key = k.b, .key_len = k.n,
-                    .value = v.b, .value_len = v.n};
+    t_bytes k = commit_key(1, "g", "t", i), v = value(3, 10 * (i + 1), 0, "", 1000 + i, 0);
+    kl_rec_in in = {.timestamp = 1700000000000LL + i, .key = k.b, .key_len = (int32_t)k.n,
+                    .value = v.b, .value_len = (int32_t)v.n};
     kl_batch_spec spec = {.leader_epoch = 0, .producer_id = 4 + i, .producer_epoch = 0,
                           .base_sequence = 0, .transactional = i > 0};
     assert_int_equal(kw_append(w, i > 0 ? &spec : NULL, &in, 1), 0);
@@ -368,14 +333,14 @@ static void test_corrupt(void **state) {
     rec bad;
     const char *why;
   } cases[] = {
-      {{{{0x00, 0x01, 0x00, 0x01, 'g', 0x00, 0x01, 't', 0x00, 0x00, 0x00, 0x01}, 12},
-        {{0x00, 0x09, 0, 0, 0, 0, 0, 0, 0, 1, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 2}, 20}},
+      {{{{0x00, 0x01, 0x00, 0x01, 'g', 0x00, 0x01, 't', 0x00, 0x00, 0x00, 0x01}, 12, 0},
+        {{0x00, 0x09, 0, 0, 0, 0, 0, 0, 0, 1, 0x00, 0x00, 0, 0, 0, 0, 0, 0, 0, 2}, 20, 0}},
        "value: unknown offset commit version 9 (0 to 4 are known)"},
-      {{{{0x00, 0x01, 0x00, 0x01, 'g', 0x00, 0x01, 't', 0x00, 0x00, 0x00, 0x01}, 12},
-        {{0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x00, 0x40, 'm'}, 17}},
+      {{{{0x00, 0x01, 0x00, 0x01, 'g', 0x00, 0x01, 't', 0x00, 0x00, 0x00, 0x01}, 12, 0},
+        {{0x00, 0x03, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0x00, 0x40, 'm'}, 17, 0}},
        "value: metadata needs 64 bytes, 1 left"},
-      {{{{0x00, 0x00, 0x00, 0x05, 'g'}, 5}, {{0}, -1}}, "key: group needs 5 bytes, 1 left"},
-      {{{{0x00}, 1}, {{0}, -1}}, "key: type needs 2 bytes, 1 left"},
+      {{{{0x00, 0x00, 0x00, 0x05, 'g'}, 5, 0}, {{0}, 0, 1}}, "key: group needs 5 bytes, 1 left"},
+      {{{{0x00}, 1, 0}, {{0}, 0, 1}}, "key: type needs 2 bytes, 1 left"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
     char *root = t_mkdtemp("offsets-bad");

@@ -930,10 +930,9 @@ static void test_read_committed_written(void **state) {
 ** files, the first data record's timestamp and the largest timestamp. */
 static void test_partitions_table(void **state) {
   (void)state;
-  static const char *const sets[] = {"a-tiny", "b-multi-segment", "c-gzip", "d-jitter-nulls-headers",
-                                     "e-live-preallocated", "f-legacy-v0", "f-legacy-v1-gzip",
-                                     "g-transactions", "h-index-full-roll", "i-log-append-time",
-                                     "j-mixed-codecs", NULL};
+  const char *sets[32];
+  size_t nsets = t_fixture_names(0, 0, sets, 32);
+  assert_true(nsets < 32);
   char *root = t_mkdtemp("parts");
   char name[256];
   for (int i = 0; sets[i]; i++) {
@@ -964,7 +963,7 @@ static void test_partitions_table(void **state) {
                             " bytes || ' ' || coalesce(first_timestamp, 'NULL') || ' ' ||"
                             " coalesce(last_timestamp, 'NULL') FROM kafka_partitions(?1) WHERE topic = ?2",
                         "tt", root, sets[i]);
-    if (i == 1) { /* its log start offset comes from the checkpoint */
+    if (strcmp(sets[i], "b-multi-segment") == 0) { /* its log start offset: the checkpoint's */
       char *fixed = st_text(db, "SELECT '12345' || substr(?1, instr(?1, ' '))", "t", want);
       free(want);
       want = fixed;
@@ -987,7 +986,7 @@ static void test_partitions_table(void **state) {
   assert_int_equal(st_int(db, "SELECT high_watermark FROM kafka_partitions(?1) WHERE topic = 'a-tiny'", "t", root), 7);
   assert_int_equal(st_int(db, "SELECT recovery_point FROM kafka_partitions(?1) WHERE topic = 'c-gzip'", "t", root), 3);
   assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_partitions(?1) WHERE high_watermark IS NULL", "t", root),
-                   10);
+                   (int64_t)nsets - 1); /* a-tiny's is in the checkpoint */
   assert_int_equal(st_int(db, "SELECT last_stable_offset FROM kafka_partitions(?1) WHERE topic = 'g-transactions'",
                           "t", root), 1275);
   /* Listing only: a filter on topic opens that partition alone. */

@@ -13,19 +13,19 @@
 #include <cmocka.h>
 
 const t_fixture_set t_fixture_sets[] = {
-    {"a-tiny", 0},
-    {"b-multi-segment", 0},
-    {"c-gzip", T_FIX_COMPRESSED},
-    {"d-jitter-nulls-headers", 0},
+    {"a-tiny", T_FIX_ONE_SEGMENT},
+    {"b-multi-segment", T_FIX_SAMPLE},
+    {"c-gzip", T_FIX_COMPRESSED | T_FIX_SAMPLE},
+    {"d-jitter-nulls-headers", T_FIX_SAMPLE},
     {"e-live-preallocated", T_FIX_LIVE},
     {"f-legacy-v0", T_FIX_LEGACY},
     {"f-legacy-v0-gzip", T_FIX_LEGACY | T_FIX_COMPRESSED},
     {"f-legacy-v1", T_FIX_LEGACY},
-    {"f-legacy-v1-gzip", T_FIX_LEGACY | T_FIX_COMPRESSED},
-    {"g-transactions", 0},
+    {"f-legacy-v1-gzip", T_FIX_LEGACY | T_FIX_COMPRESSED | T_FIX_SAMPLE},
+    {"g-transactions", T_FIX_SAMPLE},
     {"h-index-full-roll", 0},
     {"i-log-append-time", 0},
-    {"j-mixed-codecs", T_FIX_COMPRESSED},
+    {"j-mixed-codecs", T_FIX_COMPRESSED | T_FIX_SAMPLE},
     {NULL, 0},
 };
 
@@ -39,6 +39,18 @@ size_t t_fixture_names(unsigned with, unsigned without, const char **out, size_t
     n++;
   }
   if (n < max) out[n] = NULL;
+  return n;
+}
+
+size_t t_fixture_tests(unsigned with, unsigned without, void (*fn)(void **state),
+                       struct CMUnitTest *tests, size_t max) {
+  const char *names[NSETS + 1];
+  size_t n = t_fixture_names(with, without, names, NSETS + 1);
+  if (n > max) fail_msg("room for %zu of %zu fixture tests", max, n);
+  for (size_t i = 0; i < n; i++) {
+    struct CMUnitTest t = {names[i], fn, NULL, NULL, (void *)names[i]};
+    tests[i] = t;
+  }
   return n;
 }
 

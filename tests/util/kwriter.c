@@ -234,3 +234,7 @@ char *kw_make_log(const char *tag, int batches, int per_batch, int64_t segment_b
   assert_int_equal(kw_close(w), 0);
   return dir;
 }
+
+char *kw_make_log_single(const char *tag, int n, int64_t segment_bytes) {
+  return kw_make_log(tag, n, 1, segment_bytes, 256, 0, 1700000000000, 1);
+}

@@ -55,5 +55,9 @@ int kw_close(kw_writer *w);
 ** bytes.  Fails the current test when it cannot. */
 char *kw_make_log(const char *tag, int batches, int per_batch, int64_t segment_bytes,
                   int64_t interval, int value_len, int64_t ts0, int64_t ts_step);
+/* kw_make_log of n batches of one record each, segments of about
+** segment_bytes, an index entry every 256 bytes, short values and
+** timestamps 1700000000000 + offset. */
+char *kw_make_log_single(const char *tag, int n, int64_t segment_bytes);
 
 #endif

@@ -1,5 +1,5 @@
 /*
-** logcache.c - open logs kept between queries, by directory.
+** logcache.c - open logs kept between queries, by directory (logcache.h).
 */
 #include "logcache.h"
 
@@ -14,15 +14,12 @@
 #include "checkpoint.h"
 #include "commit.h"
 #include "file.h"
-#include "glue.h"
 #include "os.h"
-#include "sqlenv.h"
-
-SQLITE_EXTENSION_INIT3
 
 #define KL_LOGCACHE_BUCKETS 8192 /* a power of two, twice KL_LOGCACHE_MAX */
 
 struct kl_logcache {
+  const kl_env *env;        /* every log's and reference's */
   kl_segset *set;
   kl_logref *buckets[KL_LOGCACHE_BUCKETS];
   kl_logref *mru, *lru;
@@ -38,30 +35,31 @@ static unsigned hash_dir(const char *s) {
 
 static void unwatch(kl_logcache *c, kl_logref *r) {
   if (r->dirfd >= 0) {
-    kl_os_close(kl_sqlite_env(), r->dirfd);
+    kl_os_close(r->env, r->dirfd);
     c->watched--;
   }
-  if (r->lastfd >= 0) kl_os_close(kl_sqlite_env(), r->lastfd);
-  if (r->commitfd >= 0) kl_os_close(kl_sqlite_env(), r->commitfd);
+  if (r->lastfd >= 0) kl_os_close(r->env, r->lastfd);
+  if (r->commitfd >= 0) kl_os_close(r->env, r->commitfd);
   r->dirfd = r->lastfd = r->commitfd = -1;
 }
 
 void kl_logref_release(kl_logref *r) {
   if (r && --r->refs == 0) {
-    if (r->dirfd >= 0) kl_os_close(kl_sqlite_env(), r->dirfd);
-    if (r->lastfd >= 0) kl_os_close(kl_sqlite_env(), r->lastfd);
-    if (r->commitfd >= 0) kl_os_close(kl_sqlite_env(), r->commitfd);
-    kl_txns_free(kl_sqlite_env(), &r->txns);
+    if (r->dirfd >= 0) kl_os_close(r->env, r->dirfd);
+    if (r->lastfd >= 0) kl_os_close(r->env, r->lastfd);
+    if (r->commitfd >= 0) kl_os_close(r->env, r->commitfd);
+    kl_txns_free(r->env, &r->txns);
     kl_log_close(r->log);
-    sqlite3_free(r->dir);
-    sqlite3_free(r);
+    kl_free(r->env, r->dir);
+    kl_free(r->env, r);
   }
 }
 
-kl_logcache *kl_logcache_new(kl_segset *set) {
-  kl_logcache *c = sqlite3_malloc(sizeof *c);
+kl_logcache *kl_logcache_new(const kl_env *env, kl_segset *set) {
+  kl_logcache *c = kl_malloc(env, sizeof *c);
   if (c) {
     memset(c, 0, sizeof *c);
+    c->env = env;
     c->set = set;
   }
   return c;
@@ -86,7 +84,7 @@ static void drop(kl_logcache *c, kl_logref *r) {
 void kl_logcache_free(kl_logcache *c) {
   if (!c) return;
   while (c->lru) drop(c, c->lru);
-  sqlite3_free(c);
+  kl_free(c->env, c);
 }
 
 void kl_logcache_forget(kl_logcache *c, const char *dir) {
@@ -102,7 +100,7 @@ void kl_logcache_forget(kl_logcache *c, const char *dir) {
 /* Is the cached log still what is on disk? */
 static int fresh(const kl_logref *r) {
   struct stat st;
-  if ((r->dirfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->dirfd, &st) : kl_os_stat(kl_sqlite_env(), r->dir, &st)) != 0 ||
+  if ((r->dirfd >= 0 ? kl_os_fstat(r->env, r->dirfd, &st) : kl_os_stat(r->env, r->dir, &st)) != 0 ||
       r->dir_mtime.tv_sec != st.st_mtim.tv_sec || r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
     return 0;
   }
@@ -111,8 +109,8 @@ static int fresh(const kl_logref *r) {
   const kl_commit *was = kl_log_commit(r->log);
   if (was || r->commitfd >= 0) {
     kl_commit now;
-    if (!was || (r->commitfd >= 0 ? kl_commit_read_fd(kl_sqlite_env(), r->commitfd, r->dir, &now, NULL)
-                                  : kl_commit_read(kl_sqlite_env(), r->dir, &now, NULL)) != KL_OK ||
+    if (!was || (r->commitfd >= 0 ? kl_commit_read_fd(r->env, r->commitfd, r->dir, &now, NULL)
+                                  : kl_commit_read(r->env, r->dir, &now, NULL)) != KL_OK ||
         now.gen != was->gen) {
       return 0;
     }
@@ -120,7 +118,7 @@ static int fresh(const kl_logref *r) {
   kl_segment *last = kl_log_last(r->log);
   if (!last) return 1;
   if (r->dirfd >= 0 && r->lastfd < 0) return 0; /* watched, but its .log did not open */
-  if ((r->lastfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->lastfd, &st) : kl_os_stat(kl_sqlite_env(), last->log_path, &st)) != 0) return 0;
+  if ((r->lastfd >= 0 ? kl_os_fstat(r->env, r->lastfd, &st) : kl_os_stat(r->env, last->log_path, &st)) != 0) return 0;
   return st.st_size == r->last_size;
 }
 
@@ -141,18 +139,19 @@ static void to_front(kl_logcache *c, kl_logref *r) {
 static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_view *view, int alone,
                      kl_logref **out, kl_err *err) {
   *out = NULL;
-  kl_logref *r = sqlite3_malloc(sizeof *r);
+  kl_logref *r = kl_malloc(c->env, sizeof *r);
   if (!r) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   memset(r, 0, sizeof *r);
+  r->env = c->env;
   r->dirfd = r->lastfd = r->commitfd = -1;
   r->refs = 1;
-  r->dir = sqlite3_mprintf("%s", dir);
-  kl_rc rc = r->dir ? kl_log_open_view(kl_sqlite_env(), dir, c->set, view, &r->log, err)
+  r->dir = kl_strdup(c->env, dir);
+  kl_rc rc = r->dir ? kl_log_open_view(c->env, dir, c->set, view, &r->log, err)
                     : kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   if (rc == KL_OK && alone && !kl_log_first(r->log)) {
     kl_log_close(r->log);
     r->log = NULL;
-    rc = kl_log_open_partition(kl_sqlite_env(), dir, &r->log, err); /* says why, with its hint */
+    rc = kl_log_open_partition(c->env, dir, &r->log, err); /* says why, with its hint */
   }
   if (rc) {
     kl_logref_release(r);
@@ -186,12 +185,13 @@ static kl_logref *lookup(kl_logcache *c, const char *dir, unsigned h, int alone)
 /* dir's mtime in *st, and with watch an open descriptor of it in *dirfd
 ** (else -1): taken before the log is read, so that a change while it is
 ** read makes it stale. */
-static kl_rc open_dir(const char *dir, int watch, int *dirfd, struct stat *st, kl_err *err) {
+static kl_rc open_dir(const kl_env *env, const char *dir, int watch, int *dirfd, struct stat *st,
+                      kl_err *err) {
   *dirfd = -1;
-  if ((watch && kl_fd_open(kl_sqlite_env(), dir, O_RDONLY | O_DIRECTORY, 0, dirfd, NULL) != KL_OK) ||
-      (watch ? kl_os_fstat(kl_sqlite_env(), *dirfd, st) : kl_os_stat(kl_sqlite_env(), dir, st)) != 0) {
+  if ((watch && kl_fd_open(env, dir, O_RDONLY | O_DIRECTORY, 0, dirfd, NULL) != KL_OK) ||
+      (watch ? kl_os_fstat(env, *dirfd, st) : kl_os_stat(env, dir, st)) != 0) {
     int e = errno;
-    if (*dirfd >= 0) kl_os_close(kl_sqlite_env(), *dirfd);
+    if (*dirfd >= 0) kl_os_close(env, *dirfd);
     *dirfd = -1;
     return kl_err_set(err, e == ENOMEM ? KL_NOMEM : KL_CANTOPEN,
                       "cannot open partition directory %s: %s", dir, strerror(e));
@@ -205,13 +205,13 @@ static void watch_files(kl_logref *r, const char *dir) {
   struct stat st;
   /* After the log read its commit record: a commit in between makes the
   ** log stale at once, never the other way round. */
-  if (r->dirfd >= 0 && kl_commit_open(kl_sqlite_env(), dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
+  if (r->dirfd >= 0 && kl_commit_open(r->env, dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
   kl_segment *last = kl_log_last(r->log);
   if (!last) return;
-  if (r->dirfd >= 0 && kl_fd_open(kl_sqlite_env(), last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
+  if (r->dirfd >= 0 && kl_fd_open(r->env, last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
     r->lastfd = -1;
   }
-  if (r->lastfd >= 0 ? kl_os_fstat(kl_sqlite_env(), r->lastfd, &st) == 0 : kl_os_stat(kl_sqlite_env(), last->log_path, &st) == 0) {
+  if (r->lastfd >= 0 ? kl_os_fstat(r->env, r->lastfd, &st) == 0 : kl_os_stat(r->env, last->log_path, &st) == 0) {
     r->last_size = st.st_size;
   } else {
     r->last_size = -1; /* not fresh next time: opened afresh */
@@ -243,12 +243,12 @@ kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **ou
   if ((*out = lookup(c, dir, h, alone)) != NULL) return KL_OK;
   struct stat st;
   int dirfd;
-  kl_rc rc = open_dir(dir, c->watched < KL_LOGCACHE_WATCHED, &dirfd, &st, err);
+  kl_rc rc = open_dir(c->env, dir, c->watched < KL_LOGCACHE_WATCHED, &dirfd, &st, err);
   if (rc) return rc;
   kl_logref *r;
   rc = new_ref(c, dir, NULL, alone, &r, err);
   if (rc) {
-    if (dirfd >= 0) kl_os_close(kl_sqlite_env(), dirfd);
+    if (dirfd >= 0) kl_os_close(c->env, dirfd);
     return rc;
   }
   r->dirfd = dirfd;
@@ -265,14 +265,14 @@ kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **ou
 void kl_listref_release(kl_listref *k) {
   if (k && --k->refs == 0) {
     for (size_t i = 0; i < k->nfd; i++) {
-      if (k->fd[i] >= 0) kl_os_close(kl_sqlite_env(), k->fd[i]);
+      if (k->fd[i] >= 0) kl_os_close(k->env, k->fd[i]);
     }
-    sqlite3_free(k->fd);
-    sqlite3_free(k->mtime);
-    sqlite3_free(k->size);
+    kl_free(k->env, k->fd);
+    kl_free(k->env, k->mtime);
+    kl_free(k->env, k->size);
     kl_broker_close(k->b);
-    sqlite3_free(k->path);
-    sqlite3_free(k);
+    kl_free(k->env, k->path);
+    kl_free(k->env, k);
   }
 }
 
@@ -283,7 +283,7 @@ void kl_listref_release(kl_listref *k) {
 static int listref_fresh(const kl_listref *k) {
   struct stat st;
   for (size_t i = 0; i < k->nfd; i++) {
-    if (kl_os_fstat(kl_sqlite_env(), k->fd[i], &st) != 0 || st.st_mtim.tv_sec != k->mtime[i].tv_sec ||
+    if (kl_os_fstat(k->env, k->fd[i], &st) != 0 || st.st_mtim.tv_sec != k->mtime[i].tv_sec ||
         st.st_mtim.tv_nsec != k->mtime[i].tv_nsec || st.st_size != k->size[i]) {
       return 0;
     }
@@ -296,9 +296,9 @@ static int listref_fresh(const kl_listref *k) {
 static void listref_watch(kl_listref *k, const char *path, int flags) {
   struct stat st;
   int fd;
-  if (kl_fd_open(kl_sqlite_env(), path, O_RDONLY | flags, 0, &fd, NULL) != KL_OK) return;
-  if (kl_os_fstat(kl_sqlite_env(), fd, &st) != 0) {
-    kl_os_close(kl_sqlite_env(), fd);
+  if (kl_fd_open(k->env, path, O_RDONLY | flags, 0, &fd, NULL) != KL_OK) return;
+  if (kl_os_fstat(k->env, fd, &st) != 0) {
+    kl_os_close(k->env, fd);
     return;
   }
   k->fd[k->nfd] = fd;
@@ -307,8 +307,8 @@ static void listref_watch(kl_listref *k, const char *path, int flags) {
   k->nfd++;
 }
 
-kl_rc kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
-                     kl_err *err) {
+kl_rc kl_listref_get(const kl_env *env, kl_listref **cache, const char *path, int no_checkpoints,
+                     kl_listref **out, kl_err *err) {
   *out = NULL;
   if (*cache && strcmp((*cache)->path, path) == 0 && (*cache)->no_checkpoints == no_checkpoints &&
       listref_fresh(*cache)) {
@@ -316,13 +316,14 @@ kl_rc kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, k
     *out = *cache;
     return KL_OK;
   }
-  kl_listref *k = sqlite3_malloc(sizeof *k);
+  kl_listref *k = kl_malloc(env, sizeof *k);
   if (!k) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   memset(k, 0, sizeof *k);
+  k->env = env;
   k->refs = 1;
-  k->path = sqlite3_mprintf("%s", path);
+  k->path = kl_strdup(env, path);
   k->no_checkpoints = no_checkpoints;
-  kl_rc rc = k->path ? kl_broker_open_flags(kl_sqlite_env(), path, no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0,
+  kl_rc rc = k->path ? kl_broker_open_flags(env, path, no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0,
                                             &k->b, err)
                      : kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   if (rc) {
@@ -338,9 +339,9 @@ kl_rc kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, k
     return rc;
   }
   size_t n = kl_broker_logdir_count(k->b);
-  k->fd = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->fd + 1);
-  k->mtime = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->mtime + 1);
-  k->size = sqlite3_malloc64((1 + KL_CKPT_COUNT) * n * sizeof *k->size + 1);
+  k->fd = kl_malloc(env, (1 + KL_CKPT_COUNT) * n * sizeof *k->fd + 1);
+  k->mtime = kl_malloc(env, (1 + KL_CKPT_COUNT) * n * sizeof *k->mtime + 1);
+  k->size = kl_malloc(env, (1 + KL_CKPT_COUNT) * n * sizeof *k->size + 1);
   if (!k->fd || !k->mtime || !k->size) {
     kl_listref_release(k);
     return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);

@@ -29,6 +29,10 @@
 ** stat and by reading the commit record by its path.  Their segments share the table's
 ** bound on open files (kl_segset), so the number of descriptors held stays
 ** bounded however many logs are cached.
+**
+** Everything is allocated through the kl_env given (inside SQLite, its
+** allocator: the caches count in sqlite3_memory_used()), and every file is
+** opened and checked through it.
 */
 #ifndef KL_LOGCACHE_H
 #define KL_LOGCACHE_H
@@ -38,7 +42,6 @@
 
 #include "broker.h"
 #include "log.h"
-#include "sqlite3ext.h"
 #include "txn.h"
 
 #define KL_LOGCACHE_MAX 4096
@@ -47,6 +50,7 @@
 
 /* An open log, shared by the cache and the cursors reading it. */
 typedef struct kl_logref {
+  const kl_env *env;        /* the cache's */
   kl_log *log;
   int refs;
   char *dir;
@@ -65,6 +69,7 @@ typedef struct kl_logref {
 
 /* The partitions under a path, shared by the table and its cursors. */
 typedef struct kl_listref {
+  const kl_env *env;        /* kl_listref_get's */
   kl_broker *b;
   int refs;
   char *path;
@@ -76,21 +81,22 @@ typedef struct kl_listref {
 } kl_listref;
 
 /* A counted reference to the listing of path (kl_listref_release), the
-** one in *cache when it is for path and fresh, else made and put there
-** (the cache holds one reference); no_checkpoints: the checkpoint files
-** are not read (core/broker.h KL_BROKER_NO_CHECKPOINTS).  Errors as
+** one in *cache when it is for path and fresh, else made through env and
+** put there (the cache holds one reference); no_checkpoints: the checkpoint files
+** are not read (broker.h KL_BROKER_NO_CHECKPOINTS).  Errors as
 ** kl_broker_open's (KL_CANTOPEN naming the path, KL_CORRUPT naming a
 ** malformed checkpoint's file and line, and the table option that reads
 ** past it), in err. */
-kl_rc kl_listref_get(kl_listref **cache, const char *path, int no_checkpoints, kl_listref **out,
-                     kl_err *err);
+kl_rc kl_listref_get(const kl_env *env, kl_listref **cache, const char *path, int no_checkpoints,
+                     kl_listref **out, kl_err *err);
 void kl_listref_release(kl_listref *k);
 
 typedef struct kl_logcache kl_logcache;
 
-/* A cache whose logs keep their segments in set (owned by the caller,
-** outliving the cache).  NULL when out of memory. */
-kl_logcache *kl_logcache_new(kl_segset *set);
+/* A cache whose logs are opened through env and keep their segments in
+** set (owned by the caller, outliving the cache).  NULL when out of
+** memory. */
+kl_logcache *kl_logcache_new(const kl_env *env, kl_segset *set);
 void kl_logcache_free(kl_logcache *c);
 
 /* A counted reference to the log of dir (kl_logref_release), from the
@@ -102,13 +108,13 @@ void kl_logcache_free(kl_logcache *c);
 kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, kl_err *err);
 void kl_logref_release(kl_logref *r);
 
-/* A read of dir failed or found a file changed: drop it, so that the next
-** query opens it afresh. */
 /* The log of dir as a writing connection sees it inside its transaction
-** (core/log.h kl_log_open_view): opened afresh and not cached (the view
+** (log.h kl_log_open_view): opened afresh and not cached (the view
 ** moves with every append); released like the others. */
 kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_view *view,
                            kl_logref **out, kl_err *err);
+/* A read of dir failed or found a file changed: drop it, so that the next
+** query opens it afresh. */
 void kl_logcache_forget(kl_logcache *c, const char *dir);
 
 #endif
