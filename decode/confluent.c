@@ -196,6 +196,12 @@ struct kl_decoder {
   unsigned flags;
   kl_stats *stats;          /* or NULL */
   sc_entry *cache;          /* one per registry row */
+  /* The last lookups, for runs of values of one schema (the common case):
+  ** the row of last_id, and the entry of last_row. */
+  int32_t last_id;
+  const kl_reg_schema *by_last_id;
+  const kl_reg_schema *last_row;
+  sc_entry *last_entry;
 };
 
 kl_rc kl_decoder_new(const kl_env *env, kl_registry *reg, unsigned flags, kl_stats *stats,
@@ -216,6 +222,9 @@ kl_rc kl_decoder_new(const kl_env *env, kl_registry *reg, unsigned flags, kl_sta
   d->flags = flags;
   d->stats = stats;
   d->cache = cache;
+  d->last_id = 0;
+  d->by_last_id = d->last_row = NULL;
+  d->last_entry = NULL;
   *out = d;
   return KL_OK;
 }
@@ -311,7 +320,9 @@ static kl_rc resolve_import(void *ctx, const char *name, const char **text, size
 
 /* Parse s once; a failure is remembered and given again. */
 static kl_rc prepare(kl_decoder *d, const kl_reg_schema *s, sc_entry **out, kl_err *err) {
-  sc_entry *e = &d->cache[kl_registry_index(d->reg, s)];
+  sc_entry *e = s == d->last_row ? d->last_entry : &d->cache[kl_registry_index(d->reg, s)];
+  d->last_row = s;
+  d->last_entry = e;
   *out = e;
   if (e->state == SC_FAILED) return kl_err_set(err, e->rc, "%s", e->msg);
   if (e->state != SC_NEW) return KL_OK;
@@ -391,10 +402,15 @@ kl_rc kl_decoder_confluent(kl_decoder *d, const uint8_t *p, size_t n, const uint
       g[32] = 0;
       return kl_err_set(err, KL_CORRUPT, "schema GUID %s is not in the registry", g);
     }
-  } else if (!(s = kl_registry_by_id(d->reg, f.id))) {
+  } else if (!(s = d->by_last_id && d->last_id == f.id ? d->by_last_id
+                                                         : kl_registry_by_id(d->reg, f.id))) {
     *id = f.id;
     return kl_err_set(err, KL_CORRUPT, "schema id %d is not in the registry", f.id);
+  } else {
+    d->last_id = f.id;
+    d->by_last_id = s;
   }
   *id = s->id;
   return kl_decoder_payload(d, s, f.payload, f.n, json, err);
 }
+
