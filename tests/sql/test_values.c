@@ -457,6 +457,16 @@ static void test_insert_encodes(void **state) {
   st_exec(db, "INSERT INTO e(value) VALUES ('{\"kind\":\"view\",\"n\":12345678901234567890}');"
               "INSERT INTO o(value) VALUES (x'0000000001020304');");
   expect_rows(db, "SELECT value FROM e", "{\"kind\":\"view\",\"n\":12345678901234567890}\n");
+  /* plain Avro: the column's schema, no framing; key_subject names a key's */
+  snprintf(sql, sizeof sql,
+           "CREATE VIRTUAL TABLE a USING kafka_log('%s/plain-0', mode='create', value_type='avro',"
+           " value_schema='[\"null\",\"string\"]', key_type='confluent',"
+           " key_subject='payments-key');"
+           "INSERT INTO a(key, value) VALUES ('\"k\"', '\"x\"'), (NULL, 'null');", dir);
+  st_exec(db, sql);
+  expect_rows(db, "SELECT key, value FROM a", "\"k\"|\"x\"\nNULL|null\n");
+  snprintf(sql, sizeof sql, "SELECT hex(key), hex(value) FROM kafka_log('%s/plain-0')", dir);
+  expect_rows(db, sql, "000000000B026B|020278\n|00\n");
   snprintf(sql, sizeof sql, "SELECT hex(value) FROM kafka_log('%s/orders-0') WHERE offset = 2",
            dir);
   expect_rows(db, sql, "0000000001020304\n");
