@@ -319,7 +319,7 @@ static int cmp_subject(const void *a, const void *b) {
 }
 
 kl_rc kl_registry_finish(kl_registry *r) {
-  qsort(r->recs, r->nrecs, sizeof *r->recs, cmp_key);
+  if (r->nrecs) qsort(r->recs, r->nrecs, sizeof *r->recs, cmp_key); /* recs is NULL when empty */
   r->rows = kl_malloc(r->env, (r->nrecs + 1) * sizeof *r->rows);
   r->by_subject = kl_malloc(r->env, (r->nrecs + 1) * sizeof *r->by_subject);
   r->by_guid = kl_malloc(r->env, (r->nrecs + 1) * sizeof *r->by_guid);
