@@ -10,44 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "avro_node.h"
 #include "decimal.h"
+#include "shortest.h"
 #include "utf8.h"
 
 _Static_assert(KL_AVRO_MAX_DECIMAL <= KL_DECIMAL_MAX_BYTES, "decimal.h bounds the decimals");
 
-typedef enum av_type {
-  AV_NULL, AV_BOOLEAN, AV_INT, AV_LONG, AV_FLOAT, AV_DOUBLE, AV_BYTES, AV_STRING,
-  AV_RECORD, AV_ENUM, AV_ARRAY, AV_MAP, AV_UNION, AV_FIXED
-} av_type;
-
-typedef enum av_logical { AV_PLAIN, AV_DECIMAL, AV_UUID } av_logical;
-
-typedef struct av_node av_node;
-struct av_node {
-  av_type type;
-  av_logical logical;
-  int32_t scale;            /* decimal */
-  int64_t size;             /* fixed */
-  char *name;               /* named types: the full name */
-  size_t n;                 /* fields, symbols, branches */
-  av_node **kids;           /* record fields, union branches; [0]: items, values */
-  char **names;             /* record field names, enum symbols */
-  char **keys;              /* the same as JSON text: "name": for fields, "symbol" for symbols */
-  size_t *key_len;
-  size_t min_bytes;         /* the smallest encoding of a datum */
-  int sized;                /* min_bytes is known (recursion guard) */
-};
-
-struct kl_avro_schema {
-  const kl_env *env;
-  av_node *root;
-  av_node **nodes;          /* every node, for the free */
-  size_t nnodes, cap;
-};
-
-static const char *const type_names[] = {
+const char *const kl_avro_type_names[] = {
     "null", "boolean", "int", "long", "float", "double", "bytes", "string",
     "record", "enum", "array", "map", "union", "fixed"};
+
 
 /* ---- parsing ---- */
 
@@ -93,7 +66,7 @@ static av_node *find_named(const kl_avro_schema *s, const char *full) {
 
 static int primitive(const char *t, av_type *out) {
   for (int i = AV_NULL; i <= AV_STRING; i++) {
-    if (strcmp(t, type_names[i]) == 0) {
+    if (strcmp(t, kl_avro_type_names[i]) == 0) {
       *out = (av_type)i;
       return 1;
     }
@@ -153,7 +126,7 @@ static kl_rc alloc_kids(av_parse *ps, av_node *nd, size_t n, int with_names) {
 ** refer to it (a recursive record). */
 static kl_rc named(av_parse *ps, json_t *j, av_node *nd, const char **ns) {
   const char *name = json_string_value(json_object_get(j, "name"));
-  if (!name || !*name) return bad(ps, "a %s without a name", type_names[nd->type]);
+  if (!name || !*name) return bad(ps, "a %s without a name", kl_avro_type_names[nd->type]);
   const char *own = json_string_value(json_object_get(j, "namespace"));
   if (own) *ns = own;
   if (!(nd->name = full_name(ps, name, *ns))) return KL_NOMEM;
@@ -240,6 +213,7 @@ static void logical(json_t *j, av_node *nd) {
     if (prec > 0 && scale >= 0 && scale <= prec && scale <= KL_DECIMAL_MAX_SCALE) {
       nd->logical = AV_DECIMAL;
       nd->scale = (int32_t)scale;
+      nd->precision = prec > INT32_MAX ? INT32_MAX : (int32_t)prec;
     }
   } else if (strcmp(lt, "uuid") == 0 && nd->type == AV_FIXED && nd->size == 16) {
     nd->logical = AV_UUID;
@@ -347,9 +321,11 @@ static kl_rc make_keys(kl_avro_schema *s, av_node *nd, kl_err *err) {
       return kl_err_set(err, KL_CORRUPT, "schema: name %zu of %.200s is not UTF-8", i,
                         nd->name ? nd->name : "a record");
     }
-    char *k = kl_malloc(s->env, 6 * len + 4);
+    char *k = kl_malloc(s->env, 6 * len + 5 + KL_KEY_PAD);
     if (!k) return KL_NOMEM;
+    memset(k, 0, 6 * len + 5 + KL_KEY_PAD); /* put_key reads KL_KEY_PAD bytes at least */
     size_t w = 0;
+    if (nd->type == AV_RECORD && i > 0) k[w++] = ','; /* the separator comes with the name */
     k[w++] = '"';
     for (size_t j = 0; j < len; j++) {
       unsigned char ch = (unsigned char)nm[j];
@@ -445,14 +421,17 @@ typedef struct av_dec {
   int64_t pidx[KL_AVRO_MAX_DEPTH + 2];
 } av_dec;
 
+void kl_avro_path(const char *const *names, const int64_t *idx, int depth, char *out, size_t n) {
+  size_t k = (size_t)snprintf(out, n, "$");
+  for (int i = 1; i <= depth && k < n; i++) {
+    if (names[i]) k += (size_t)snprintf(out + k, n - k, ".%s", names[i]);
+    else if (idx[i] >= 0) k += (size_t)snprintf(out + k, n - k, "[%lld]", (long long)idx[i]);
+  }
+}
+
 static kl_rc fail(av_dec *d, const char *fmt, ...) {
   char path[256], msg[256];
-  size_t k = (size_t)snprintf(path, sizeof path, "$");
-  for (int i = 1; i <= d->depth && k < sizeof path; i++) {
-    if (d->pname[i]) k += (size_t)snprintf(path + k, sizeof path - k, ".%s", d->pname[i]);
-    else if (d->pidx[i] >= 0) k += (size_t)snprintf(path + k, sizeof path - k, "[%lld]",
-                                                    (long long)d->pidx[i]);
-  }
+  kl_avro_path(d->pname, d->pidx, d->depth, path, sizeof path);
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(msg, sizeof msg, fmt, ap);
@@ -470,7 +449,21 @@ static inline kl_rc put(av_dec *d, const void *s, size_t n) {
 
 static inline kl_rc putc_(av_dec *d, char ch) { return put(d, &ch, 1); }
 
-static kl_rc read_long(av_dec *d, int64_t *out) {
+/* A name's JSON text (make_keys): one of up to KL_KEY_PAD bytes is copied
+** as two words, the padding after it overwritten later. */
+static inline kl_rc put_key(av_dec *d, const char *k, size_t n) {
+  kl_buf *o = d->o;
+  if (n > KL_KEY_PAD) return put(d, k, n);
+  if (o->cap - o->len < KL_KEY_PAD && kl_buf_reserve(d->env, o, o->len + KL_KEY_PAD)) {
+    return KL_NOMEM;
+  }
+  memcpy(o->p + o->len, k, 8);
+  memcpy(o->p + o->len + 8, k + 8, 8);
+  o->len += n;
+  return KL_OK;
+}
+
+static kl_rc read_long_slow(av_dec *d, int64_t *out) {
   uint64_t v = 0;
   for (int shift = 0; shift < 64; shift += 7) {
     if (d->p >= d->end) return fail(d, "varint runs past the end");
@@ -485,6 +478,16 @@ static kl_rc read_long(av_dec *d, int64_t *out) {
   return fail(d, "varint longer than 10 bytes");
 }
 
+/* Zig-zag varints; one byte (counts, lengths, small numbers) inline. */
+static inline kl_rc read_long(av_dec *d, int64_t *out) {
+  if (d->p < d->end && !(*d->p & 0x80)) {
+    uint64_t v = *d->p++;
+    *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+    return KL_OK;
+  }
+  return read_long_slow(d, out);
+}
+
 static kl_rc read_int(av_dec *d, int64_t *out) {
   const uint8_t *at = d->p;
   kl_rc rc = read_long(d, out);
@@ -495,66 +498,28 @@ static kl_rc read_int(av_dec *d, int64_t *out) {
 }
 
 static kl_rc put_long(av_dec *d, int64_t v) {
-  char t[24], *w = t + sizeof t;
+  static const uint64_t pow10[] = {
+      10ull, 100ull, 1000ull, 10000ull, 100000ull, 1000000ull, 10000000ull, 100000000ull,
+      1000000000ull, 10000000000ull, 100000000000ull, 1000000000000ull, 10000000000000ull,
+      100000000000000ull, 1000000000000000ull, 10000000000000000ull, 100000000000000000ull,
+      1000000000000000000ull, 10000000000000000000ull};
+  kl_buf *o = d->o;
+  if (o->cap - o->len < 21 && kl_buf_reserve(d->env, o, o->len + 21)) return KL_NOMEM;
   uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-  do {
-    *--w = (char)('0' + u % 10);
-    u /= 10;
-  } while (u);
-  if (v < 0) *--w = '-';
-  return put(d, w, (size_t)(t + sizeof t - w));
+  size_t nd = 1;
+  while (nd < 20 && u >= pow10[nd - 1]) nd++;
+  char *w = (char *)o->p + o->len;
+  if (v < 0) *w++ = '-';
+  for (size_t i = nd; i-- > 0; u /= 10) w[i] = (char)('0' + u % 10);
+  o->len = (size_t)(w + nd - (char *)o->p);
+  return KL_OK;
 }
 
-/* A number with up to 4 decimals (prices, rates) as its digits with the
-** fewest decimals that read back as v, without printf's exact binary to
-** decimal conversion: the fast path of put_real.  0 when v has no such
-** form (put_real then asks printf). */
-static int short_decimal(double v, int is_float, char *t, size_t *k) {
-  if (v == 0) return 0; /* -0: printf writes "-0" */
-  double p = 10;
-  for (int dec = 1; dec <= 4; dec++, p *= 10) {
-    double x = v * p;
-    if (!(fabs(x) < 9007199254740992.0)) return 0;
-    int64_t r = (int64_t)llround(x);
-    uint64_t u = r < 0 ? (uint64_t)0 - (uint64_t)r : (uint64_t)r;
-    char digits[24];
-    int nd = 0;
-    do {
-      digits[nd++] = (char)('0' + u % 10);
-      u /= 10;
-    } while (u);
-    while (nd <= dec) digits[nd++] = '0'; /* at least one digit before the point */
-    size_t w = 0;
-    if (r < 0 || (r == 0 && signbit(v))) t[w++] = '-';
-    for (int i = nd; i-- > 0;) {
-      t[w++] = digits[i];
-      if (i == dec) t[w++] = '.';
-    }
-    t[w] = 0;
-    if (is_float ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v) {
-      *k = w;
-      return 1;
-    }
-  }
-  return 0;
-}
-
-/* The shortest of %.{lo..hi}g that reads back as the same value. */
 static kl_rc put_real(av_dec *d, double v, int is_float) {
   if (isnan(v)) return put(d, "\"NaN\"", 5);
   if (isinf(v)) return v > 0 ? put(d, "\"Infinity\"", 10) : put(d, "\"-Infinity\"", 11);
-  if (fabs(v) < 9007199254740992.0 && v == (double)(int64_t)v && !(v == 0 && signbit(v))) {
-    return put_long(d, (int64_t)v); /* an integer: exact, and what %g would print */
-  }
-  char t[40];
-  size_t sk;
-  if (short_decimal(v, is_float, t, &sk)) return put(d, t, sk);
-  int k = 0;
-  for (int prec = is_float ? 6 : 15; prec <= 17; prec++) {
-    k = snprintf(t, sizeof t, "%.*g", prec, v);
-    if (is_float ? strtof(t, NULL) == (float)v : strtod(t, NULL) == v) break;
-  }
-  return put(d, t, (size_t)k);
+  char t[KL_SHORTEST_MAX];
+  return put(d, t, kl_shortest(v, is_float, t));
 }
 
 static kl_rc put_hex(av_dec *d, const uint8_t *p, size_t n) {
@@ -571,21 +536,90 @@ static kl_rc put_hex(av_dec *d, const uint8_t *p, size_t n) {
   return KL_OK;
 }
 
+/* Bytes of a JSON string: 1 written as they are, 0 escaped (below 0x20,
+** '"', '\\'), 2 past ASCII (written as they are once the string is known
+** to be UTF-8). */
+#define R16(v) v, v, v, v, v, v, v, v, v, v, v, v, v, v, v, v
+static const uint8_t str_byte[256] = {
+    R16(0), R16(0), 1, 1, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, R16(1), R16(1),
+    1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 1, 1, R16(1), R16(1),
+    R16(2), R16(2), R16(2), R16(2), R16(2), R16(2), R16(2), R16(2)};
+#undef R16
+
+/* Eight bytes at once: nonzero when one of them is below 0x20, '"', '\\'
+** or (high: 0x80 in each byte) past ASCII.  The tests of a word for a byte
+** below n and for a zero byte are exact as a whole. */
+static inline uint64_t special8(uint64_t x, uint64_t high) {
+  const uint64_t ones = 0x0101010101010101ull, top = 0x8080808080808080ull;
+  uint64_t q = x ^ (ones * '"'), b = x ^ (ones * '\\');
+  return ((((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((b - ones) & ~b)) & top) | (x & high);
+}
+
+/* 1 when the n bytes at p are ASCII that a JSON string holds as it is:
+** eight at a time, the last few read into a word of spaces. */
+static inline int plain_ascii(const uint8_t *p, size_t n) {
+  const uint64_t high = 0x8080808080808080ull;
+  size_t j = 0;
+  for (; j + 8 <= n; j += 8) {
+    uint64_t x;
+    memcpy(&x, p + j, 8);
+    if (special8(x, high)) return 0;
+  }
+  uint64_t x = 0x2020202020202020ull;
+  memcpy(&x, p + j, n - j);
+  return !special8(x, high);
+}
+
+/* A string as JSON text: most are plain ASCII, copied whole.  Otherwise
+** runs of bytes that need no escape are copied, eight at a time while they
+** last; the UTF-8 rule is checked from the first byte past ASCII on. */
 static kl_rc put_string(av_dec *d, const uint8_t *p, size_t n) {
-  if (!kl_utf8_valid(p, n)) return fail(d, "string is not UTF-8");
+  static const char hex[] = "0123456789abcdef";
   if (kl_buf_reserve(d->env, d->o, d->o->len + 6 * n + 2)) return KL_NOMEM;
   uint8_t *w = d->o->p + d->o->len;
+  if (plain_ascii(p, n)) {
+    w[0] = '"';
+    memcpy(w + 1, p, n);
+    w[n + 1] = '"';
+    d->o->len += n + 2;
+    return KL_OK;
+  }
+  uint8_t ok = 1;                                /* 3 once the rest is UTF-8 */
+  uint64_t high = 0x8080808080808080ull;        /* 0 likewise */
   *w++ = '"';
-  for (size_t i = 0; i < n; i++) {
-    uint8_t ch = p[i];
+  for (size_t i = 0; i < n;) {
+    size_t j = i;
+    while (j + 8 <= n) {
+      uint64_t x;
+      memcpy(&x, p + j, 8);
+      if (special8(x, high)) break;
+      memcpy(w + (j - i), &x, 8);
+      j += 8;
+    }
+    while (j < n && (str_byte[p[j]] & ok)) {
+      w[j - i] = p[j];
+      j++;
+    }
+    w += j - i;
+    if (j == n) break;
+    uint8_t ch = p[j];
+    if (ch >= 0x80) {
+      if (!kl_utf8_valid(p + j, n - j)) return fail(d, "string is not UTF-8");
+      ok = 3;
+      high = 0;
+      i = j;
+      continue;
+    }
     if (ch == '"' || ch == '\\') {
       *w++ = '\\';
       *w++ = ch;
-    } else if (ch < 0x20) {
-      w += sprintf((char *)w, "\\u%04x", ch);
     } else {
-      *w++ = ch;
+      memcpy(w, "\\u00", 4);
+      w[4] = (uint8_t)hex[ch >> 4];
+      w[5] = (uint8_t)hex[ch & 15];
+      w += 6;
     }
+    i = j + 1;
   }
   *w++ = '"';
   d->o->len = (size_t)(w - d->o->p);
@@ -635,6 +669,11 @@ static kl_rc take_len(av_dec *d, const uint8_t **out, size_t *n) {
 }
 
 static kl_rc datum(av_dec *d, const av_node *nd);
+static kl_rc scalar(av_dec *d, const av_node *nd);
+
+static inline int is_scalar(const av_node *nd) {
+  return nd->type < AV_RECORD || nd->type == AV_ENUM || nd->type == AV_FIXED;
+}
 
 static kl_rc bytes_like(av_dec *d, const av_node *nd, const uint8_t *p, size_t n) {
   if (nd->logical == AV_DECIMAL) return put_decimal(d, p, n, nd->scale);
@@ -645,9 +684,8 @@ static kl_rc bytes_like(av_dec *d, const av_node *nd, const uint8_t *p, size_t n
 static kl_rc record(av_dec *d, const av_node *nd) {
   kl_rc rc = putc_(d, '{');
   for (size_t i = 0; rc == KL_OK && i < nd->n; i++) {
-    if (i && (rc = putc_(d, ','))) break;
     d->pname[d->depth] = nd->names[i];
-    if ((rc = put(d, nd->keys[i], nd->key_len[i]))) break;
+    if ((rc = put_key(d, nd->keys[i], nd->key_len[i]))) break;
     rc = datum(d, nd->kids[i]);
   }
   d->pname[d->depth] = NULL;
@@ -698,7 +736,7 @@ static kl_rc blocks(av_dec *d, const av_node *nd) {
 }
 
 static const char *branch_name(const av_node *nd) {
-  return nd->name ? nd->name : type_names[nd->type];
+  return nd->name ? nd->name : kl_avro_type_names[nd->type];
 }
 
 static kl_rc branch(av_dec *d, const av_node *nd) {
@@ -755,13 +793,13 @@ static kl_rc scalar(av_dec *d, const av_node *nd) {
       if ((rc = read_int(d, &v))) return rc;
       if (v < 0 || (uint64_t)v >= nd->n) return fail(d, "enum index %lld of %zu", (long long)v,
                                                      nd->n);
-      return put(d, nd->keys[v], nd->key_len[v]);
+      return put_key(d, nd->keys[v], nd->key_len[v]);
     default: return fail(d, "no such type");
   }
 }
 
 static kl_rc datum(av_dec *d, const av_node *nd) {
-  if (nd->type < AV_RECORD || nd->type == AV_ENUM || nd->type == AV_FIXED) return scalar(d, nd);
+  if (is_scalar(nd)) return scalar(d, nd);
   if (d->depth >= KL_AVRO_MAX_DEPTH) return fail(d, "nested deeper than %d", KL_AVRO_MAX_DEPTH);
   d->depth++;
   d->pname[d->depth] = NULL;

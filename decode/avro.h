@@ -22,7 +22,7 @@
 **   value of its branch (KL_AVRO_WRAP_UNIONS: Avro's JSON encoding,
 **   {"<branch type name>": value}, null bare); int and long as exact JSON
 **   integers; float and double as the shortest text that reads back the
-**   same, NaN and the infinities as the strings "NaN", "Infinity",
+**   same (decode/shortest.h), NaN and the infinities as the strings "NaN", "Infinity",
 **   "-Infinity"; logical types: decimal (on bytes or fixed) as an exact
 **   JSON number with its scale's digits, uuid on fixed(16) as its text
 **   form (on string it is the string), date, time-millis, time-micros,

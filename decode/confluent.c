@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "avro_encode.h"
 #include "protobuf.h"
 #include "utf8.h"
 
@@ -196,6 +197,12 @@ struct kl_decoder {
   unsigned flags;
   kl_stats *stats;          /* or NULL */
   sc_entry *cache;          /* one per registry row */
+  /* The last lookups, for runs of values of one schema (the common case):
+  ** the row of last_id, and the entry of last_row. */
+  int32_t last_id;
+  const kl_reg_schema *by_last_id;
+  const kl_reg_schema *last_row;
+  sc_entry *last_entry;
 };
 
 kl_rc kl_decoder_new(const kl_env *env, kl_registry *reg, unsigned flags, kl_stats *stats,
@@ -216,6 +223,9 @@ kl_rc kl_decoder_new(const kl_env *env, kl_registry *reg, unsigned flags, kl_sta
   d->flags = flags;
   d->stats = stats;
   d->cache = cache;
+  d->last_id = 0;
+  d->by_last_id = d->last_row = NULL;
+  d->last_entry = NULL;
   *out = d;
   return KL_OK;
 }
@@ -311,7 +321,9 @@ static kl_rc resolve_import(void *ctx, const char *name, const char **text, size
 
 /* Parse s once; a failure is remembered and given again. */
 static kl_rc prepare(kl_decoder *d, const kl_reg_schema *s, sc_entry **out, kl_err *err) {
-  sc_entry *e = &d->cache[kl_registry_index(d->reg, s)];
+  sc_entry *e = s == d->last_row ? d->last_entry : &d->cache[kl_registry_index(d->reg, s)];
+  d->last_row = s;
+  d->last_entry = e;
   *out = e;
   if (e->state == SC_FAILED) return kl_err_set(err, e->rc, "%s", e->msg);
   if (e->state != SC_NEW) return KL_OK;
@@ -391,10 +403,36 @@ kl_rc kl_decoder_confluent(kl_decoder *d, const uint8_t *p, size_t n, const uint
       g[32] = 0;
       return kl_err_set(err, KL_CORRUPT, "schema GUID %s is not in the registry", g);
     }
-  } else if (!(s = kl_registry_by_id(d->reg, f.id))) {
+  } else if (!(s = d->by_last_id && d->last_id == f.id ? d->by_last_id
+                                                         : kl_registry_by_id(d->reg, f.id))) {
     *id = f.id;
     return kl_err_set(err, KL_CORRUPT, "schema id %d is not in the registry", f.id);
+  } else {
+    d->last_id = f.id;
+    d->by_last_id = s;
   }
   *id = s->id;
   return kl_decoder_payload(d, s, f.payload, f.n, json, err);
+}
+
+kl_rc kl_decoder_encode(kl_decoder *d, const kl_reg_schema *s, const char *json, size_t n,
+                        kl_buf *out, kl_err *err) {
+  sc_entry *e;
+  kl_err de;
+  kl_err_clear(&de);
+  kl_rc rc = prepare(d, s, &e, &de);
+  uint8_t magic[5] = {0, (uint8_t)((uint32_t)s->id >> 24), (uint8_t)((uint32_t)s->id >> 16),
+                      (uint8_t)((uint32_t)s->id >> 8), (uint8_t)s->id};
+  if (rc == KL_OK) rc = kl_buf_append(d->env, out, magic, sizeof magic);
+  if (rc == KL_OK && e->state == SC_AVRO) {
+    rc = kl_avro_encode(e->avro, json, n, d->flags | KL_AVRO_RAW_BYTES, out, &de);
+  } else if (rc == KL_OK && e->state == SC_JSON) {
+    rc = kl_json_payload(d->env, (const uint8_t *)json, n, out, &de);
+  } else if (rc == KL_OK) {
+    rc = kl_err_set(&de, KL_UNSUPPORTED, "encoding %s values is not supported: insert their "
+                    "serialized bytes as a BLOB", s->type);
+  }
+  if (rc) kl_err_set(err, rc, "schema id %d (%s version %d): %s", s->id, s->subject, s->version,
+                     de.msg);
+  return rc;
 }

@@ -67,6 +67,17 @@ kl_rc kl_decoder_confluent(kl_decoder *d, const uint8_t *p, size_t n, const uint
 kl_rc kl_decoder_payload(kl_decoder *d, const kl_reg_schema *s, const uint8_t *p, size_t n,
                          kl_buf *json, kl_err *err);
 
+/* Encode the n bytes of JSON text at json with schema s of the registry
+** as Confluent's serializers frame a value: magic byte 0, s's id (4 bytes,
+** big-endian), the payload, appended to *out.  AVRO: the binary datum
+** (avro_encode.h; a schema that is the primitive "bytes" takes the bytes
+** raw, without their length); JSON: the text itself, checked to be JSON.
+** KL_CORRUPT with a message naming the schema and what does not match
+** ("schema id 7 (orders-value version 2): $.amount: missing, ..."),
+** KL_UNSUPPORTED for PROTOBUF and unknown types, KL_NOMEM. */
+kl_rc kl_decoder_encode(kl_decoder *d, const kl_reg_schema *s, const char *json, size_t n,
+                        kl_buf *out, kl_err *err);
+
 /* Check that the n bytes at p are one JSON text (the JSON Schema rule) and
 ** append them to *json unchanged.  KL_CORRUPT with a message. */
 kl_rc kl_json_payload(const kl_env *env, const uint8_t *p, size_t n, kl_buf *json, kl_err *err);

@@ -30,6 +30,8 @@ struct kl_registry {
   kl_reg_schema **rows;     /* after finish: sorted by id, subject, version */
   size_t nrows;
   kl_reg_schema **by_subject; /* the same rows by subject, version */
+  kl_reg_schema **by_guid;  /* the rows that have a GUID, by GUID, then as in rows */
+  size_t nguids;
   size_t seq;
 };
 
@@ -65,6 +67,7 @@ void kl_registry_free(kl_registry *r) {
   kl_free(r->env, r->events);
   kl_free(r->env, r->rows);
   kl_free(r->env, r->by_subject);
+  kl_free(r->env, r->by_guid);
   kl_free(r->env, r);
 }
 
@@ -300,6 +303,14 @@ static int cmp_id(const void *a, const void *b) {
   return x->version < y->version ? -1 : x->version > y->version;
 }
 
+/* GUIDs, then the rows' order (a GUID registered in several subjects is
+** found as the first of them in rows). */
+static int cmp_guid(const void *a, const void *b) {
+  const kl_reg_schema *x = *(kl_reg_schema *const *)a, *y = *(kl_reg_schema *const *)b;
+  int c = memcmp(x->guid, y->guid, 16);
+  return c ? c : cmp_id(a, b);
+}
+
 static int cmp_subject(const void *a, const void *b) {
   const kl_reg_schema *x = *(kl_reg_schema *const *)a, *y = *(kl_reg_schema *const *)b;
   int c = strcmp(x->subject, y->subject);
@@ -308,10 +319,12 @@ static int cmp_subject(const void *a, const void *b) {
 }
 
 kl_rc kl_registry_finish(kl_registry *r) {
-  qsort(r->recs, r->nrecs, sizeof *r->recs, cmp_key);
+  if (r->nrecs) qsort(r->recs, r->nrecs, sizeof *r->recs, cmp_key); /* recs is NULL when empty */
   r->rows = kl_malloc(r->env, (r->nrecs + 1) * sizeof *r->rows);
   r->by_subject = kl_malloc(r->env, (r->nrecs + 1) * sizeof *r->by_subject);
-  if (!r->rows || !r->by_subject) return KL_NOMEM;
+  r->by_guid = kl_malloc(r->env, (r->nrecs + 1) * sizeof *r->by_guid);
+  if (!r->rows || !r->by_subject || !r->by_guid) return KL_NOMEM;
+  r->nguids = 0;
   r->nrows = 0;
   for (size_t i = 0; i < r->nrecs; i++) {
     reg_rec *rec = &r->recs[i];
@@ -329,9 +342,11 @@ kl_rc kl_registry_finish(kl_registry *r) {
     }
     r->rows[r->nrows] = &rec->s;
     r->by_subject[r->nrows++] = &rec->s;
+    if (rec->s.has_guid) r->by_guid[r->nguids++] = &rec->s;
   }
   qsort(r->rows, r->nrows, sizeof *r->rows, cmp_id);
   qsort(r->by_subject, r->nrows, sizeof *r->by_subject, cmp_subject);
+  qsort(r->by_guid, r->nguids, sizeof *r->by_guid, cmp_guid);
   return KL_OK;
 }
 
@@ -360,10 +375,13 @@ const kl_reg_schema *kl_registry_by_id(const kl_registry *r, int32_t id) {
 }
 
 const kl_reg_schema *kl_registry_by_guid(const kl_registry *r, const uint8_t guid[16]) {
-  for (size_t i = 0; i < r->nrows; i++) {
-    if (r->rows[i]->has_guid && memcmp(r->rows[i]->guid, guid, 16) == 0) return r->rows[i];
+  size_t lo = 0, hi = r->nguids;
+  while (lo < hi) { /* the first of equal GUIDs */
+    size_t mid = lo + (hi - lo) / 2;
+    if (memcmp(r->by_guid[mid]->guid, guid, 16) < 0) lo = mid + 1;
+    else hi = mid;
   }
-  return NULL;
+  return lo < r->nguids && memcmp(r->by_guid[lo]->guid, guid, 16) == 0 ? r->by_guid[lo] : NULL;
 }
 
 const kl_reg_schema *kl_registry_by_subject(const kl_registry *r, const char *subject,

@@ -77,8 +77,9 @@ kl_rc kl_registry_finish(kl_registry *r);
 size_t kl_registry_count(const kl_registry *r);
 const kl_reg_schema *kl_registry_at(const kl_registry *r, size_t i);
 
-/* Lookups; NULL when absent.  An id or GUID names the same schema in every
-** subject that registered it: the first row found serves. */
+/* Lookups, each a binary search; NULL when absent.  An id or GUID names the
+** same schema in every subject that registered it: the first row (by id,
+** subject, version) serves. */
 const kl_reg_schema *kl_registry_by_id(const kl_registry *r, int32_t id);
 const kl_reg_schema *kl_registry_by_guid(const kl_registry *r, const uint8_t guid[16]);
 const kl_reg_schema *kl_registry_by_subject(const kl_registry *r, const char *subject,

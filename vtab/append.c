@@ -665,8 +665,8 @@ static int64_t now_ms(void) {
   return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static int insert(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *rowid,
-                  char **errmsg) {
+static int insert(kl_append *a, int argc, sqlite3_value **argv, const kl_append_bytes *kv,
+                  sqlite3_int64 *rowid, char **errmsg) {
   if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
     return fail(errmsg, SQLITE_CONSTRAINT, "kafka_log: the rowid of a new record is its offset, "
                 "assigned from the log end: leave it out");
@@ -697,8 +697,19 @@ static int insert(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *r
     return fail(errmsg, SQLITE_MISMATCH, "kafka_log: timestamp must be an integer of milliseconds "
                 "since the epoch (or NULL for now), not '%s'", sqlite3_value_text(ts));
   }
-  int rc = bytes_of(argv[2 + COL_KEY], &r.key, &r.key_len);
-  if (rc == SQLITE_OK) rc = bytes_of(argv[2 + COL_VALUE], &r.value, &r.value_len);
+  int rc = SQLITE_OK;
+  if (kv && kv[0].p) {
+    r.key = kv[0].p;
+    r.key_len = kv[0].n;
+  } else {
+    rc = bytes_of(argv[2 + COL_KEY], &r.key, &r.key_len);
+  }
+  if (rc == SQLITE_OK && kv && kv[1].p) {
+    r.value = kv[1].p;
+    r.value_len = kv[1].n;
+  } else if (rc == SQLITE_OK) {
+    rc = bytes_of(argv[2 + COL_VALUE], &r.value, &r.value_len);
+  }
   int nh = 0;
   if (rc == SQLITE_OK) rc = parse_headers(a, argv[2 + COL_HEADERS], &nh, errmsg);
   if (rc) return rc;
@@ -715,6 +726,11 @@ static int insert(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *r
 
 int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *rowid,
                      char **errmsg) {
+  return kl_append_update_as(a, argc, argv, NULL, rowid, errmsg);
+}
+
+int kl_append_update_as(kl_append *a, int argc, sqlite3_value **argv, const kl_append_bytes *kv,
+                        sqlite3_int64 *rowid, char **errmsg) {
   if (argc > 1 && sqlite3_value_type(argv[0]) != SQLITE_NULL) {
     return fail(errmsg, SQLITE_CONSTRAINT, "kafka_log: UPDATE is not supported: a log is "
                 "immutable (INSERT appends, DELETE ... WHERE offset < N removes a prefix)");
@@ -732,5 +748,5 @@ int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64
     }
     return SQLITE_OK;
   }
-  return insert(a, argc, argv, rowid, errmsg);
+  return insert(a, argc, argv, kv, rowid, errmsg);
 }

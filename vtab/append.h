@@ -73,6 +73,18 @@ void kl_append_free(kl_append *a);
 int kl_append_update(kl_append *a, int argc, sqlite3_value **argv, sqlite3_int64 *rowid,
                      char **errmsg);
 
+/* A key or value an INSERT stores as these bytes instead of its argument's
+** (the table's encoding of it, values.h); p NULL: the argument's. */
+typedef struct kl_append_bytes {
+  const void *p;
+  int32_t n;
+} kl_append_bytes;
+
+/* kl_append_update with kv[0] (key) and kv[1] (value) given (kv may be
+** NULL: both the arguments'). */
+int kl_append_update_as(kl_append *a, int argc, sqlite3_value **argv, const kl_append_bytes *kv,
+                        sqlite3_int64 *rowid, char **errmsg);
+
 /* The end this table's own open transaction has reached, its batch in
 ** memory included without writing it (core/writer.h kl_writer_view), for
 ** its readers: *has_view 1 with *view, 0 when there is none (read up to

@@ -5,6 +5,8 @@
 
 #include <string.h>
 
+#include "avro_encode.h"
+#include "broker.h"
 #include "source.h"
 #include "sqlenv.h"
 
@@ -16,7 +18,8 @@ int kl_decode_option(kl_decode_opts *o, const char *name, size_t kn, const char 
                      char **errmsg) {
 #define IS(s) (kn == strlen(s) && memcmp(name, s, kn) == 0)
   char **slot = IS("schemas") ? &o->schemas : IS("key_schema") ? &o->avro[0]
-                : IS("value_schema") ? &o->avro[1] : NULL;
+                : IS("value_schema") ? &o->avro[1] : IS("key_subject") ? &o->subject[0]
+                : IS("value_subject") ? &o->subject[1] : NULL;
   *rc = SQLITE_OK;
   if (slot) {
     sqlite3_free(*slot);
@@ -67,6 +70,7 @@ void kl_decode_opts_free(kl_decode_opts *o) {
   sqlite3_free(o->schemas);
   for (int i = 0; i < 2; i++) {
     sqlite3_free(o->avro[i]);
+    sqlite3_free(o->subject[i]);
     kl_avro_schema_free(o->plain[i]);
   }
   memset(o, 0, sizeof *o);
@@ -237,6 +241,23 @@ static int decode_error(sqlite3_context *ctx, const kl_decode_opts *o, kl_rc rc,
   return code;
 }
 
+/* The JSON as ctx's result, a copy.  Handed over NUL-terminated, with the
+** length left to SQLite (-1): so the copy is flagged as terminated, and
+** json_extract's sqlite3_value_text does not copy it again to add the NUL
+** (SQLite 3.40 adds one to a text given with its length, in a buffer grown
+** for it: measured, a tenth of a json_extract query's instructions).  JSON
+** text holds no NUL byte (control characters are escaped in strings, and
+** are not JSON elsewhere), so the length is json->len. */
+static int result_json(sqlite3_context *ctx, kl_buf *json) {
+  if (kl_buf_reserve(kl_sqlite_env(), json, json->len + 1)) {
+    sqlite3_result_error_nomem(ctx);
+    return SQLITE_NOMEM;
+  }
+  json->p[json->len] = 0;
+  sqlite3_result_text(ctx, (const char *)json->p, -1, SQLITE_TRANSIENT);
+  return SQLITE_OK;
+}
+
 int kl_decode_column(sqlite3_context *ctx, kl_conn *conn, const kl_decode_opts *o, kl_coldec *d,
                      int type, int is_key, const kl_record *r, const char *path,
                      const kl_where *where) {
@@ -269,9 +290,66 @@ int kl_decode_column(sqlite3_context *ctx, kl_conn *conn, const kl_decode_opts *
   }
   conn->stats.values_decoded++;
   if (rc) return decode_error(ctx, o, rc, where, is_key, &err);
-  sqlite3_result_text(ctx, d->json.len ? (const char *)d->json.p : "", (int)d->json.len,
-                      SQLITE_TRANSIENT);
-  return SQLITE_OK;
+  return result_json(ctx, &d->json);
+}
+
+/* ---- INSERT ---- */
+
+/* The subject INSERT encodes with: the option, else the topic of path's
+** last component and "-key" / "-value"; NULL when path names no partition
+** (sqlite3_malloc'd). */
+static char *subject_of(const kl_decode_opts *o, int is_key, const char *path) {
+  if (o->subject[is_key ? 0 : 1]) return sqlite3_mprintf("%s", o->subject[is_key ? 0 : 1]);
+  const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+  int32_t part;
+  size_t tn = kl_partition_name(base, &part);
+  return tn ? sqlite3_mprintf("%.*s-%s", (int)tn, base, is_key ? "key" : "value") : NULL;
+}
+
+/* The Confluent case of kl_encode_column: KL_* with the message in err. */
+static kl_rc encode_confluent(kl_conn *conn, const kl_decode_opts *o, int is_key, const char *json,
+                              size_t n, const char *path, kl_buf *out, kl_err *err) {
+  const char *src = o->schemas ? o->schemas : path;
+  char *subject = subject_of(o, is_key, path);
+  if (!subject) {
+    return kl_err_set(err, KL_MISUSE, "%s is not a partition directory (<topic>-<partition>): "
+                      "name the subject with the %s_subject option", path,
+                      is_key ? "key" : "value");
+  }
+  vdec *vd = NULL;
+  kl_rc rc = values_get(conn, src, o->wrap_unions, &vd, err);
+  if (rc == KL_OK) {
+    const kl_reg_schema *s = kl_registry_latest(kl_decoder_registry(vd->dec), subject);
+    rc = s ? kl_decoder_encode(vd->dec, s, json, n, out, err)
+           : kl_err_set(err, KL_NOTFOUND, "subject %s has no live schema in the registry of %s",
+                        subject, src);
+  }
+  vdec_release(vd);
+  sqlite3_free(subject);
+  return rc;
+}
+
+int kl_encode_column(kl_conn *conn, const kl_decode_opts *o, int type, int is_key,
+                     sqlite3_value *v, const char *path, kl_buf *out, int *rc, char **errmsg) {
+  *rc = SQLITE_OK;
+  if (sqlite3_value_type(v) == SQLITE_NULL || sqlite3_value_type(v) == SQLITE_BLOB) return 0;
+  const char *json = (const char *)sqlite3_value_text(v);
+  size_t n = (size_t)sqlite3_value_bytes(v);
+  if (!json) return (*rc = SQLITE_NOMEM), -1;
+  kl_err err;
+  kl_err_clear(&err);
+  out->len = 0;
+  kl_rc k = type == KL_TYPE_AVRO
+                ? kl_avro_encode(o->plain[is_key ? 0 : 1], json, n, o->wrap_unions
+                                 ? KL_AVRO_WRAP_UNIONS : 0, out, &err)
+                : encode_confluent(conn, o, is_key, json, n, path, out, &err);
+  if (k == KL_OK) return 1;
+  *rc = k == KL_NOMEM ? SQLITE_NOMEM : k == KL_IO || k == KL_CANTOPEN ? kl_sqlite_rc(k)
+                                                                     : SQLITE_MISMATCH;
+  sqlite3_free(*errmsg);
+  *errmsg = sqlite3_mprintf("kafka_log: INSERT into %s: %s: %s", path, is_key ? "key" : "value",
+                            err.msg[0] ? err.msg : kl_rc_name(k));
+  return -1;
 }
 
 /* ---- kafka_decode() ---- */
@@ -325,8 +403,7 @@ void kl_fn_decode(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   if (rc == KL_OK) {
     conn->stats.values_decoded++;
-    sqlite3_result_text(ctx, json.len ? (const char *)json.p : "", (int)json.len,
-                        SQLITE_TRANSIENT);
+    result_json(ctx, &json);
   } else {
     fn_error(ctx, rc, &err);
   }

@@ -1,13 +1,16 @@
 /*
 ** values.h - keys and values decoded to JSON in SQL: kafka_log's
 ** key_type/value_type 'confluent' and 'avro', their options, the
-** per-connection cache of registries, and kafka_decode().
+** per-connection cache of registries, kafka_decode(), and the encoding of
+** an INSERT's JSON into such columns.
 **
 ** Registries are kept per connection, keyed by their source (decode/
 ** source.h) and union form; each statement that decodes probes its
 ** source once (its signature: segments and offsets of `_schemas`, or the
 ** file's size and time) and replays it again only when it changed, so a
-** schema is parsed once per connection until `_schemas` changes.
+** schema is parsed once per connection until `_schemas` changes.  An
+** INSERT probes the source of each value it encodes, so a schema
+** registered a moment before is the one it uses.
 */
 #ifndef KL_VALUES_H
 #define KL_VALUES_H
@@ -24,6 +27,7 @@ enum { KL_TYPE_BLOB = 0, KL_TYPE_TEXT = 1, KL_TYPE_CONFLUENT = 2, KL_TYPE_AVRO =
 typedef struct kl_decode_opts {
   char *schemas;            /* schemas=: the registry's source; NULL: the table's path */
   char *avro[2];            /* key_schema=, value_schema=: plain Avro schemas */
+  char *subject[2];         /* key_subject=, value_subject=: what INSERT encodes with */
   int errors_null;          /* decode_errors='null' */
   int wrap_unions;          /* unions='wrapped' */
   kl_avro_schema *plain[2]; /* avro[] parsed (at CREATE) */
@@ -41,7 +45,8 @@ int kl_decode_opts_ready(kl_decode_opts *o, const int type[2], char **errmsg);
 void kl_decode_opts_free(kl_decode_opts *o);
 
 /* The options' names, for messages. */
-#define KL_DECODE_OPTION_NAMES "schemas, key_schema, value_schema, decode_errors, unions"
+#define KL_DECODE_OPTION_NAMES \
+  "schemas, key_schema, value_schema, key_subject, value_subject, decode_errors, unions"
 
 /* The per-connection cache (kl_conn.values); NULL-safe. */
 void kl_values_free(struct kl_values *v);
@@ -80,6 +85,19 @@ typedef struct kl_where {
 int kl_decode_column(sqlite3_context *ctx, kl_conn *conn, const kl_decode_opts *o, kl_coldec *d,
                      int type, int is_key, const kl_record *r, const char *path,
                      const kl_where *where);
+
+/* The bytes an INSERT stores for its key (is_key) or value v in a column of
+** type (KL_TYPE_CONFLUENT or KL_TYPE_AVRO) of the table at path (a
+** partition directory): TEXT is JSON encoded, with the latest schema of
+** the subject (the key_subject / value_subject option, else
+** "<topic>-key" / "<topic>-value") in the table's registry framed as
+** Confluent's serializers do (confluent.h), or with the plain Avro schema
+** of key_schema / value_schema.  Returns 1 with the bytes in *out, 0 when v
+** is stored as it is (NULL; a BLOB, taken to be serialized already), or
+** -1 with an SQLite error code in *rc and *errmsg (sqlite3_malloc'd)
+** naming the table's path, the column and what is wrong. */
+int kl_encode_column(kl_conn *conn, const kl_decode_opts *o, int type, int is_key,
+                     sqlite3_value *v, const char *path, kl_buf *out, int *rc, char **errmsg);
 
 /* kafka_decode(bytes, type, schema_source): its user data the kl_conn.
 ** type 'confluent' (schema_source a registry source), 'avro' (the schema

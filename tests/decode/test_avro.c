@@ -75,6 +75,60 @@ static void test_scalars(void **state) {
   BAD("\"null\"", "\x00", "1 bytes after the value");
 }
 
+/* The JSON of one Avro string of n bytes, by the simplest rule. */
+static void escaped(const uint8_t *p, size_t n, char *out) {
+  size_t k = 0;
+  out[k++] = '"';
+  for (size_t i = 0; i < n; i++) {
+    if (p[i] == '"' || p[i] == '\\') {
+      out[k++] = '\\';
+      out[k++] = (char)p[i];
+    } else if (p[i] < 0x20) {
+      k += (size_t)sprintf(out + k, "\\u%04x", p[i]);
+    } else {
+      out[k++] = (char)p[i];
+    }
+  }
+  out[k++] = '"';
+  out[k] = 0;
+}
+
+/* Strings copied eight bytes at a time: every byte that needs an escape,
+** and bytes past ASCII, at every position of a word and after it. */
+static void test_strings(void **state) {
+  static const uint8_t specials[] = {'"', '\\', 0, 0x1f, 0x0a, 0x7f, 0x20};
+  for (size_t len = 1; len <= 40; len++) {
+    for (size_t at = 0; at < len; at++) {
+      for (size_t k = 0; k < sizeof specials; k++) {
+        uint8_t v[64], enc[80];
+        for (size_t i = 0; i < len; i++) v[i] = (uint8_t)('a' + i % 26);
+        v[at] = specials[k];
+        if (at + 2 < len) { /* and a two-byte UTF-8 sequence after it */
+          v[at + 1] = 0xc3;
+          v[at + 2] = 0xa9;
+        }
+        enc[0] = (uint8_t)(2 * len);
+        memcpy(enc + 1, v, len);
+        char want[512], got[512];
+        escaped(v, len, want);
+        kl_err e;
+        kl_rc rc = run("\"string\"", enc, len + 1, 0, got, sizeof got, &e);
+        if (rc != KL_OK || strcmp(got, want) != 0) {
+          fail_msg("len %zu, byte %02x at %zu: got %s, want %s", len, specials[k], at, got, want);
+        }
+        if (at + 1 < len) { /* a byte that begins no UTF-8 sequence */
+          v[at + 1] = 0xff;
+          memcpy(enc + 1, v, len);
+          rc = run("\"string\"", enc, len + 1, 0, got, sizeof got, &e);
+          if (rc != KL_CORRUPT || !strstr(got, "string is not UTF-8")) {
+            fail_msg("len %zu, 0xff at %zu: got %s", len, at + 1, got);
+          }
+        }
+      }
+    }
+  }
+}
+
 static void test_logical(void **state) {
   const char *dec = "{\"type\":\"bytes\",\"logicalType\":\"decimal\",\"precision\":9,\"scale\":3}";
   OK(dec, "\x02\xff", "-0.001");
@@ -210,7 +264,8 @@ static void test_framing(void **state) {
 
 int main(void) {
   const struct CMUnitTest tests[] = {
-      cmocka_unit_test(test_scalars),  cmocka_unit_test(test_logical),
+      cmocka_unit_test(test_scalars),  cmocka_unit_test(test_strings),
+      cmocka_unit_test(test_logical),
       cmocka_unit_test(test_complex),  cmocka_unit_test(test_hostile),
       cmocka_unit_test(test_schemas),  cmocka_unit_test(test_framing),
   };

@@ -4,7 +4,9 @@
 ** allocation of exactly its size (ASan sees any read past the end), in
 ** both union forms; what decodes must be JSON (decode/confluent.h's
 ** checker) and bounded by the payload's size.  The same payload is also
-** given to the JSON Schema check.
+** given to the JSON Schema check, and taken as JSON text to encode with
+** the schema (avro_encode.h); the JSON a payload decodes to is encoded
+** again too.  Whatever the encoder writes must decode.
 **
 ** Input: byte 0: bit 0 set: unions wrapped, bit 1: a "bytes" root raw;
 ** bytes 1-2: the schema's length, big-endian (clipped to what follows);
@@ -14,7 +16,26 @@
 #include <string.h>
 
 #include "avro.h"
+#include "avro_encode.h"
 #include "confluent.h"
+
+/* Encode text (n bytes) with s: refused with a message, or bytes that
+** decode. */
+static void encode(const kl_avro_schema *s, const char *text, size_t n, unsigned flags) {
+  kl_buf bin = {0}, back = {0};
+  kl_err err;
+  kl_err_clear(&err);
+  kl_rc rc = kl_avro_encode(s, text, n, flags, &bin, &err);
+  if (rc != KL_OK && (rc != KL_CORRUPT || !err.msg[0])) abort();
+  if (rc == KL_OK) {
+    kl_err_clear(&err);
+    if (kl_avro_decode(s, bin.p ? bin.p : (const uint8_t *)"", bin.len, flags, &back, &err)) {
+      abort(); /* the encoder wrote what its own schema does not read */
+    }
+  }
+  kl_buf_free(NULL, &bin);
+  kl_buf_free(NULL, &back);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 3) return 0;
@@ -47,8 +68,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         abort(); /* the decoder wrote text that is not JSON */
       }
       kl_buf_free(NULL, &again);
+      encode(s, json.p ? (const char *)json.p : "", json.len, flags);
     }
     kl_buf_free(NULL, &json);
+    encode(s, (const char *)payload, plen, flags);
     kl_avro_schema_free(s);
   }
   kl_buf j = {0};

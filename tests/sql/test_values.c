@@ -9,7 +9,9 @@
 ** JSON Schema payloads, each error named by topic, partition, offset and
 ** schema id, decode_errors='null', the GET /schemas file, kafka_decode(),
 ** counters proving that a query not reading the column decodes nothing and
-** that schemas are parsed once per connection until `_schemas` changes.
+** that schemas are parsed once per connection until `_schemas` changes;
+** INSERT encoding JSON text with the subject's latest schema (read back
+** equal, read by python3-avro, errors naming the field).
 */
 #include "sqltest.h"
 
@@ -376,6 +378,231 @@ static void test_registry_change(void **state) {
   free(dir);
 }
 
+/* A log directory in a fresh temporary directory holding a copy of the
+** fixture's _schemas-0 (malloc'd path). */
+static char *registry_copy(void) {
+  char *dir = t_mkdtemp("kl-encode");
+  char sub[512];
+  snprintf(sub, sizeof sub, "%s/_schemas-0", dir);
+  assert_int_equal(mkdir(sub, 0755), 0);
+  assert_int_equal(t_copy_dir(REG "/_schemas-0", sub), 0);
+  return dir;
+}
+
+#define ORDER_A "{\"id\":1,\"customer\":\"c \\\"1\\\"\",\"amount\":12.5,\"status\":\"PAID\"," \
+  "\"note\":\"n\",\"items\":[{\"sku\":\"s\",\"qty\":2},{\"sku\":\"t\",\"qty\":-3}]," \
+  "\"tags\":{\"a\":\"b\",\"c\":\"\"},\"gift\":true,\"coupon\":\"X\"}"
+#define PAY_A "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":-1234567890.12," \
+  "\"fee\":0.005,\"at\":1732924800123,\"day\":20057,\"raw\":\"00ff10\",\"rate\":0.1," \
+  "\"ratio\":0.3333333333333333,\"big\":9223372036854775807,\"item\":{\"sku\":\"a\\\"b\\\\c\"," \
+  "\"qty\":-7},\"extra\":null}"
+
+/* INSERT into 'confluent' columns encodes JSON text with the latest schema
+** of <topic>-value (-key), framed as Confluent's serializers do: what is
+** read back is what was written. */
+static void test_insert_encodes(void **state) {
+  char *dir = registry_copy();
+  sqlite3 *db = st_open();
+  char sql[4096];
+  snprintf(sql, sizeof sql,
+           "CREATE VIRTUAL TABLE o USING kafka_log('%s/orders-0', mode='create',"
+           " value_type='confluent');"
+           "CREATE VIRTUAL TABLE p USING kafka_log('%s/payments-0', mode='create',"
+           " key_type='confluent', value_type='confluent');"
+           "CREATE VIRTUAL TABLE x USING kafka_log('%s/other-0', mode='create',"
+           " value_type='confluent', value_subject='orders-value');"
+           "CREATE VIRTUAL TABLE e USING kafka_log('%s/events-0', mode='create',"
+           " value_type='confluent');", dir, dir, dir, dir);
+  st_exec(db, sql);
+  /* orders-value's latest is version 2 (id 2); a member left out whose
+  ** field is nullable is null; members in any order */
+  st_exec(db, "INSERT INTO o(value) VALUES ('" ORDER_A "'), ('{\"gift\":false,\"id\":-2,"
+              "\"customer\":\"\",\"amount\":1e-07,\"status\":\"NEW\",\"items\":[],\"tags\":{}}');"
+              "INSERT INTO x(value) VALUES ('" ORDER_A "');");
+  expect_rows(db, "SELECT value FROM o",
+              ORDER_A "\n{\"id\":-2,\"customer\":\"\",\"amount\":1e-07,\"status\":\"NEW\","
+              "\"note\":null,\"items\":[],\"tags\":{},\"gift\":false,\"coupon\":null}\n");
+  expect_rows(db, "SELECT value FROM x", ORDER_A "\n");
+  snprintf(sql, sizeof sql, "SELECT kafka_schema_id(value), hex(substr(value, 1, 6))"
+           " FROM kafka_log('%s/orders-0')", dir);
+  expect_rows(db, sql, "2|000000000202\n2|000000000203\n");
+  /* decimals (bytes and fixed), uuid, timestamps, bytes, float, a type from
+  ** references, a union's branches by the value; NaN and infinities */
+  st_exec(db, "INSERT INTO p(key, value) VALUES ('\"p-1\"', '" PAY_A "');"
+              "INSERT INTO p(key, value) VALUES (NULL, json_set('" PAY_A "', '$.extra', 42,"
+              " '$.ratio', 'NaN', '$.rate', '-Infinity', '$.amount', '0.07', '$.fee', -0.001));"
+              "INSERT INTO p(key, value) VALUES ('\"p-3\"', json_set('" PAY_A "', '$.extra',"
+              " 'text', '$.amount', 100, '$.raw', ''));"
+              "INSERT INTO p(key, value) VALUES ('\"p-4\"', json_set('" PAY_A "', '$.extra',"
+              " json('{\"sku\":\"x\",\"qty\":1}'), '$.amount', '9999999999.99'));");
+  expect_rows(db, "SELECT key, value FROM p",
+              "\"p-1\"|" PAY_A "\n"
+              "NULL|{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":0.07,"
+              "\"fee\":-0.001,\"at\":1732924800123,\"day\":20057,\"raw\":\"00ff10\","
+              "\"rate\":\"-Infinity\",\"ratio\":\"NaN\",\"big\":9223372036854775807,"
+              "\"item\":{\"sku\":\"a\\\"b\\\\c\",\"qty\":-7},\"extra\":42}\n"
+              "\"p-3\"|{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":100.00,"
+              "\"fee\":0.005,\"at\":1732924800123,\"day\":20057,\"raw\":\"\",\"rate\":0.1,"
+              "\"ratio\":0.3333333333333333,\"big\":9223372036854775807,"
+              "\"item\":{\"sku\":\"a\\\"b\\\\c\",\"qty\":-7},\"extra\":\"text\"}\n"
+              "\"p-4\"|{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\","
+              "\"amount\":9999999999.99,\"fee\":0.005,\"at\":1732924800123,\"day\":20057,"
+              "\"raw\":\"00ff10\",\"rate\":0.1,\"ratio\":0.3333333333333333,"
+              "\"big\":9223372036854775807,\"item\":{\"sku\":\"a\\\"b\\\\c\",\"qty\":-7},"
+              "\"extra\":{\"sku\":\"x\",\"qty\":1}}\n");
+  snprintf(sql, sizeof sql, "SELECT kafka_schema_id(key), kafka_schema_id(value)"
+           " FROM kafka_log('%s/payments-0') LIMIT 1", dir);
+  expect_rows(db, sql, "11|3\n");
+  /* JSON Schema: the text itself, checked; a BLOB is stored as it is */
+  st_exec(db, "INSERT INTO e(value) VALUES ('{\"kind\":\"view\",\"n\":12345678901234567890}');"
+              "INSERT INTO o(value) VALUES (x'0000000001020304');");
+  expect_rows(db, "SELECT value FROM e", "{\"kind\":\"view\",\"n\":12345678901234567890}\n");
+  /* plain Avro: the column's schema, no framing; key_subject names a key's */
+  snprintf(sql, sizeof sql,
+           "CREATE VIRTUAL TABLE a USING kafka_log('%s/plain-0', mode='create', value_type='avro',"
+           " value_schema='[\"null\",\"string\"]', key_type='confluent',"
+           " key_subject='payments-key');"
+           "INSERT INTO a(key, value) VALUES ('\"k\"', '\"x\"'), (NULL, 'null');", dir);
+  st_exec(db, sql);
+  expect_rows(db, "SELECT key, value FROM a", "\"k\"|\"x\"\nNULL|null\n");
+  snprintf(sql, sizeof sql, "SELECT hex(key), hex(value) FROM kafka_log('%s/plain-0')", dir);
+  expect_rows(db, sql, "000000000B026B|020278\n|00\n");
+  snprintf(sql, sizeof sql, "SELECT hex(value) FROM kafka_log('%s/orders-0') WHERE offset = 2",
+           dir);
+  expect_rows(db, sql, "0000000001020304\n");
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* The bytes INSERT writes decode with python3-avro's DatumReader, an
+** encoder's independent reader (tests/decode/avro_read.py). */
+static void test_insert_reads_in_python_avro(void **state) {
+  char *dir = registry_copy();
+  sqlite3 *db = st_open();
+  char sql[4096], path[600];
+  snprintf(sql, sizeof sql,
+           "CREATE VIRTUAL TABLE o USING kafka_log('%s/orders-0', mode='create',"
+           " value_type='confluent');"
+           "CREATE VIRTUAL TABLE p USING kafka_log('%s/payments-0', mode='create',"
+           " value_type='confluent');"
+           "INSERT INTO o(value) VALUES ('" ORDER_A "');"
+           "INSERT INTO p(value) VALUES ('" PAY_A "'), (json_set('" PAY_A "', '$.extra',"
+           " json('{\"sku\":\"x\",\"qty\":1}'), '$.amount', -0.5, '$.ratio', 'Infinity'));",
+           dir, dir);
+  st_exec(db, sql);
+  /* The input: orders-value 2's schema and the order; item 1's and
+  ** payments-value 1's (which uses it) and the payments. */
+  snprintf(sql, sizeof sql,
+           "SELECT 'schema ' || schema FROM kafka_schemas('%s') WHERE id = 2 UNION ALL"
+           " SELECT 'value ' || hex(value) FROM kafka_log('%s/orders-0') UNION ALL"
+           " SELECT 'schema ' || schema FROM kafka_schemas('%s') WHERE id = 4 UNION ALL"
+           " SELECT 'schema ' || schema FROM kafka_schemas('%s') WHERE id = 3 UNION ALL"
+           " SELECT 'value ' || hex(value) FROM kafka_log('%s/payments-0')", dir, dir, dir, dir,
+           dir);
+  char *in = rows(db, sql);
+  snprintf(path, sizeof path, "%s/in.txt", dir);
+  FILE *f = fopen(path, "w");
+  assert_non_null(f);
+  fputs(in, f);
+  fclose(f);
+  free(in);
+  char cmd[1400];
+  snprintf(cmd, sizeof cmd, "/usr/bin/python3 '%s/../decode/avro_read.py' < '%s'", KL_FIXTURES,
+           path);
+  FILE *py = popen(cmd, "r");
+  assert_non_null(py);
+  st_buf got = {0};
+  st_buf_printf(&got, "%s", "");
+  char line[4096];
+  while (fgets(line, sizeof line, py)) st_buf_printf(&got, "%s", line);
+  assert_int_equal(pclose(py), 0);
+  const char *want =
+      "2 " ORDER_A "\n"
+      "3 {\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":\"-1234567890.12\","
+      "\"fee\":\"0.005\",\"at\":\"2024-11-30T00:00:00.123000+00:00\",\"day\":\"2024-11-30\","
+      "\"raw\":\"00ff10\",\"rate\":0.10000000149011612,\"ratio\":0.3333333333333333,"
+      "\"big\":9223372036854775807,\"item\":{\"sku\":\"a\\\"b\\\\c\",\"qty\":-7},\"extra\":null}\n"
+      "3 {\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":\"-0.50\","
+      "\"fee\":\"0.005\",\"at\":\"2024-11-30T00:00:00.123000+00:00\",\"day\":\"2024-11-30\","
+      "\"raw\":\"00ff10\",\"rate\":0.10000000149011612,\"ratio\":Infinity,"
+      "\"big\":9223372036854775807,\"item\":{\"sku\":\"a\\\"b\\\\c\",\"qty\":-7},"
+      "\"extra\":{\"sku\":\"x\",\"qty\":1}}\n";
+  if (strcmp(got.p, want) != 0) fail_msg("python3-avro read:\n%s\nwant:\n%s", got.p, want);
+  free(got.p);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* JSON that does not match the schema: an error naming the table, the
+** column, the schema and the field, and nothing written. */
+static void test_insert_errors_name_the_field(void **state) {
+  char *dir = registry_copy();
+  sqlite3 *db = st_open();
+  char sql[4096];
+  snprintf(sql, sizeof sql,
+           "CREATE VIRTUAL TABLE o USING kafka_log('%s/orders-0', mode='create',"
+           " value_type='confluent');"
+           "CREATE VIRTUAL TABLE p USING kafka_log('%s/payments-0', mode='create',"
+           " value_type='confluent');"
+           "CREATE VIRTUAL TABLE n USING kafka_log('%s/nosuch-0', mode='create',"
+           " value_type='confluent');"
+           "CREATE VIRTUAL TABLE c USING kafka_log('%s/clicks-0', mode='create',"
+           " value_type='confluent');", dir, dir, dir, dir);
+  st_exec(db, sql);
+  static const struct { const char *table, *json, *want; } cases[] = {
+      {"o", "{\"id\":\"x\"}", "value: schema id 2 (orders-value version 2): $.id: \"x\" is not a long"},
+      {"o", "{\"id\":1,\"customer\":\"c\",\"amount\":1,\"status\":\"NEW\",\"items\":[{\"sku\":"
+            "\"s\",\"qty\":1},{\"sku\":\"s\",\"qty\":\"two\"}],\"tags\":{},\"gift\":true}",
+       "$.items[1].qty: \"two\" is not an int"},
+      {"o", "{\"id\":1,\"customer\":\"c\",\"amount\":1,\"status\":\"LOST\"}",
+       "$.status: \"LOST\" is not a symbol of enum com.example.Status"},
+      {"o", "{\"id\":1,\"customer\":\"c\",\"status\":\"NEW\"}",
+       "$.amount: missing, and the field of record com.example.Order is not nullable"},
+      {"o", "{\"id\":1,\"customer\":\"c\",\"amount\":1,\"status\":\"NEW\",\"items\":[],"
+            "\"tags\":{\"k\":3},\"gift\":true}", "$.tags.k: 3 is not a string"},
+      {"o", "{\"id\":1,\"customer\":\"c\",\"amount\":1,\"status\":\"NEW\",\"items\":[],"
+            "\"tags\":{},\"gift\":true,\"bogus\":1}",
+       "$: \"bogus\" is not a field of record com.example.Order"},
+      {"o", "{\"id\":1,\"customer\":\"c\",\"amount\":1,\"status\":\"NEW\",\"note\":5,"
+            "\"items\":[],\"tags\":{},\"gift\":true}", "$.note: 5 is not a string"},
+      {"o", "{\"id\":", "value: schema id 2 (orders-value version 2): not JSON"},
+      {"o", "[1]", "$: an array is not an object (a record)"},
+      {"p", "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":1.234}",
+       "$.amount: 1.234 has more decimals than the scale (scale 2)"},
+      {"p", "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":\"12345678901.5\"}",
+       "$.amount: \"12345678901.5\" has more digits than the precision 12 (scale 2)"},
+      {"p", "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":1,\"fee\":100000}",
+       "$.fee: 100000 has more digits than the precision 8 (scale 3)"},
+      {"p", "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":1,\"fee\":1,\"at\":1,"
+            "\"day\":1,\"raw\":\"0g\"}", "$.raw: \"0g\" is not hex text"},
+      {"p", "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":1,\"fee\":1,\"at\":1,"
+            "\"day\":1,\"raw\":\"\",\"rate\":1e39}", "$.rate: 1e+39 is not in a float's range"},
+      {"p", "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":1,\"fee\":1,\"at\":1,"
+            "\"day\":2147483648}", "$.day: 2147483648 is not an int"},
+      {"p", "{\"pid\":\"3b241101-e2bb-4255-8caf-4136c566a962\",\"amount\":1,\"fee\":1,\"at\":1,"
+            "\"day\":1,\"raw\":\"\",\"rate\":1,\"ratio\":1,\"big\":1,\"item\":{\"sku\":\"s\","
+            "\"qty\":1},\"extra\":true}", "$.extra: true is none of the union's branches"},
+      {"n", "{}", "subject nosuch-value has no live schema in the registry of"},
+      {"c", "{}", "encoding PROTOBUF values is not supported"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    snprintf(sql, sizeof sql, "INSERT INTO %s(value) VALUES ('%s')", cases[i].table,
+             cases[i].json);
+    char *m = st_expect_rc(db, sql, SQLITE_MISMATCH);
+    if (!strstr(m, cases[i].want) || !strstr(m, "kafka_log: INSERT into ")) {
+      fail_msg("%s\n got: %s\n want: %s", sql, m, cases[i].want);
+    }
+    free(m);
+  }
+  expect_text(db, "SELECT count(*) FROM o", "0");
+  expect_text(db, "SELECT count(*) FROM p", "0");
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_registry_replay),
@@ -387,6 +614,9 @@ int main(void) {
       cmocka_unit_test(test_kafka_decode),
       cmocka_unit_test(test_counters),
       cmocka_unit_test(test_registry_change),
+      cmocka_unit_test(test_insert_encodes),
+      cmocka_unit_test(test_insert_reads_in_python_avro),
+      cmocka_unit_test(test_insert_errors_name_the_field),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
