@@ -229,12 +229,12 @@ static int fact_outside(const kl_cursor *c, const kl_fact *f) {
 static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *err) {
   *wanted = 1;
   if (!has_ts_lo(c)) return KL_OK;
-  const kl_tail *t;
+  int64_t mx, at;
   kl_err e = {0};
-  kl_rc rc = kl_scan_tail(&c->rd, s, &t, &e);
+  kl_rc rc = kl_scan_max_timestamp(&c->rd, s, &mx, &at, &e);
   if (rc == KL_CORRUPT) return KL_OK;
   if (rc) return kl_err_set(err, rc, "%s", e.msg);
-  if (t->max_timestamp < c->bnd.ts_lo) *wanted = 0;
+  if (mx < c->bnd.ts_lo) *wanted = 0;
   return KL_OK;
 }
 

@@ -234,6 +234,26 @@ kl_rc kl_scan_find_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_batch
 ** batches after them.  *out points into the segment. */
 kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *err);
 
+/*
+** The segment's largest timestamp (the largest batch max timestamp, -1
+** when it has none), as kl_scan_tail's, but for a closed segment from
+** Kafka's word in its files when they give it, without opening its .log:
+** the last .timeindex entry of a segment that rolled is its largest
+** timestamp (LogSegment.onBecomeInactiveSegment appends it, and recovery
+** too; Kafka's own lookups date segments by it).  That word is taken only
+** when it can stand: the segment is not the last (nor cut by a commit
+** record), its .timeindex exists, is whole entries, ends in a real entry
+** (not a preallocated zero slot), in order with the one before, whose
+** offset lies within the segment's offsets (not a stale entry of a
+** truncation), and was written no earlier than the .log was last modified
+** (an index older than its log does not cover it); a .log seen before
+** must still be that file.  Otherwise, and in skip mode, kl_scan_tail.
+** Costs a stat of the .log and one read of the .timeindex's last bytes;
+** *off is the offset the entry names (the tail's max_ts_offset).
+*/
+kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
+                            kl_err *err);
+
 /* The offset (KL_INDEX_OFFSET) or time (KL_INDEX_TIME) index, opened, with
 ** a zero first slot decided by the log: a real (base, 0) or (0, base) entry,
 ** or a preallocated slot (what kafka_log_check reports on). */

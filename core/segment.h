@@ -127,6 +127,10 @@ struct kl_segment {
   int64_t size;             /* .log size when first opened */
   uint64_t dev, ino;
   kl_tail tail;             /* from the indexes and the last stretch */
+  int dated;                /* a closed segment's largest timestamp, from
+                            ** its time index alone (scan.h
+                            ** kl_scan_max_timestamp): */
+  int64_t dated_ts, dated_off;
   int tix_settled;          /* the time index was trimmed and checked
                             ** against the tail (scan.c) */
   kl_salvage salvage;       /* the canonical walk, when a reader asked */
