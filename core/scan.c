@@ -511,10 +511,41 @@ kl_rc kl_scan_batch_error(const kl_segment *s, int64_t pos, kl_rc rc, kl_err *er
   return rc;
 }
 
+/* Does the reader's scratch hold batch b of s, decompressed? */
+static int holds_batch(const kl_reader *rd, const kl_segment *s, const kl_batch *b) {
+  return rd->held_seg == s && rd->held_pos == b->position && rd->held_size == b->size;
+}
+
+kl_rc kl_reader_prefix(kl_reader *rd, const kl_segment *s, const kl_batch *b, size_t need,
+                       const uint8_t **p, kl_err *err) {
+  if (holds_batch(rd, s, b) && rd->held_len >= need) {
+    *p = rd->scratch.p;
+    return KL_OK;
+  }
+  rd->held_seg = NULL;
+  int whole;
+  kl_rc rc = kl_codec_decompress_prefix(rd->env, &rd->codec, b->codec, 2, b->bytes + KL_V2_HEADER,
+                                        (size_t)b->size - KL_V2_HEADER, &rd->scratch,
+                                        KL_MAX_BATCH_BYTES, need, &whole, err);
+  if (rc) return kl_scan_batch_error(s, b->position, rc, err);
+  rd->stats->bytes_decompressed += rd->scratch.len;
+  if (rd->scratch.len < need) {
+    return kl_err_set(err, KL_CORRUPT, "%s: position %lld: the records decompress to %zu bytes, "
+                      "not the %zu they did", s->log_path, (long long)b->position,
+                      rd->scratch.len, need);
+  }
+  rd->held_seg = s;
+  rd->held_pos = b->position;
+  rd->held_size = b->size;
+  rd->held_len = rd->scratch.len;
+  rd->held_part = 1;
+  *p = rd->scratch.p;
+  return KL_OK;
+}
+
 kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, kl_records *it,
                         kl_err *err) {
-  if (b->codec != KL_CODEC_NONE && rd->held_seg == s && rd->held_pos == b->position &&
-      rd->held_size == b->size) {
+  if (b->codec != KL_CODEC_NONE && holds_batch(rd, s, b) && !rd->held_part) {
     *it = rd->held;
     rd->stats->batches_decoded++;
     return KL_OK;
@@ -527,6 +558,8 @@ kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, k
     rd->held_seg = s;
     rd->held_pos = b->position;
     rd->held_size = b->size;
+    rd->held_len = rd->scratch.len;
+    rd->held_part = 0;
   }
   return KL_OK;
 }

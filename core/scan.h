@@ -83,6 +83,9 @@ typedef struct kl_reader {
                             ** previous one decompressed (a join probing
                             ** neighbouring offsets) do not decompress it
                             ** again */
+  size_t held_len;          /* bytes of it scratch holds, */
+  int held_part;            /* only its first held_len (kl_reader_prefix):
+                            ** held is then not set */
   kl_stats own;             /* stats points here unless given */
 } kl_reader;
 
@@ -183,6 +186,16 @@ kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *er
 ** Record-level damage is KL_CORRUPT naming the file and position. */
 kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, kl_records *it,
                         kl_err *err);
+
+/* The first `need` bytes of the decompressed records of compressed v2
+** batch b of segment s (its bytes readable, and its records all decoded
+** once: what follows is not looked at), in the reader's scratch: *p points
+** to them.  The batch scratch holds is not decompressed again when it has
+** them; otherwise decompression stops once it has them, where the codec
+** allows (codec.h).  Counts bytes_decompressed.  KL_CORRUPT naming the
+** file and position when the batch decodes to fewer. */
+kl_rc kl_reader_prefix(kl_reader *rd, const kl_segment *s, const kl_batch *b, size_t need,
+                       const uint8_t **p, kl_err *err);
 
 /* Name the batch at pos of s in a record-level error from batch.c (which
 ** knows no file). */

@@ -90,10 +90,13 @@ typedef struct kl_fact {
   int64_t *ts;              /* when decoded, v2 and its offsets have no
                             ** gap (record i is at base + i): each record's
                             ** timestamp (record_count of them), or NULL */
-  uint32_t *rend;           /* and when uncompressed, where each record ends
-                            ** in the batch (record i starts where i - 1
-                            ** ends, record 0 after the header): a point
-                            ** lookup reads one record, not the batch */
+  uint32_t *rend;           /* and where each record ends (record i starts
+                            ** where i - 1 ends): uncompressed, in the batch
+                            ** (record 0 after the header), and a point
+                            ** lookup reads one record, not the batch;
+                            ** compressed, in its decompressed records
+                            ** (record 0 at 0), and a point lookup
+                            ** decompresses up to the record's end */
 } kl_fact;
 
 struct kl_segment {
