@@ -129,7 +129,8 @@ static void z_init(z_stream *zs, const kl_env *env) {
 ** is one of RFC 1952's header fields or GZIPInputStream's end rules.
 */
 static kl_rc gzip_decompress(const kl_env *env, const uint8_t *src, size_t n,
-                             kl_buf *out, size_t limit, kl_err *err) {
+                             kl_buf *out, size_t limit, size_t stop, int *whole,
+                             kl_err *err) {
   /* ISIZE, the last member's size mod 2^32, sizes the first attempt. */
   size_t hint = n >= 18 ? get_le32(src + n - 4) : 0;
   if (hint / HINT_RATIO > n) hint = n * HINT_RATIO;
@@ -147,6 +148,10 @@ static kl_rc gzip_decompress(const kl_env *env, const uint8_t *src, size_t n,
   size_t left = n; /* bytes not yet handed to zlib; they follow zs.next_in */
   zs.next_in = (Bytef *)src;
   for (;;) {
+    if (out->len >= stop) { /* the caller has what it needs */
+      *whole = 0;
+      break;
+    }
     if (zs.avail_in == 0 && left > 0) {
       zs.avail_in = z_clamp(left);
       left -= zs.avail_in;
@@ -160,6 +165,7 @@ static kl_rc gzip_decompress(const kl_env *env, const uint8_t *src, size_t n,
       if (rc != KL_OK) break;
       room = out_free(out, limit);
     }
+    if (room > stop - out->len) room = stop - out->len; /* inflate stops there */
     zs.next_out = room ? out->p + out->len : &spill;
     zs.avail_out = room ? z_clamp(room) : 1;
     uInt had_in = zs.avail_in, had_out = zs.avail_out;
@@ -401,6 +407,20 @@ static kl_rc lz4_block(const kl_env *env, const uint8_t *p, size_t stored,
   }
 }
 
+/* Decode the first `target` bytes of one compressed block (fewer when it
+** holds fewer): liblz4 stops there, the rest of the block is not read. */
+static kl_rc lz4_block_prefix(const kl_env *env, const uint8_t *p, size_t stored,
+                              size_t target, size_t at, kl_buf *out, size_t limit,
+                              kl_err *err) {
+  kl_rc rc = out_room(env, out, out->len + target, limit, "lz4", err);
+  if (rc != KL_OK) return rc;
+  int got = LZ4_decompress_safe_partial((const char *)p, (char *)out->p + out->len, (int)stored,
+                                        (int)target, (int)target);
+  if (got < 0) return kl_err_set(err, KL_CORRUPT, "lz4: corrupt block at byte %zu", at);
+  out->len += (size_t)got;
+  return KL_OK;
+}
+
 /*
 ** Kafka's LZ4 frame subset (format.md 6.3).  liblz4's frame decoder cannot
 ** be used: it rejects the wrong header checksum that magic-0 data carries.
@@ -409,7 +429,8 @@ static kl_rc lz4_block(const kl_env *env, const uint8_t *p, size_t stored,
 ** format (complexity above 25): one branch per frame field and block rule.
 */
 static kl_rc lz4_decompress(const kl_env *env, int magic, const uint8_t *src,
-                            size_t n, kl_buf *out, size_t limit, kl_err *err) {
+                            size_t n, kl_buf *out, size_t limit, size_t stop,
+                            int *whole, kl_err *err) {
   if (n < 7) {
     return kl_err_set(err, KL_CORRUPT, "lz4: truncated frame header (%zu bytes)",
                       n);
@@ -447,6 +468,10 @@ static kl_rc lz4_decompress(const kl_env *env, int magic, const uint8_t *src,
   size_t pos = 4 + desc + 1;
   size_t sum = (flg & LZ4F_FLG_BLOCK_CHECKSUM) ? 4 : 0;
   for (;;) {
+    if (out->len >= stop) { /* the caller has what it needs */
+      *whole = 0;
+      return KL_OK;
+    }
     if (n - pos < 4) {
       return kl_err_set(err, KL_CORRUPT, "lz4: truncated at byte %zu", pos);
     }
@@ -480,7 +505,9 @@ static kl_rc lz4_decompress(const kl_env *env, int magic, const uint8_t *src,
       }
     } else {
       size_t want = limit - out->len < maxblock ? limit - out->len : maxblock;
-      rc = lz4_block(env, data, stored, want, at, out, limit, err);
+      rc = stop - out->len < want
+               ? lz4_block_prefix(env, data, stored, stop - out->len, at, out, limit, err)
+               : lz4_block(env, data, stored, want, at, out, limit, err);
     }
     if (rc != KL_OK) return rc;
   }
@@ -586,6 +613,70 @@ static kl_rc zstd_decompress(const kl_env *env, kl_codec_ctx *ctx, const uint8_t
   return rc;
 }
 
+/* The largest window a prefix decode lets a frame ask for (8 MiB, kept in
+** the context); a frame that asks for more is decoded whole, one-shot. */
+#define ZSTD_PREFIX_WINDOW_LOG 23
+#define ZSTD_BLOCK_MAX ((size_t)128 << 10) /* zstd's largest block */
+
+/* Is a prefix decode of the frames at src worth it: one frame, of a known
+** content size (its window is then that size, not the 2^windowLog a
+** stream without it asks for, which every reader would keep) of more than
+** one block (a block is decoded whole either way)? */
+static int zstd_prefix_pays(const uint8_t *src, size_t n) {
+  unsigned long long fcs = ZSTD_getFrameContentSize(src, n);
+  if (fcs == ZSTD_CONTENTSIZE_UNKNOWN || fcs == ZSTD_CONTENTSIZE_ERROR) return 0;
+  return fcs > ZSTD_BLOCK_MAX && fcs <= ((size_t)1 << ZSTD_PREFIX_WINDOW_LOG) &&
+         ZSTD_findFrameCompressedSize(src, n) == n;
+}
+
+/*
+** The first `stop` bytes (stop < limit) of the frames at src, streaming:
+** zstd decodes block by block (128 KiB at most), so the blocks after the
+** one holding byte stop - 1 are not decoded.
+*/
+static kl_rc zstd_prefix(const kl_env *env, kl_codec_ctx *ctx, const uint8_t *src, size_t n,
+                         kl_buf *out, size_t limit, size_t stop, int *whole, kl_err *err) {
+  kl_rc rc = out_room(env, out, stop, limit, "zstd", err);
+  if (rc != KL_OK) return rc;
+  ZSTD_DCtx *dctx = ctx && ctx->zstd ? ctx->zstd : ZSTD_createDCtx_advanced(zstd_mem(env));
+  if (!dctx) return kl_err_set(err, KL_NOMEM, "zstd: out of memory");
+  if (ctx) ctx->zstd = dctx;
+  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_only);
+  ZSTD_DCtx_setParameter(dctx, ZSTD_d_windowLogMax, ZSTD_PREFIX_WINDOW_LOG);
+  ZSTD_inBuffer in = {src, n, 0};
+  ZSTD_outBuffer o = {out->p, stop, 0};
+  size_t r;
+  for (;;) {
+    r = ZSTD_decompressStream(dctx, &o, &in);
+    if (ZSTD_isError(r)) break;
+    if (r == 0 && in.pos == in.size) {
+      *whole = 1; /* every frame ended */
+      break;
+    }
+    if (o.pos == o.size) {
+      *whole = 0;
+      break;
+    }
+    if (in.pos == in.size) break; /* truncated: below */
+  }
+  /* The bound on the window is for prefixes only (one-shot decoding needs
+  ** no window buffer). */
+  ZSTD_DCtx_reset(dctx, ZSTD_reset_session_and_parameters);
+  if (!ZSTD_isError(r) && (r == 0 || o.pos == o.size)) {
+    out->len = o.pos;
+  } else if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_frameParameter_windowTooLarge) {
+    rc = zstd_decompress(env, ctx, src, n, out, limit, err);
+    *whole = 1;
+  } else if (ZSTD_isError(r) && ZSTD_getErrorCode(r) == ZSTD_error_memory_allocation) {
+    rc = kl_err_set(err, KL_NOMEM, "zstd: out of memory");
+  } else {
+    rc = kl_err_set(err, KL_CORRUPT, "zstd: %s",
+                    ZSTD_isError(r) ? ZSTD_getErrorName(r) : "truncated frame");
+  }
+  if (!ctx) ZSTD_freeDCtx(dctx);
+  return rc;
+}
+
 void kl_codec_ctx_free(kl_codec_ctx *ctx) {
   if (ctx && ctx->zstd) ZSTD_freeDCtx(ctx->zstd);
   if (ctx) ctx->zstd = NULL;
@@ -622,9 +713,18 @@ void kl_codec_cctx_free(kl_codec_cctx *cctx) {
 kl_rc kl_codec_decompress(const kl_env *env, kl_codec_ctx *ctx, int codec, int magic,
                           const uint8_t *src, size_t n, kl_buf *out,
                           size_t limit, kl_err *err) {
+  int whole;
+  return kl_codec_decompress_prefix(env, ctx, codec, magic, src, n, out, limit, SIZE_MAX, &whole,
+                                    err);
+}
+
+kl_rc kl_codec_decompress_prefix(const kl_env *env, kl_codec_ctx *ctx, int codec, int magic,
+                                 const uint8_t *src, size_t n, kl_buf *out, size_t limit,
+                                 size_t need, int *whole, kl_err *err) {
   kl_rc rc;
   const char *name = kl_codec_name(codec);
   out->len = 0;
+  *whole = 1;
   if (!name) {
     return kl_err_set(err, KL_UNSUPPORTED, "unknown compression codec %d",
                       codec);
@@ -634,10 +734,16 @@ kl_rc kl_codec_decompress(const kl_env *env, kl_codec_ctx *ctx, int codec, int m
     return kl_err_set(err, KL_CORRUPT, "%s: empty stream", name);
   }
   switch (codec) {
-    case KL_CODEC_GZIP: rc = gzip_decompress(env, src, n, out, limit, err); break;
+    case KL_CODEC_GZIP: rc = gzip_decompress(env, src, n, out, limit, need, whole, err); break;
     case KL_CODEC_SNAPPY: rc = snappy_decompress(env, src, n, out, limit, err); break;
-    case KL_CODEC_LZ4: rc = lz4_decompress(env, magic, src, n, out, limit, err); break;
-    case KL_CODEC_ZSTD: rc = zstd_decompress(env, ctx, src, n, out, limit, err); break;
+    case KL_CODEC_LZ4:
+      rc = lz4_decompress(env, magic, src, n, out, limit, need, whole, err);
+      break;
+    case KL_CODEC_ZSTD:
+      rc = need < limit && zstd_prefix_pays(src, n)
+               ? zstd_prefix(env, ctx, src, n, out, limit, need, whole, err)
+               : zstd_decompress(env, ctx, src, n, out, limit, err);
+      break;
     default: /* none: a bounded copy */
       rc = out_room(env, out, n, limit, name, err);
       if (rc == KL_OK && n > 0) memcpy(out->p, src, n);

@@ -66,6 +66,24 @@ kl_rc kl_codec_decompress(const kl_env *env, kl_codec_ctx *ctx, int codec, int m
                           size_t limit, kl_err *err);
 
 /*
+** kl_codec_decompress, stopping once out holds at least `need` bytes where
+** the codec allows it: lz4 within a block (liblz4's partial decoding),
+** gzip anywhere (inflate is given only the room asked for), zstd after the
+** block holding byte need - 1 (streaming, for one frame of a known content
+** size above one block, 128 KiB, and at most 8 MiB, which the context then
+** keeps a window of; any other decodes whole); snappy and none always
+** decode whole.
+** *whole = 1 when out holds everything the stream decodes to (then
+** out->len may be below need: the stream is shorter); 0 when it stopped,
+** and then what follows the bytes decoded was not looked at, so errors
+** there go unseen: for a batch whose records decoded whole once (a
+** lookup of one record).  need SIZE_MAX is kl_codec_decompress.
+*/
+kl_rc kl_codec_decompress_prefix(const kl_env *env, kl_codec_ctx *ctx, int codec, int magic,
+                                 const uint8_t *src, size_t n, kl_buf *out, size_t limit,
+                                 size_t need, int *whole, kl_err *err);
+
+/*
 ** Compress n bytes at src into out (out->len is set) in the form Kafka's
 ** Java client writes and reads: gzip single member, snappy xerial framing,
 ** lz4 frame with independent 64 KiB blocks and FLG 0x60 BD 0x40 (for magic

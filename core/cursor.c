@@ -77,8 +77,9 @@ struct kl_cursor {
   int64_t bmin;             /* smallest record timestamp of the current
                             ** batch so far */
   int64_t *tsb;             /* and its records' timestamps so far */
-  uint32_t *reb;            /* and where they end in the batch (when it is
-                            ** not compressed: rends is set) */
+  uint32_t *reb;            /* and where they end (v2: rends is set), from
+                            ** recs0: the batch's first byte, or when it is
+                            ** compressed its decompressed records' */
   int32_t tsn, tscap;
   int rends;
   /* Their first TS_INLINE entries: most batches hold fewer records, and a
@@ -86,7 +87,10 @@ struct kl_cursor {
   ** SQLite's allocator costs as much as the lookup's decoding). */
   int64_t ts_inline[TS_INLINE];
   uint32_t re_inline[TS_INLINE];
-  kl_buf one;               /* the one record a point lookup reads */
+  const uint8_t *recs0;
+  kl_buf one;               /* the one record a point lookup reads, */
+  const kl_segment *one_seg;/* of this segment at this position (a */
+  int64_t one_at;           /* lookup of it again reads nothing) */
   kl_fact *curfact;         /* the current batch's fact, or NULL, as of */
   uint64_t curfact_gen;     /* this generation of the segment's facts
                             ** (another cursor on the log may add some) */
@@ -239,12 +243,12 @@ static int fact_outside(const kl_cursor *c, const kl_fact *f) {
 static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *err) {
   *wanted = 1;
   if (!has_ts_lo(c)) return KL_OK;
-  const kl_tail *t;
+  int64_t mx, at;
   kl_err e = {0};
-  kl_rc rc = kl_scan_tail(&c->rd, s, &t, &e);
+  kl_rc rc = kl_scan_max_timestamp(&c->rd, s, &mx, &at, &e);
   if (rc == KL_CORRUPT) return KL_OK;
   if (rc) return kl_err_set(err, rc, "%s", e.msg);
-  if (t->max_timestamp < c->bnd.ts_lo) *wanted = 0;
+  if (mx < c->bnd.ts_lo) *wanted = 0;
   return KL_OK;
 }
 
@@ -403,8 +407,10 @@ static kl_rc open_records(kl_cursor *c, kl_err *err) {
   if (rc) return rc;
   c->bmin = INT64_MAX;
   c->tsn = 0;
-  c->rends = c->batch.magic == 2 && c->batch.codec == KL_CODEC_NONE;
-  return kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
+  c->rends = c->batch.magic == 2;
+  rc = kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
+  c->recs0 = c->batch.codec == KL_CODEC_NONE ? c->batch.bytes : c->it.p;
+  return rc;
 }
 
 /* Room for twice the timestamps and ends kept so far; 0 when out of memory
@@ -440,7 +446,7 @@ static void note_record(kl_cursor *c) {
     c->tsn = -1; /* not kept: only an optimisation */
     return;
   }
-  if (c->rends) c->reb[c->tsn] = (uint32_t)(c->it.p - c->batch.bytes);
+  if (c->rends) c->reb[c->tsn] = (uint32_t)(c->it.p - c->recs0);
   c->tsb[c->tsn++] = ts;
 }
 
@@ -936,21 +942,59 @@ int kl_cursor_peek(const kl_cursor *c, int64_t *offset, int64_t *timestamp) {
   return 1;
 }
 
-/* A point lookup in a batch whose record ends are known: read and decode
-** that one record (its batch's CRC held when it was learnt). */
-static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
-  int32_t i = c->count_at;
+/* The bytes of record i of the current batch, uncompressed, whose end
+** fact f knows: from the window when it holds them (the batch was just
+** read), else one read of the record alone. */
+static kl_rc record_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8_t **p,
+                          kl_err *err) {
   int64_t from = i == 0 ? KL_V2_HEADER : f->rend[i - 1], to = f->rend[i];
+  int64_t at = c->batch.position + from;
   size_t n = (size_t)(to - from);
+  const kl_window *w = &c->rd.win;
+  if (w->f == &c->seg->log && c->seg->opened && at >= w->start &&
+      at + (int64_t)n <= w->start + (int64_t)w->len) {
+    *p = w->buf.p + (at - w->start);
+    return KL_OK;
+  }
+  *p = c->one.p;
+  if (c->one_seg == c->seg && c->one_at == at && c->one.len == n) return KL_OK;
+  c->one_seg = NULL;
   kl_rc rc = kl_buf_reserve(c->rd.env, &c->one, n);
   if (rc) return kl_err_set(err, rc, "out of memory");
   if ((rc = seg_file(c, err)) != KL_OK) return rc;
-  if ((rc = kl_file_read(&c->seg->log, c->batch.position + from, c->one.p, n, err)) != KL_OK) {
-    return rc;
-  }
+  if ((rc = kl_file_read(&c->seg->log, at, c->one.p, n, err)) != KL_OK) return rc;
   c->rd.stats->reads++;
   c->rd.stats->bytes_read += n;
-  const uint8_t *p = c->one.p;
+  c->one.len = n;
+  c->one_seg = c->seg;
+  c->one_at = at;
+  *p = c->one.p;
+  return KL_OK;
+}
+
+/* The decompressed bytes of the current batch's records up to the end of
+** record i, which fact f knows (the batch is read whole, in one read or
+** none when the window holds it; decompression stops at the record). */
+static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8_t **p,
+                          kl_err *err) {
+  kl_rc rc = batch_bytes(c, err);
+  if (rc) return rc;
+  rc = kl_reader_prefix(&c->rd, c->seg, &c->batch, f->rend[i], p, err);
+  if (rc == KL_OK) *p += i == 0 ? 0 : f->rend[i - 1];
+  return rc;
+}
+
+/* A point lookup in a batch whose record ends are known: read (and
+** decompress) no more than that one record needs, and decode it (its
+** batch's CRC held when it was learnt). */
+static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
+  int32_t i = c->count_at;
+  uint32_t from = i == 0 ? (c->batch.codec == KL_CODEC_NONE ? KL_V2_HEADER : 0) : f->rend[i - 1];
+  const uint8_t *p;
+  kl_rc rc = c->batch.codec == KL_CODEC_NONE ? record_bytes(c, f, i, &p, err)
+                                             : packed_bytes(c, f, i, &p, err);
+  if (rc) return rc;
+  int64_t to = f->rend[i];
   kl_records one;
   memset(&one, 0, sizeof one);
   one.b = c->batch;

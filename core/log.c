@@ -202,7 +202,7 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
   if (!log) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   memset(log, 0, sizeof *log);
   log->env = env;
-  kl_segset_init(&log->open, KL_SEGSET_MAX_OPEN);
+  kl_segset_init(&log->open, 0); /* the bound from RLIMIT_NOFILE */
   log->set = set ? set : &log->open;
   log->dir = kl_strdup(env, dir);
   log->segs = kl_skiplist_new(env);
@@ -453,10 +453,9 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
     log->nknown = 0;
   }
   while (log->nknown < log->nseg && (log->nknown == 0 || log->runmax[log->nknown - 1] < t)) {
-    const kl_tail *tl;
-    kl_rc rc = kl_scan_tail(rd, log->arr[log->nknown], &tl, err);
+    int64_t m, at;
+    kl_rc rc = kl_scan_max_timestamp(rd, log->arr[log->nknown], &m, &at, err);
     if (rc) return rc;
-    int64_t m = tl->max_timestamp;
     if (log->nknown > 0 && log->runmax[log->nknown - 1] > m) m = log->runmax[log->nknown - 1];
     log->runmax[log->nknown++] = m;
   }
@@ -480,9 +479,9 @@ static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_
   kl_rc rc = first_reaching(log, rd, t, &from, err);
   if (rc) return rc;
   for (kl_segment *s = from; s; s = kl_log_next(log, s)) {
-    const kl_tail *tl;
-    if ((rc = kl_scan_tail(rd, s, &tl, err)) != KL_OK) return rc;
-    if (tl->max_timestamp < t) continue;
+    int64_t mx, at;
+    if ((rc = kl_scan_max_timestamp(rd, s, &mx, &at, err)) != KL_OK) return rc;
+    if (mx < t) continue;
     int known = use_facts && !rd->skip ? kl_segment_facts_seek_time(s, t, &out->offset,
                                                                      &out->timestamp)
                                        : -1;
@@ -527,17 +526,19 @@ kl_rc kl_log_time_reached(kl_log *log, kl_reader *rd, int64_t t, int64_t *offset
   kl_segment *s;
   kl_rc rc = first_reaching(log, rd, t, &s, err);
   for (; rc == KL_OK && s; s = kl_log_next(log, s)) {
-    const kl_tail *tl;
-    if ((rc = kl_scan_tail(rd, s, &tl, err)) != KL_OK) break;
-    if (tl->max_timestamp < t) continue;
+    int64_t mx, mx_off;
+    if ((rc = kl_scan_max_timestamp(rd, s, &mx, &mx_off, err)) != KL_OK) break;
+    if (mx < t) continue;
     kl_index *tix;
     if ((rc = kl_scan_time_index(rd, s, &tix, err)) != KL_OK) break;
+    if (!rd->skip && s->tail.known && s->tail.max_timestamp < t) continue; /* misdated */
     int64_t i = kl_index_ceiling(tix, t, rd->stats);
     int holds = 0;
     if (i >= 0 && (rc = kl_scan_time_entry_holds(rd, s, tix, i, &holds, err)) != KL_OK) break;
     /* An entry that does not hold is not trusted: the segment's largest
     ** timestamp is reached later, at its tail's offset. */
-    *offset = holds ? kl_index_time_offset_at(tix, i) : tl->max_ts_offset;
+    *offset = holds ? kl_index_time_offset_at(tix, i)
+                    : !rd->skip && s->tail.known ? s->tail.max_ts_offset : mx_off;
     *found = 1;
     break;
   }

@@ -7,8 +7,8 @@
 ** touches no segment: each segment is opened on first use, so opening a log
 ** of any size costs one readdir.  A directory kafkalog writes has its
 ** commit record read before the listing, so that a writer rolling and
-** trimming segments meanwhile is seen at one committed state (log.c).  At most KL_SEGSET_MAX_OPEN segments are
-** open at once (segment.h).
+** trimming segments meanwhile is seen at one committed state (log.c).  At most
+** kl_segset_bound(RLIMIT_NOFILE) segments are open at once (segment.h).
 **
 ** Lookups read through a kl_reader (scan.h): its mode (on_corrupt) decides
 ** what damage does, and its counters receive the work.

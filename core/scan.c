@@ -4,10 +4,13 @@
 */
 #include "scan.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "codec.h"
+#include "os.h"
 
 void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_corrupt) {
   memset(rd, 0, sizeof *rd);
@@ -508,10 +511,41 @@ kl_rc kl_scan_batch_error(const kl_segment *s, int64_t pos, kl_rc rc, kl_err *er
   return rc;
 }
 
+/* Does the reader's scratch hold batch b of s, decompressed? */
+static int holds_batch(const kl_reader *rd, const kl_segment *s, const kl_batch *b) {
+  return rd->held_seg == s && rd->held_pos == b->position && rd->held_size == b->size;
+}
+
+kl_rc kl_reader_prefix(kl_reader *rd, const kl_segment *s, const kl_batch *b, size_t need,
+                       const uint8_t **p, kl_err *err) {
+  if (holds_batch(rd, s, b) && rd->held_len >= need) {
+    *p = rd->scratch.p;
+    return KL_OK;
+  }
+  rd->held_seg = NULL;
+  int whole;
+  kl_rc rc = kl_codec_decompress_prefix(rd->env, &rd->codec, b->codec, 2, b->bytes + KL_V2_HEADER,
+                                        (size_t)b->size - KL_V2_HEADER, &rd->scratch,
+                                        KL_MAX_BATCH_BYTES, need, &whole, err);
+  if (rc) return kl_scan_batch_error(s, b->position, rc, err);
+  rd->stats->bytes_decompressed += rd->scratch.len;
+  if (rd->scratch.len < need) {
+    return kl_err_set(err, KL_CORRUPT, "%s: position %lld: the records decompress to %zu bytes, "
+                      "not the %zu they did", s->log_path, (long long)b->position,
+                      rd->scratch.len, need);
+  }
+  rd->held_seg = s;
+  rd->held_pos = b->position;
+  rd->held_size = b->size;
+  rd->held_len = rd->scratch.len;
+  rd->held_part = 1;
+  *p = rd->scratch.p;
+  return KL_OK;
+}
+
 kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, kl_records *it,
                         kl_err *err) {
-  if (b->codec != KL_CODEC_NONE && rd->held_seg == s && rd->held_pos == b->position &&
-      rd->held_size == b->size) {
+  if (b->codec != KL_CODEC_NONE && holds_batch(rd, s, b) && !rd->held_part) {
     *it = rd->held;
     rd->stats->batches_decoded++;
     return KL_OK;
@@ -524,6 +558,8 @@ kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, k
     rd->held_seg = s;
     rd->held_pos = b->position;
     rd->held_size = b->size;
+    rd->held_len = rd->scratch.len;
+    rd->held_part = 0;
   }
   return KL_OK;
 }
@@ -916,6 +952,65 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   }
   t.known = 1;
   s->tail = t;
+  return KL_OK;
+}
+
+/* Is a no earlier than b? */
+static int not_before(const struct timespec *a, const struct timespec *b) {
+  return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+}
+
+/* Date a closed segment from its time index's last entry (see
+** kl_scan_max_timestamp for when it stands): 1 with s->dated set, 0 when
+** the .log must be read.  Nothing here is an error: the reading path
+** reports what is wrong. */
+static int date_from_time_index(kl_segment *s) {
+  if (s->is_last || s->limit >= 0 || s->mem) return 0;
+  const kl_env *env = s->env;
+  struct stat ls, ts;
+  if (kl_os_stat(env, s->log_path, &ls) != 0 || !S_ISREG(ls.st_mode) || ls.st_size <= 0) return 0;
+  if (s->seen && ((uint64_t)ls.st_dev != s->dev || (uint64_t)ls.st_ino != s->ino ||
+                  (int64_t)ls.st_size != s->size)) {
+    return 0;
+  }
+  int fd;
+  if (kl_fd_open(env, s->timeindex_path, O_RDONLY, 0, &fd, NULL) != KL_OK) return 0;
+  uint8_t e[2 * KL_INDEX_TIME];
+  size_t n = 0;
+  if (kl_os_fstat(env, fd, &ts) == 0 && ts.st_size >= KL_INDEX_TIME &&
+      ts.st_size % KL_INDEX_TIME == 0 && not_before(&ts.st_mtim, &ls.st_mtim)) {
+    n = ts.st_size >= 2 * KL_INDEX_TIME ? 2 * KL_INDEX_TIME : KL_INDEX_TIME;
+    if (kl_os_read(env, fd, e, n, ts.st_size - (int64_t)n) != (long)n) n = 0;
+  }
+  kl_os_close(env, fd);
+  if (n == 0) return 0;
+  kl_index ix;
+  kl_index_mem(&ix, KL_INDEX_TIME, e, n, s->base, -1);
+  if (ix.zero_slots || ix.zero_first || ix.n != (int64_t)(n / KL_INDEX_TIME)) return 0;
+  int64_t i = ix.n - 1;
+  int64_t t = kl_index_timestamp_at(&ix, i), o = kl_index_time_offset_at(&ix, i);
+  if (o < s->base || o >= s->next_base) return 0;
+  if (i > 0 && (kl_index_timestamp_at(&ix, i - 1) >= t || kl_index_time_offset_at(&ix, i - 1) > o)) {
+    return 0;
+  }
+  s->dated = 1;
+  s->dated_ts = t;
+  s->dated_off = o;
+  return 1;
+}
+
+kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
+                            kl_err *err) {
+  if (!rd->skip && !s->tail.known && (s->dated || date_from_time_index(s))) {
+    *ts = s->dated_ts;
+    *off = s->dated_off;
+    return KL_OK;
+  }
+  const kl_tail *t;
+  kl_rc rc = kl_scan_tail(rd, s, &t, err);
+  if (rc) return rc;
+  *ts = t->max_timestamp;
+  *off = t->max_ts_offset;
   return KL_OK;
 }
 

@@ -83,6 +83,9 @@ typedef struct kl_reader {
                             ** previous one decompressed (a join probing
                             ** neighbouring offsets) do not decompress it
                             ** again */
+  size_t held_len;          /* bytes of it scratch holds, */
+  int held_part;            /* only its first held_len (kl_reader_prefix):
+                            ** held is then not set */
   kl_stats own;             /* stats points here unless given */
 } kl_reader;
 
@@ -184,6 +187,16 @@ kl_rc kl_scan_records(kl_scan *sc, const kl_batch *b, kl_records *it, kl_err *er
 kl_rc kl_reader_records(kl_reader *rd, const kl_segment *s, const kl_batch *b, kl_records *it,
                         kl_err *err);
 
+/* The first `need` bytes of the decompressed records of compressed v2
+** batch b of segment s (its bytes readable, and its records all decoded
+** once: what follows is not looked at), in the reader's scratch: *p points
+** to them.  The batch scratch holds is not decompressed again when it has
+** them; otherwise decompression stops once it has them, where the codec
+** allows (codec.h).  Counts bytes_decompressed.  KL_CORRUPT naming the
+** file and position when the batch decodes to fewer. */
+kl_rc kl_reader_prefix(kl_reader *rd, const kl_segment *s, const kl_batch *b, size_t need,
+                       const uint8_t **p, kl_err *err);
+
 /* Name the batch at pos of s in a record-level error from batch.c (which
 ** knows no file). */
 kl_rc kl_scan_batch_error(const kl_segment *s, int64_t pos, kl_rc rc, kl_err *err);
@@ -233,6 +246,26 @@ kl_rc kl_scan_find_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_batch
 ** mode from the salvage map, else from the last index entries and the
 ** batches after them.  *out points into the segment. */
 kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *err);
+
+/*
+** The segment's largest timestamp (the largest batch max timestamp, -1
+** when it has none), as kl_scan_tail's, but for a closed segment from
+** Kafka's word in its files when they give it, without opening its .log:
+** the last .timeindex entry of a segment that rolled is its largest
+** timestamp (LogSegment.onBecomeInactiveSegment appends it, and recovery
+** too; Kafka's own lookups date segments by it).  That word is taken only
+** when it can stand: the segment is not the last (nor cut by a commit
+** record), its .timeindex exists, is whole entries, ends in a real entry
+** (not a preallocated zero slot), in order with the one before, whose
+** offset lies within the segment's offsets (not a stale entry of a
+** truncation), and was written no earlier than the .log was last modified
+** (an index older than its log does not cover it); a .log seen before
+** must still be that file.  Otherwise, and in skip mode, kl_scan_tail.
+** Costs a stat of the .log and one read of the .timeindex's last bytes;
+** *off is the offset the entry names (the tail's max_ts_offset).
+*/
+kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
+                            kl_err *err);
 
 /* The offset (KL_INDEX_OFFSET) or time (KL_INDEX_TIME) index, opened, with
 ** a zero first slot decided by the log: a real (base, 0) or (0, base) entry,

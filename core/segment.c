@@ -3,12 +3,28 @@
 */
 #include "segment.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/resource.h>
+
+int kl_segset_bound(long long soft) {
+  if (soft < 0) return KL_SEGSET_MAX_OPEN;
+  long long n = soft / 4 / 3;
+  if (n < 8) n = 8;
+  return n > KL_SEGSET_MAX_BOUND ? KL_SEGSET_MAX_BOUND : (int)n;
+}
+
+int kl_segset_default_bound(void) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return kl_segset_bound(-1);
+  if (rl.rlim_cur == RLIM_INFINITY) return KL_SEGSET_MAX_BOUND;
+  return kl_segset_bound((long long)rl.rlim_cur);
+}
 
 void kl_segset_init(kl_segset *set, int max_open) {
   memset(set, 0, sizeof *set);
-  set->max_open = max_open > 0 ? max_open : KL_SEGSET_MAX_OPEN;
+  set->max_open = max_open > 0 ? max_open : kl_segset_default_bound();
 }
 
 kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t base,
@@ -120,6 +136,30 @@ void kl_segment_unpin(kl_segment *s) {
   if (s->pins > 0) s->pins--;
 }
 
+/* The least recently used open segment of s's set that no reader holds,
+** or NULL. */
+static kl_segment *lru_unpinned(kl_segment *s) {
+  for (kl_segment *o = s->set->lru; o; o = o->newer) {
+    if (o != s && o->pins == 0) return o;
+  }
+  return NULL;
+}
+
+/* Open the .log; out of descriptors, close segments of the set that no
+** reader holds until it opens (the limit may be lower than it was, or the
+** host holds more than its share), and keep the set below that. */
+static kl_rc open_log(kl_segment *s, kl_err *err) {
+  for (;;) {
+    kl_rc rc = kl_file_open(&s->log, s->env, s->log_path, err);
+    int e = errno;
+    kl_segment *o = rc == KL_CANTOPEN && (e == EMFILE || e == ENFILE) ? lru_unpinned(s) : NULL;
+    if (!o) return rc;
+    kl_err_clear(err);
+    kl_segment_close(o);
+    if (s->set->max_open > s->set->open + 1) s->set->max_open = s->set->open + 1;
+  }
+}
+
 kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
   if (s->opened) {
     if (s->set->mru != s) {
@@ -128,7 +168,7 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
     }
     return KL_OK;
   }
-  kl_rc rc = kl_file_open(&s->log, s->env, s->log_path, err);
+  kl_rc rc = open_log(s, err);
   if (rc == KL_NOTFOUND) {
     /* Removed by retention since the directory was listed: its bytes stay
     ** a while as <name>.deleted (Kafka's delayed deletion), and a reader

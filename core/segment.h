@@ -7,7 +7,7 @@
 **
 ** Files are opened on first use and stay open while the segment is among
 ** the most recently used of its log: a log's segments share one bound on
-** open segments (kl_segset), and the least recently used unpinned segment
+** open segments (kl_segset, from the process's RLIMIT_NOFILE), and the least recently used unpinned segment
 ** is closed when a new one opens, so a scan over thousands of segments
 ** never runs out of descriptors.  A reader that keeps reading a segment
 ** across calls pins it (kl_segment_pin).  Reopening a segment checks that
@@ -34,7 +34,11 @@ typedef struct kl_segset {
   size_t ts_bytes;          /* bytes of record timestamps (and ends) they keep */
 } kl_segset;
 
+/* The bound when the process's descriptor limit cannot be read. */
 #define KL_SEGSET_MAX_OPEN 64
+/* Open segments per set at most, whatever the limit says (each costs a
+** few hundred bytes and up to three descriptors). */
+#define KL_SEGSET_MAX_BOUND 32768
 /* Batch facts a log keeps at most (128 bytes each: 16 MiB).  With
 ** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
 ** queries read headers as they would without facts. */
@@ -86,10 +90,13 @@ typedef struct kl_fact {
   int64_t *ts;              /* when decoded, v2 and its offsets have no
                             ** gap (record i is at base + i): each record's
                             ** timestamp (record_count of them), or NULL */
-  uint32_t *rend;           /* and when uncompressed, where each record ends
-                            ** in the batch (record i starts where i - 1
-                            ** ends, record 0 after the header): a point
-                            ** lookup reads one record, not the batch */
+  uint32_t *rend;           /* and where each record ends (record i starts
+                            ** where i - 1 ends): uncompressed, in the batch
+                            ** (record 0 after the header), and a point
+                            ** lookup reads one record, not the batch;
+                            ** compressed, in its decompressed records
+                            ** (record 0 at 0), and a point lookup
+                            ** decompresses up to the record's end */
 } kl_fact;
 
 struct kl_segment {
@@ -123,6 +130,10 @@ struct kl_segment {
   int64_t size;             /* .log size when first opened */
   uint64_t dev, ino;
   kl_tail tail;             /* from the indexes and the last stretch */
+  int dated;                /* a closed segment's largest timestamp, from
+                            ** its time index alone (scan.h
+                            ** kl_scan_max_timestamp): */
+  int64_t dated_ts, dated_off;
   int tix_settled;          /* the time index was trimmed and checked
                             ** against the tail (scan.c) */
   kl_salvage salvage;       /* the canonical walk, when a reader asked */
@@ -160,7 +171,10 @@ kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n);
 ** a segment retention removed after the directory was listed waits there
 ** a minute, and the reader goes on with the log as it listed it) (and make the segment the most recently
 ** used of its set, closing the least recently used unpinned one beyond the
-** bound).  KL_IO names the file and says why; a .log that is no longer the
+** bound).  When the process is out of descriptors (EMFILE, ENFILE), the
+** least recently used unpinned segment of the set is closed and the open
+** tried again, and the set's bound lowered to what was open.  KL_IO names
+** the file and says why; a .log that is no longer the
 ** file first seen is KL_IO too.  Counts stats->segments_opened.
 */
 kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err);
@@ -235,7 +249,18 @@ int kl_segment_name(const char *name, int64_t *base);
 ** ".snapshot", ...), *offset the number. */
 int kl_offset_file_name(const char *name, const char *suffix, int64_t *offset);
 
-/* An empty set with the given bound. */
+/* An empty set with the given bound (<= 0: kl_segset_bound of this
+** process's RLIMIT_NOFILE). */
 void kl_segset_init(kl_segset *set, int max_open);
+
+/* The bound on open segments of one set for a soft descriptor limit of
+** soft (< 0: unknown, KL_SEGSET_MAX_OPEN): a quarter of it, at three
+** descriptors a segment (.log, .index, .timeindex), at least 8 and at most
+** KL_SEGSET_MAX_BOUND.  The rest is the process's: SQLite's files, other
+** tables, the host's own.  (A process that runs out anyway still reads:
+** kl_segment_open closes the least recently used segment and tries again.) */
+int kl_segset_bound(long long soft);
+/* kl_segset_bound of the soft RLIMIT_NOFILE now. */
+int kl_segset_default_bound(void);
 
 #endif

@@ -40,7 +40,7 @@ kl_rc lv_use_lane(kl_vcursor *c, size_t k, kl_err *err) {
     c->lane = k;
     return KL_OK;
   }
-  size_t max = (size_t)((kl_vtab *)c->base.pVtab)->set.max_open;
+  size_t max = lv_merge_max((kl_vtab *)c->base.pVtab);
   while (c->nlive >= (max < 2 ? 2 : max)) {
     struct lane *old = NULL;
     for (size_t j = 0; j < c->nsel; j++) {

@@ -376,7 +376,7 @@ static int start_merge(kl_vcursor *c, int idx) {
   if (!c->lanes) return SQLITE_NOMEM;
   memset(c->lanes, 0, c->nsel * sizeof *c->lanes);
   c->isel = c->nsel; /* the lanes read them all */
-  if (c->by_offset && c->nsel <= (size_t)vt->set.max_open) {
+  if (c->by_offset && c->nsel <= lv_merge_max(vt)) {
     /* Every lane stays open: the rows are the merge of the lanes. */
     c->heap = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->heap);
     if (!c->heap) return SQLITE_NOMEM;

@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 
 #include "log_vtab.h"
 
@@ -76,21 +75,6 @@ kl_rc lv_acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_view *vie
 
 /* ---- create / connect / disconnect ---- */
 
-/* How many segments a table keeps open at most: its share of the process's
-** descriptors is half the soft limit (the host keeps the rest).  An open
-** segment holds up to three (.log, .index, .timeindex), a cached log two
-** (its directory and last .log, to notice changes), a listing its log
-** directories and checkpoints.  KL_SEGSET_MAX_OPEN under the usual 1024. */
-static int max_open_segments(void) {
-  struct rlimit rl;
-  if (getrlimit(RLIMIT_NOFILE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY) {
-    return KL_SEGSET_MAX_OPEN;
-  }
-  long long n = ((long long)rl.rlim_cur / 2 - 2 * KL_LOGCACHE_WATCHED - 8) / 3;
-  if (n > KL_SEGSET_MAX_OPEN) n = KL_SEGSET_MAX_OPEN;
-  return n < 2 ? 2 : (int)n;
-}
-
 /* dir made absolute against the working directory (sqlite3_malloc'd). */
 
 static void vtab_free(kl_vtab *vt) {
@@ -137,7 +121,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->db = db;
   vt->conn = aux;
   lv_default_options(vt);
-  kl_segset_init(&vt->set, max_open_segments());
+  kl_segset_init(&vt->set, 0); /* a share of RLIMIT_NOFILE (segment.h) */
   vt->logs = kl_logcache_new(kl_sqlite_env(), &vt->set);
   if (!vt->logs) {
     sqlite3_free(vt);
@@ -248,7 +232,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     kl_err_clear(&err);
     if (kl_listref_get(kl_sqlite_env(), &vt->bk, dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &k, &err) == KL_OK) {
       pi.partitions = (double)kl_broker_count(k->b);
-      pi.max_merge = (double)vt->set.max_open;
+      pi.max_merge = (double)lv_merge_max(vt);
       pi.single = kl_broker_single(k->b);
       if (pi.single && lv_acquire_log(vt, kl_broker_part(k->b, 0)->dir, 1, NULL, &r, &err) == KL_OK) {
         kl_segment *first = kl_log_first(r->log), *last = kl_log_last(r->log);

@@ -47,6 +47,13 @@ typedef struct kl_vtab {
   kl_terms_memo plans;      /* the plans decoded last */
 } kl_vtab;
 
+/* Partitions whose ordered streams one scan merges at most: one open
+** segment and one decoded batch (its reader's buffers) each, so the bound
+** on open segments, but no more than KL_SEGSET_MAX_OPEN (memory). */
+static inline size_t lv_merge_max(const kl_vtab *vt) {
+  return vt->set.max_open < KL_SEGSET_MAX_OPEN ? (size_t)vt->set.max_open : KL_SEGSET_MAX_OPEN;
+}
+
 typedef struct kl_vcursor {
   sqlite3_vtab_cursor base;
   kl_listref *bk;           /* the partitions of the path (one ref), or NULL */

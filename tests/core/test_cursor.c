@@ -530,6 +530,130 @@ static void test_work_counters(void **state) {
   free(dir);
 }
 
+/* The work of one lookup of an offset on cursor c (its reader keeps what
+** it read: the window, the decompressed batch), its record checked. */
+static kl_stats lookup_work(kl_cursor *c, int64_t off) {
+  kl_stats before = *kl_cursor_stats(c), d;
+  kl_err err = {0};
+  kl_bounds b = kl_bounds_all();
+  b.off_lo = b.off_hi = off;
+  assert_int_equal(kl_cursor_start(c, &b, &err), KL_OK);
+  assert_int_equal(kl_cursor_next(c, &err), KL_OK);
+  if (kl_cursor_load(c, &err) != KL_OK) fail_msg("offset %lld: %s", (long long)off, err.msg);
+  const kl_record *r = kl_cursor_record(c);
+  assert_int_equal(r->offset, off);
+  char want[32];
+  int n = snprintf(want, sizeof want, "v%lld-", (long long)off);
+  assert_true(r->value_len > n && memcmp(r->value, want, (size_t)n) == 0);
+  assert_int_equal(kl_cursor_next(c, &err), KL_DONE);
+  const kl_stats *now = kl_cursor_stats(c);
+  memset(&d, 0, sizeof d);
+  d.reads = now->reads - before.reads;
+  d.bytes_read = now->bytes_read - before.bytes_read;
+  d.records_decoded = now->records_decoded - before.records_decoded;
+  d.bytes_decompressed = now->bytes_decompressed - before.bytes_decompressed;
+  d.crc_checks = now->crc_checks - before.crc_checks;
+  d.index_probes = now->index_probes - before.index_probes;
+  return d;
+}
+
+/*
+** Once a batch's records decoded whole (its facts keep where each record
+** ends), a point lookup in it reads the one record (uncompressed) or the
+** batch in one read, decompressed only up to the record where the codec
+** stops (lz4, gzip; zstd by its 128 KiB blocks; snappy whole), decodes
+** that record alone, checks no CRC again and probes no index; the same
+** record again, or another of the batch just decompressed, reads nothing.
+*/
+static void test_point_lookup_work(void **state) {
+  static const int codecs[] = {KL_CODEC_NONE, KL_CODEC_GZIP, KL_CODEC_LZ4, KL_CODEC_ZSTD,
+                               KL_CODEC_SNAPPY};
+  for (size_t k = 0; k < sizeof codecs / sizeof *codecs; k++) {
+    int codec = codecs[k];
+    /* zstd: batches of 300 KiB, so that a frame holds several blocks. */
+    int per = codec == KL_CODEC_ZSTD ? 300 : 40, len = codec == KL_CODEC_ZSTD ? 1000 : 200;
+    char *dir = t_mkdtemp("cur-point");
+    kw_options o = {1 << 26, 4096, 0, codec};
+    kw_writer *w = kw_open(dir, &o);
+    assert_non_null(w);
+    static char vals[300][1000];
+    kl_rec_in r[300];
+    uint64_t seed = 5 + (uint64_t)codec;
+    for (int b = 0; b < 6; b++) {
+      for (int i = 0; i < per; i++) {
+        int64_t off = kw_next_offset(w) + i;
+        int n = snprintf(vals[i], sizeof vals[i], "v%lld-", (long long)off);
+        for (int j = n; j < len; j++) vals[i][j] = (char)('a' + t_rand(&seed) % 4);
+        memset(&r[i], 0, sizeof r[i]);
+        r[i].timestamp = 1000 + off;
+        r[i].key_len = -1;
+        r[i].value = vals[i];
+        r[i].value_len = len;
+      }
+      assert_int_equal(kw_append(w, NULL, r, per), 0);
+    }
+    assert_int_equal(kw_close(w), 0);
+    kl_log *log = open_log(dir, NULL);
+    kl_err err = {0};
+    /* A scan decodes every batch: its facts learn where records end. */
+    kl_cursor *scan;
+    assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &scan), KL_OK);
+    kl_bounds all = kl_bounds_all();
+    assert_int_equal(kl_cursor_start(scan, &all, &err), KL_OK);
+    while (kl_cursor_next(scan, &err) == KL_OK) assert_int_equal(kl_cursor_load(scan, &err), KL_OK);
+    kl_cursor_free(scan);
+
+    kl_cursor *c;
+    assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
+    int64_t first = 3 * per; /* batch 3 */
+    kl_stats d = lookup_work(c, first);
+    const kl_fact *f = kl_segment_fact(kl_log_first(log), kl_cursor_batch(c)->position);
+    assert_non_null(f);
+    assert_non_null(f->rend);
+    uint32_t whole = f->rend[per - 1], rec0 = f->rend[0];
+    assert_int_equal(d.reads, 1);
+    assert_int_equal(d.records_decoded, 1);
+    assert_int_equal(d.crc_checks, 0);
+    assert_int_equal(d.index_probes, 0);
+    if (codec == KL_CODEC_NONE) {
+      assert_int_equal(d.bytes_read, rec0 - KL_V2_HEADER); /* the record alone */
+      assert_int_equal(d.bytes_decompressed, 0);
+    } else {
+      assert_true(d.bytes_read >= (uint64_t)f->b.size && d.bytes_read <= (uint64_t)f->b.size + 4096);
+      if (codec == KL_CODEC_SNAPPY) assert_int_equal(d.bytes_decompressed, whole);
+      else assert_int_equal(d.bytes_decompressed, rec0);
+    }
+    /* The same record again: nothing read, nothing decompressed. */
+    d = lookup_work(c, first);
+    assert_int_equal(d.reads, 0);
+    assert_int_equal(d.bytes_decompressed, 0);
+    assert_int_equal(d.records_decoded, 1);
+    /* The batch's last record: the batch is still at hand. */
+    d = lookup_work(c, first + per - 1);
+    assert_int_equal(d.records_decoded, 1);
+    if (codec == KL_CODEC_NONE) {
+      assert_int_equal(d.reads, 1);
+      assert_int_equal(d.bytes_read, whole - f->rend[per - 2]);
+    } else {
+      assert_int_equal(d.reads, 0);
+      if (codec == KL_CODEC_SNAPPY) assert_int_equal(d.bytes_decompressed, 0);
+      else assert_int_equal(d.bytes_decompressed, whole);
+    }
+    /* And one before it: decompressed already. */
+    d = lookup_work(c, first + per - 2);
+    assert_int_equal(d.reads, codec == KL_CODEC_NONE ? 1 : 0);
+    assert_int_equal(d.bytes_decompressed, 0);
+    /* Another batch: one read. */
+    d = lookup_work(c, per + 7);
+    assert_int_equal(d.reads, 1);
+    assert_int_equal(d.records_decoded, 1);
+    kl_cursor_free(c);
+    kl_log_close(log);
+    t_rmdir(dir);
+    free(dir);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_bounds),
@@ -539,6 +663,7 @@ int main(void) {
       cmocka_unit_test(test_nomem),
       cmocka_unit_test(test_work_counters),
       cmocka_unit_test(test_large_batches),
+      cmocka_unit_test(test_point_lookup_work),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

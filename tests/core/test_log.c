@@ -12,7 +12,9 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "batch.h"
@@ -243,6 +245,22 @@ static void garble_suffix(const char *dir, const char *suffix, uint64_t *seed, i
     }
     assert_int_equal(t_write_file(path, p, n), 0);
     free(p);
+  }
+  close_log(log);
+}
+
+/* Make every file of dir with the suffix a minute older than its .log. */
+static void age_suffix(const char *dir, const char *suffix) {
+  char path[4096];
+  kl_log *log = open_log(dir);
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s)) {
+    size_t len = strlen(s->log_path);
+    snprintf(path, sizeof path, "%.*s%s", (int)(len - 4), s->log_path, suffix);
+    struct stat st;
+    assert_int_equal(stat(s->log_path, &st), 0);
+    struct timespec tv[2] = {st.st_atim, st.st_mtim};
+    tv[1].tv_sec -= 60;
+    if (access(path, F_OK) == 0) assert_int_equal(utimensat(AT_FDCWD, path, tv, 0), 0);
   }
   close_log(log);
 }
@@ -530,7 +548,13 @@ static void test_lookups_garbage_index(void **state) {
     close_log(log);
     uint64_t seed = 77;
     garble_suffix(dir, ".index", &seed, 5, plausible);
-    if (both) garble_suffix(dir, ".timeindex", &seed, 5, plausible);
+    if (both) {
+      garble_suffix(dir, ".timeindex", &seed, 5, plausible);
+      /* A closed segment's time index no older than its .log is Kafka's
+      ** word for its largest timestamp (kl_scan_max_timestamp), garbage
+      ** or not; one its .log outlived is checked wherever it is used. */
+      age_suffix(dir, ".timeindex");
+    }
     log = open_log(dir);
     check_offsets(log, &a);
     check_times(log, &a, 800, 1000 + 10 * (int64_t)a.n + 120);
@@ -814,6 +838,109 @@ static void test_non_monotonic_timestamps(void **state) {
   free(dir);
 }
 
+/* One seek by time on the log of dir opened afresh, checked against the
+** scan; the segments it opened. */
+static uint64_t seek_fresh(const char *dir, const recs *a, int64_t t) {
+  kl_log *log = open_log(dir);
+  kl_time_lookup tl;
+  kl_err err = {0};
+  assert_int_equal(kl_log_lookup_time(log, &g_rd, t, &tl, &err), KL_OK);
+  int64_t wts = 0, want = ref_time(a, t, &wts);
+  assert_true(want >= 0);
+  if (tl.status != KL_LOOKUP_OK || tl.offset != want) {
+    fail_msg("time %lld: status %d offset %lld, want %lld", (long long)t, tl.status,
+             (long long)tl.offset, (long long)want);
+  }
+  assert_int_equal(tl.timestamp, wts);
+  uint64_t opened = g_rd.stats->segments_opened;
+  close_log(log);
+  return opened;
+}
+
+/* Set path's modification time to that of ref plus delta seconds. */
+static void set_mtime(const char *path, const char *ref, long delta) {
+  struct stat st;
+  assert_int_equal(stat(ref, &st), 0);
+  struct timespec tv[2] = {st.st_atim, st.st_mtim};
+  tv[1].tv_sec += delta;
+  assert_int_equal(utimensat(AT_FDCWD, path, tv, 0), 0);
+}
+
+/*
+** A closed segment is dated by its time index's last entry (Kafka's
+** final entry on roll) without opening its .log: a seek by time opens
+** only the segment holding the answer.  The word is not taken, and the
+** segment is read, when the index is missing, preallocated (a zero slot
+** last), stale (its last entry past the segment's offsets) or older than
+** its .log; each of these indexes understates the segment's largest
+** timestamp, so taking it would skip the segment holding the answer.
+*/
+static void test_dating_from_time_index(void **state) {
+  char *dir = t_mkdtemp("log-dating");
+  kw_options o = opts(1500, 200, 0, KL_CODEC_NONE);
+  write_log(dir, &o, 160, 0, ts_jitter, 23);
+  kl_log *log = open_log(dir);
+  assert_true(kl_log_segment_count(log) >= 6);
+  recs a = {0};
+  scan_all(log, &a);
+  /* Segment k, its largest timestamp, and its files. */
+  kl_segment *sk = kl_log_next(log, kl_log_next(log, kl_log_next(log, kl_log_first(log))));
+  int64_t base = sk->base, next_base = sk->next_base, maxk = INT64_MIN, before = INT64_MIN;
+  for (size_t i = 0; i < a.n; i++) {
+    if (a.r[i].seg_base == base && a.r[i].ts > maxk) maxk = a.r[i].ts;
+    if (a.r[i].seg_base < base && a.r[i].ts > before) before = a.r[i].ts;
+  }
+  char logp[4096], tixp[4096];
+  snprintf(logp, sizeof logp, "%s", sk->log_path);
+  snprintf(tixp, sizeof tixp, "%s", sk->timeindex_path);
+  close_log(log);
+  assert_true(maxk > before); /* the first record reaching maxk is in segment k */
+  size_t n;
+  uint8_t *tix = t_read_file(tixp, &n);
+  assert_non_null(tix);
+  assert_true(n >= 24 && n % 12 == 0);
+  assert_int_equal(kl_get_i64(tix + n - 12), maxk); /* the final entry */
+  int64_t prev = kl_get_i64(tix + n - 24);
+  assert_true(prev + 1 < maxk);
+
+  /* Taken: only segment k is opened. */
+  assert_int_equal(seek_fresh(dir, &a, maxk), 1);
+  assert_int_equal(seek_fresh(dir, &a, before + 1), 1);
+
+  /* Preallocated: a zero slot after the entries (a live segment's index,
+  ** not trimmed on roll: a crash), the final entry not written. */
+  uint8_t *p = calloc(1, n + 24);
+  memcpy(p, tix, n - 12);
+  assert_int_equal(t_write_file(tixp, p, n), 0);
+  seek_fresh(dir, &a, maxk);
+  memcpy(p, tix, n);
+  assert_int_equal(t_write_file(tixp, p, n + 24), 0);
+  seek_fresh(dir, &a, maxk);
+  /* Stale: the last entry names an offset past the segment's. */
+  memcpy(p, tix, n);
+  kl_put_u64(p + n - 12, (uint64_t)(prev + 1));
+  kl_put_u32(p + n - 4, (uint32_t)(next_base - base + 2));
+  assert_int_equal(t_write_file(tixp, p, n), 0);
+  seek_fresh(dir, &a, maxk);
+  /* Older than its .log: the final entry is missing, the .log was
+  ** appended to after the index was written. */
+  assert_int_equal(t_write_file(tixp, tix, n - 12), 0);
+  set_mtime(tixp, logp, -10);
+  seek_fresh(dir, &a, maxk);
+  /* Missing. */
+  assert_int_equal(unlink(tixp), 0);
+  seek_fresh(dir, &a, maxk);
+  /* Whole again, newer than the .log: taken again. */
+  assert_int_equal(t_write_file(tixp, tix, n), 0);
+  set_mtime(tixp, logp, 10);
+  assert_int_equal(seek_fresh(dir, &a, maxk), 1);
+  free(p);
+  free(tix);
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_missing_dir),
@@ -830,6 +957,7 @@ int main(void) {
       cmocka_unit_test(test_segment_named_near_2_63),
       cmocka_unit_test(test_max_timestamp_tie),
       cmocka_unit_test(test_non_monotonic_timestamps),
+      cmocka_unit_test(test_dating_from_time_index),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,11 +8,14 @@
 */
 #include "testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
+#include "faultos.h"
 #include "kwriter.h"
 #include "segment.h"
 
@@ -149,6 +152,69 @@ static void test_open_bound_and_pins(void **state) {
   free(dir);
 }
 
+/* The bound follows the soft descriptor limit: a quarter of it at three
+** descriptors a segment, within [8, KL_SEGSET_MAX_BOUND]; unknown, 64. */
+static void test_bound_from_nofile(void **state) {
+  assert_int_equal(kl_segset_bound(-1), KL_SEGSET_MAX_OPEN);
+  assert_int_equal(kl_segset_bound(1024), 85);
+  assert_int_equal(kl_segset_bound(20000), 1666);
+  assert_int_equal(kl_segset_bound(10), 8);
+  assert_int_equal(kl_segset_bound(1LL << 40), KL_SEGSET_MAX_BOUND);
+  struct rlimit rl;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  if (rl.rlim_cur != RLIM_INFINITY) {
+    assert_int_equal(kl_segset_default_bound(), kl_segset_bound((long long)rl.rlim_cur));
+  }
+}
+
+/* Out of descriptors (EMFILE), the least recently used segment no reader
+** holds is closed and the open tried again, and the set stays below what
+** was open; with every other segment held, the error names the file. */
+static void test_open_out_of_descriptors(void **state) {
+  char *dir = kw_make_log_single("seg", 400, 1024);
+  t_faultos f;
+  t_faultos_init(&f);
+  kl_segset set;
+  kl_segset_init(&set, 16);
+  kl_segment s[5];
+  char path[4200];
+  int n = 0;
+  for (int64_t b = 0; n < 5 && b < 400; b++) {
+    seg_path(path, sizeof path, dir, b, ".log");
+    if (access(path, F_OK) != 0) continue;
+    assert_int_equal(kl_segment_init(&s[n], &f.env, &set, b, path), KL_OK);
+    n++;
+  }
+  assert_int_equal(n, 5);
+  kl_err err = {0};
+  for (int i = 0; i < 3; i++) assert_int_equal(kl_segment_open(&s[i], NULL, &err), KL_OK);
+  f.kinds = T_OS_OPEN;
+  f.path_has = s[3].name;
+  f.fail_errno = EMFILE;
+  f.calls = 0;
+  f.fail_at = 1;
+  assert_int_equal(kl_segment_open(&s[3], NULL, &err), KL_OK);
+  assert_int_equal(f.failed, 1);
+  assert_false(s[0].opened);
+  assert_true(s[1].opened && s[2].opened && s[3].opened);
+  assert_int_equal(set.open, 3);
+  assert_int_equal(set.max_open, 3);
+  /* Everything else held: no descriptor to give back. */
+  for (int i = 0; i < 4; i++) kl_segment_pin(&s[i]);
+  f.path_has = s[4].name;
+  f.calls = 0;
+  f.persist = 1;
+  kl_err_clear(&err);
+  assert_int_equal(kl_segment_open(&s[4], NULL, &err), KL_CANTOPEN);
+  assert_non_null(strstr(err.msg, s[4].name));
+  assert_non_null(strstr(err.msg, "Too many open files"));
+  assert_false(s[4].opened);
+  for (int i = 0; i < 5; i++) kl_segment_free(&s[i]);
+  t_faultos_free(&f);
+  t_rmdir(dir);
+  free(dir);
+}
+
 /* Missing index files are empty indexes (Kafka creates them lazily). */
 static void test_missing_indexes(void **state) {
   char *dir = kw_make_log_single("seg", 20, 1 << 20);
@@ -160,7 +226,7 @@ static void test_missing_indexes(void **state) {
   seg_path(path, sizeof path, dir, 0, ".log");
   kl_segset set;
   kl_segset_init(&set, 0); /* 0: the default bound */
-  assert_int_equal(set.max_open, KL_SEGSET_MAX_OPEN);
+  assert_int_equal(set.max_open, kl_segset_default_bound());
   kl_segment s;
   assert_int_equal(kl_segment_init(&s, NULL, &set, 0, path), KL_OK);
   kl_err err = {0};
@@ -299,6 +365,8 @@ int main(void) {
       cmocka_unit_test(test_paths),
       cmocka_unit_test(test_open_close),
       cmocka_unit_test(test_open_bound_and_pins),
+      cmocka_unit_test(test_bound_from_nofile),
+      cmocka_unit_test(test_open_out_of_descriptors),
       cmocka_unit_test(test_missing_indexes),
       cmocka_unit_test(test_verified_cache),
       cmocka_unit_test(test_facts),

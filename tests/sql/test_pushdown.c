@@ -15,6 +15,8 @@
 */
 #include "sqltest.h"
 
+#include <sys/resource.h>
+
 #include "kwriter.h"
 
 
@@ -266,6 +268,57 @@ static void test_count_from_facts(void **state) {
   }
 }
 
+/*
+** Point lookups inside a join, once the table has read the log: each reads
+** the one record (uncompressed: one pread of its bytes) or its batch (one
+** pread, decompressed only up to the record where the codec stops), decodes
+** that record alone, checks no CRC again and probes no index, on a log of
+** mixed codecs.  The answer is that of the same offsets as an IN list, and
+** of the plan that cannot push the offset down (offset + 0).
+*/
+static void test_join_lookups_read_one_record(void **state) {
+  char dir[4096];
+  snprintf(dir, sizeof dir, "%s", t_fixture("j-mixed-codecs"));
+  sqlite3 *db = st_open();
+  st_stats scan = measure_on(db, dir, "SELECT count(*) > 0 FROM kafka_log(?1) WHERE value IS NOT NULL"
+                             " OR value IS NULL", 0, 0, "1\n");
+  assert_true(scan.bytes_decompressed > 0);
+  st_exec(db, "CREATE TEMP TABLE k(id INTEGER PRIMARY KEY, x INTEGER)");
+  st_run(db, "INSERT INTO k(x) SELECT offset FROM kafka_log(?1) WHERE offset % 3 = 1"
+             " ORDER BY (offset * 7919) % 1009", "t", dir);
+  int64_t n = st_int(db, "SELECT count(*) FROM k", NULL);
+  assert_true(n >= 20);
+  char *want = st_text(db, "SELECT sum(length(value)) || '|' || count(*) || char(10)"
+                           " FROM kafka_log(?1) WHERE offset % 3 = 1", "t", dir);
+  int64_t reads0 = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
+  st_stats j = measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM k"
+                          " JOIN kafka_log(?1) r ON r.offset = k.x", 0, 0, want);
+  int64_t reads = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
+  (void)reads0;
+  assert_int_equal(j.records_decoded, n);
+  assert_true(reads <= n);
+  assert_int_equal(j.crc_checks, 0);
+  assert_int_equal(j.index_probes, 0);
+  assert_int_equal(j.batch_headers, 0);
+  /* Decompressed: at most each lookup's batch up to its record. */
+  assert_true(j.bytes_decompressed < n * (scan.bytes_decompressed / 2 + 1));
+  /* Sorted by offset, consecutive lookups fall in the batch just read. */
+  st_stats sorted = measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM"
+                               " (SELECT x FROM k ORDER BY x) k JOIN kafka_log(?1) r"
+                               " ON r.offset = k.x", 0, 0, want);
+  int64_t sreads = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
+  assert_int_equal(sorted.records_decoded, n);
+  assert_true(sreads < reads);
+  assert_true(sorted.bytes_decompressed <= j.bytes_decompressed);
+  /* Whatever the plan. */
+  measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM k"
+             " JOIN kafka_log(?1) r ON r.offset + 0 = k.x", 0, 0, want);
+  measure_on(db, dir, "SELECT sum(length(value)), count(*) FROM kafka_log(?1)"
+             " WHERE offset IN (SELECT x FROM k)", 0, 0, want);
+  free(want);
+  st_close(db);
+}
+
 /* A window on timestamps, once the table has read the batches: only the
 ** batches whose [smallest, largest] timestamp meets the window are read. */
 static void test_window_from_facts(void **state) {
@@ -420,6 +473,13 @@ static void test_seek_many_segments(void **state) {
   int64_t segs = st_int(db, "SELECT count(DISTINCT segment) FROM kafka_log(?1)", "t", dir);
   assert_true(segs >= 1400);
   static const char q[] = "SELECT offset FROM kafka_log(?1) WHERE timestamp >= ?2 LIMIT 1";
+  /* On a fresh connection: the segments before the answer's are dated by
+  ** their time indexes (their .log files are not opened); the last is
+  ** read (it has no final time index entry). */
+  sqlite3 *fresh = st_open();
+  st_stats f = measure_on(fresh, dir, q, INT64_C(1700000000000) + 1000 * 29990, 0, "29990\n");
+  assert_true(f.segments_opened <= 2);
+  st_close(fresh);
   measure_on(db, dir, q, INT64_C(1700000000000) + 1000 * 29990, 0, "29990\n");
   for (int i = 0; i < 20; i++) {
     int64_t o = (int64_t)((i * 7919 + 13) % 30000);
@@ -435,6 +495,49 @@ static void test_seek_many_segments(void **state) {
   free(dir);
 }
 
+/* Point lookups in every segment of a 300-segment log, twice, on a fresh
+** connection under the soft descriptor limit given: the segments opened
+** the second time (0 when the bound on open segments holds them all). */
+static int64_t reopened_under(rlim_t soft, const char *dir) {
+  struct rlimit was, rl;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
+  rl = was;
+  rl.rlim_cur = soft;
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &rl), 0);
+  sqlite3 *db = st_open(); /* the bound is read when the table is */
+  st_run(db, "CREATE TEMP TABLE k AS SELECT min(offset) AS x FROM kafka_log(?1) GROUP BY segment",
+         "t", dir);
+  /* The values are read: rows the batch facts answer open nothing. */
+  static const char q[] = "SELECT count(*), sum(length(r.value) > 0) FROM k JOIN kafka_log(?1) r"
+                          " ON r.offset = k.x";
+  char *want = st_text(db, "SELECT count(*) || '|' || count(*) || char(10) FROM k", NULL);
+  measure_on(db, dir, q, 0, 0, want);
+  st_stats again = measure_on(db, dir, q, 0, 0, want);
+  free(want);
+  st_close(db);
+  assert_int_equal(setrlimit(RLIMIT_NOFILE, &was), 0);
+  return again.segments_opened;
+}
+
+/* The bound on open segments follows RLIMIT_NOFILE (a quarter of the soft
+** limit, three descriptors a segment): under 4,096 descriptors (a bound of
+** 341) the 300 segments stay open, under 256 (21) they are reopened. */
+static void test_open_segments_follow_nofile(void **state) {
+  struct rlimit rl;
+  assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
+  if (rl.rlim_max != RLIM_INFINITY && rl.rlim_max < 4096) skip();
+  char *dir = kw_make_log("pd-nofile", 600, 10, 800, 4096, 20, INT64_C(1700000000000), 1000);
+  sqlite3 *db = st_open();
+  int64_t segs = st_int(db, "SELECT count(DISTINCT segment) FROM kafka_log(?1)", "t", dir);
+  st_close(db);
+  assert_true(segs >= 250 && segs <= 340);
+  assert_int_equal(reopened_under(4096, dir), 0);
+  int64_t low = reopened_under(256, dir);
+  assert_true(low >= segs - 21);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stats_accumulate_and_reset),
@@ -446,12 +549,14 @@ int main(void) {
       cmocka_unit_test(test_full_scan_counts_everything),
       cmocka_unit_test(test_counters_per_statement),
       cmocka_unit_test(test_count_from_facts),
+      cmocka_unit_test(test_join_lookups_read_one_record),
       cmocka_unit_test(test_window_from_facts),
       cmocka_unit_test(test_desc_before_from_facts),
       cmocka_unit_test(test_timestamps_from_facts),
       cmocka_unit_test(test_window_max_skew),
       cmocka_unit_test(test_min_max_seeks),
       cmocka_unit_test(test_seek_many_segments),
+      cmocka_unit_test(test_open_segments_follow_nofile),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
