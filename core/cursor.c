@@ -96,6 +96,11 @@ struct kl_cursor {
                             ** (another cursor on the log may add some) */
   const int64_t *cts;       /* counting a batch whose timestamps are known
                             ** (kl_fact.ts): rows are filtered on them */
+  uint64_t rhash;           /* with keys: the current record's key hash */
+  uint64_t *kfb;            /* with keys: the filter of the current batch's
+                            ** keys so far, when its fact has none yet */
+  size_t kfw, kfcap;        /* its words (0: not built), allocated words */
+  int32_t kseen;            /* records of the batch it has taken */
 
   /* Backward iteration only: the records of the current batch are all
   ** decoded once, then each decoded again from where it starts when its
@@ -118,7 +123,7 @@ struct kl_cursor {
 };
 
 kl_bounds kl_bounds_all(void) {
-  kl_bounds b = {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, 0, -1};
+  kl_bounds b = {INT64_MIN, INT64_MAX, INT64_MIN, INT64_MAX, 0, -1, NULL};
   return b;
 }
 
@@ -168,6 +173,7 @@ void kl_cursor_free(kl_cursor *c) {
   kl_free(env, c->rpos);
   if (c->tsb != c->ts_inline) kl_free(env, c->tsb);
   if (c->reb != c->re_inline) kl_free(env, c->reb);
+  kl_free(env, c->kfb);
   kl_buf_free(env, &c->one);
   kl_free(env, c);
 }
@@ -215,9 +221,21 @@ static int skip_batch(kl_cursor *c, const kl_batch *b) {
   return 0;
 }
 
+/* With keys, c->rhash is r's key hash. */
 static int record_in(const kl_cursor *c, const kl_record *r) {
   return r->offset >= c->lo && r->offset <= c->hi && r->timestamp >= c->bnd.ts_lo &&
-         r->timestamp <= c->bnd.ts_hi;
+         r->timestamp <= c->bnd.ts_hi &&
+         (!c->bnd.keys || kl_keyset_has(c->bnd.keys, r->key, r->key_len, c->rhash));
+}
+
+/* The key hash of the current record, for record_in. */
+static void hash_key(kl_cursor *c) {
+  if (c->bnd.keys && c->rec.key_len >= 0) c->rhash = kl_key_hash(c->rec.key, (size_t)c->rec.key_len);
+}
+
+/* Does the batch's key filter say it holds none of the keys sought? */
+static int keys_outside(const kl_cursor *c, const kl_fact *f) {
+  return c->bnd.keys && f && f->kf && !kl_keyfilter_may_hold(f->kf, f->kf_words, c->bnd.keys);
 }
 
 /* Can every record of the batch be a row without being decoded?  Only
@@ -402,12 +420,31 @@ static kl_rc batch_bytes(kl_cursor *c, kl_err *err) {
   return rc;
 }
 
+/* A key search decoding a batch from its first record builds the filter
+** of its keys when its fact has none (quietly none when out of memory). */
+static void start_keys(kl_cursor *c) {
+  c->kfw = 0;
+  c->kseen = 0;
+  const kl_fact *f = cur_fact(c);
+  if (!c->bnd.keys || c->rd.skip || !f || f->kf) return;
+  size_t w = kl_keyfilter_words(c->batch.record_count);
+  if (w > c->kfcap) {
+    uint64_t *p = kl_realloc(c->rd.env, c->kfb, w * sizeof *p);
+    if (!p) return;
+    c->kfb = p;
+    c->kfcap = w;
+  }
+  memset(c->kfb, 0, w * sizeof *c->kfb);
+  c->kfw = w;
+}
+
 static kl_rc open_records(kl_cursor *c, kl_err *err) {
   kl_rc rc = batch_bytes(c, err);
   if (rc) return rc;
   c->bmin = INT64_MAX;
   c->tsn = 0;
   c->rends = c->batch.magic == 2;
+  start_keys(c);
   rc = kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
   c->recs0 = c->batch.codec == KL_CODEC_NONE ? c->batch.bytes : c->it.p;
   return rc;
@@ -441,6 +478,11 @@ static void note_record(kl_cursor *c) {
   int64_t ts = c->rec.timestamp;
   c->rd.stats->records_decoded++;
   if (ts < c->bmin) c->bmin = ts;
+  hash_key(c);
+  if (c->kfw) {
+    c->kseen++;
+    if (c->rec.key_len >= 0) kl_keyfilter_add(c->kfb, c->kfw, c->rhash);
+  }
   if (c->tsn < 0) return;
   if (c->tsn == c->tscap && !grow_ts(c)) {
     c->tsn = -1; /* not kept: only an optimisation */
@@ -455,6 +497,8 @@ static void note_record(kl_cursor *c) {
 static void learn_decoded(kl_cursor *c) {
   if (c->rd.skip) return;
   kl_fact *f = cur_fact(c);
+  if (f && c->kfw && c->kseen == f->b.record_count) kl_segment_learn_keys(c->seg, f, c->kfb, c->kfw);
+  c->kfw = 0;
   if (f && !f->decoded) {
     f->min_ts = c->bmin;
     f->decoded = 1;
@@ -596,13 +640,13 @@ static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
   }
   if (c->rd.skip) c->curfact = NULL;
   const kl_fact *f = cur_fact(c);
-  if (skip_batch(c, &c->batch) || fact_outside(c, f)) {
+  if (skip_batch(c, &c->batch) || fact_outside(c, f) || keys_outside(c, f)) {
     c->rd.stats->batches_skipped++;
     c->state = c->src;
     return KL_OK;
   }
   int known_ts = f && f->ts && !c->rd.skip;
-  if (known_ts || batch_within(c, &c->batch, f)) {
+  if (!c->bnd.keys && (known_ts || batch_within(c, &c->batch, f))) {
     /* Its rows need not be decoded until a field of one is asked for
     ** (kl_cursor_load): count(*) reads nothing when the batch is known,
     ** and with its timestamps known, neither do offsets and timestamps,
@@ -821,6 +865,7 @@ static kl_rc next_backward(kl_cursor *c, kl_err *err) {
     while (c->ridx > 0) {
       if ((rc = record_at(c, --c->ridx, err)) != KL_OK) return rc;
       if (c->rec.offset < c->lo) goto done; /* everything earlier is lower */
+      hash_key(c);
       if (record_in(c, &c->rec)) return KL_OK;
     }
     if (c->ci > 0) {
@@ -1026,6 +1071,7 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
     if (rc == KL_OK && f && f->decoded && c->count_at > 0) {
       rc = kl_records_skip(&c->it, c->count_at, err);
       c->tsn = -1; /* what it knows of the batch was learnt already */
+      c->kfw = 0;
       i = c->count_at;
     }
     for (; rc == KL_OK && i <= c->count_at; i++) { /* up to the row itself */

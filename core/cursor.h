@@ -21,6 +21,7 @@
 #define KL_CURSOR_H
 
 #include "batch.h"
+#include "keyset.h"
 #include "log.h"
 #include "scan.h"
 
@@ -39,6 +40,13 @@ typedef struct kl_bounds {
                             ** running maximum reaches ts_hi + max_skew + 1
                             ** (records after it that break the bound are
                             ** not produced) */
+  const struct kl_keyset *keys; /* NULL: any key; else only records whose
+                            ** key's bytes are one of these (keyset.h; the
+                            ** caller's, outliving the scan): each batch
+                            ** produced is decoded, and a batch whose key
+                            ** filter (learnt when a scan with keys read
+                            ** all its records) holds none of them is
+                            ** passed over unread */
 } kl_bounds;
 
 /* Bounds that admit everything, ascending. */

@@ -118,6 +118,10 @@ void kl_segment_free(kl_segment *s) {
   kl_free(s->env, s->vsize);
   for (size_t i = 0; i < s->nfacts; i++) {
     kl_fact *f = &s->facts[i];
+    if (f->kf) {
+      if (s->set) s->set->key_bytes -= (size_t)f->kf_words * sizeof *f->kf;
+      kl_free(s->env, f->kf);
+    }
     if (!f->ts) continue;
     if (s->set) s->set->ts_bytes -= (size_t)f->b.record_count * per_record(f);
     kl_free(s->env, f->ts);
@@ -381,6 +385,17 @@ void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, cons
   memcpy(f->ts, ts, (size_t)n * sizeof *ts);
   if (rend) memcpy(f->rend, rend, (size_t)n * sizeof *rend);
   s->set->ts_bytes += bytes;
+}
+
+void kl_segment_learn_keys(kl_segment *s, kl_fact *f, const uint64_t *kf, size_t words) {
+  size_t bytes = words * sizeof *kf;
+  if (f->kf || words == 0 || words > UINT32_MAX || s->set->key_bytes + bytes > KL_SEGSET_MAX_KEY_BYTES) {
+    return;
+  }
+  if (!(f->kf = kl_malloc(s->env, bytes))) return;
+  memcpy(f->kf, kf, bytes);
+  f->kf_words = (uint32_t)words;
+  s->set->key_bytes += bytes;
 }
 
 int kl_segment_facts_cover(kl_segment *s) {

@@ -32,6 +32,7 @@ typedef struct kl_segset {
   int max_open;             /* the bound */
   size_t facts;             /* batch facts kept by all its segments */
   size_t ts_bytes;          /* bytes of record timestamps (and ends) they keep */
+  size_t key_bytes;         /* bytes of key filters they keep */
 } kl_segset;
 
 /* The bound when the process's descriptor limit cannot be read. */
@@ -48,6 +49,9 @@ typedef struct kl_segset {
 ** index on timestamp answers for a table: queries that read only offsets
 ** and timestamps decode nothing, and a point lookup reads one record. */
 #define KL_SEGSET_MAX_TS_BYTES ((size_t)32 << 20)
+/* Key filters (keyset.h) a log keeps at most: a byte a record, so 8 M
+** records' batches; beyond, key searches read the batches without one. */
+#define KL_SEGSET_MAX_KEY_BYTES ((size_t)8 << 20)
 
 /* Where a segment's data ends and what it holds, as a reader found it. */
 typedef struct kl_tail {
@@ -97,6 +101,9 @@ typedef struct kl_fact {
                             ** compressed, in its decompressed records
                             ** (record 0 at 0), and a point lookup
                             ** decompresses up to the record's end */
+  uint64_t *kf;             /* when a key search read all its records: the
+                            ** filter of their keys (keyset.h), or NULL */
+  uint32_t kf_words;        /* its 64-bit words */
 } kl_fact;
 
 struct kl_segment {
@@ -228,6 +235,10 @@ int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_
 ** budget; quietly nothing when over it or out of memory. */
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
                               int32_t n);
+
+/* Keep a copy of the filter of fact f's keys (words words, keyset.h),
+** within the log's budget; quietly nothing when over it or out of memory. */
+void kl_segment_learn_keys(kl_segment *s, kl_fact *f, const uint64_t *kf, size_t words);
 
 /* Add a hole to the salvage map being built (positions increase). */
 kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind);

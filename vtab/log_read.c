@@ -24,6 +24,7 @@ int lv_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   memset(c, 0, sizeof *c);
   c->eof = 1;
   c->lane = KL_NO_LANE;
+  kl_keyset_init(&c->keys, kl_sqlite_env());
   *out = &c->base;
   return SQLITE_OK;
 }
@@ -92,6 +93,7 @@ int lv_close(sqlite3_vtab_cursor *cur) {
   end_scan(c);
   kl_buf_free(kl_sqlite_env(), &c->json);
   kl_coldec_free(&c->coldec);
+  kl_keyset_free(&c->keys);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -189,10 +191,23 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   return c->read_committed ? lv_committed_bounds(c, err) : KL_OK;
 }
 
+/* Do two partitions belong to one topic (NULL, a directory not named
+** <topic>-<n>, is one value for DISTINCT)? */
+static int same_topic(const kl_part *a, const kl_part *b) {
+  if (!a->topic || !b->topic) return !a->topic && !b->topic;
+  return strcmp(a->topic, b->topic) == 0;
+}
+
 /* Open the next chosen partition and start reading it: KL_DONE when none
 ** is left. */
 static kl_rc next_partition(kl_vcursor *c, kl_err *err) {
+  c->part_row = 0;
   while (c->isel < c->nsel) {
+    if (c->distinct == KL_P_DISTINCT_TOPIC && c->row_part &&
+        same_topic(c->row_part, kl_broker_part(c->bk->b, c->sel[c->isel]))) {
+      c->isel++; /* its topic has a row already */
+      continue;
+    }
     kl_rc rc = lv_open_partition(c, c->isel++, err);
     if (rc) return rc;
     if (c->pbnd.off_lo > c->pbnd.off_hi) continue;
@@ -221,20 +236,23 @@ int lv_step(kl_vcursor *c) {
       c->eof = 1;
       return SQLITE_OK;
     }
-    kl_rc rc = advance(c, &err);
+    /* DISTINCT: the partition's first row stands for all of them. */
+    kl_rc rc = c->distinct && c->part_row ? KL_DONE : advance(c, &err);
     if (rc == KL_OK) {
       if (c->skip > 0) {
         c->skip--;
         continue;
       }
       if (c->limit > 0) c->limit--;
+      c->part_row = 1;
+      c->row_part = c->part;
       return SQLITE_OK;
     }
     if (rc != KL_DONE) {
       c->eof = 1;
       return lv_report(c, rc, &err);
     }
-    if (!c->merge && c->in && c->i_in < c->n_in) {
+    if (!c->merge && c->in && c->i_in < c->n_in && !(c->distinct && c->part_row)) {
       rc = lv_start_range(c, &err);
     } else {
       rc = next_partition(c, &err);
@@ -256,6 +274,8 @@ typedef struct kl_args {
   int64_t opt[KL_OPT_COUNT];/* the options, the table's unless a term
                             ** gives one (options.h) */
   sqlite3_value *schemas;   /* schemas = ?, or NULL: the table's */
+  sqlite3_value *key;       /* key = ?, or NULL */
+  int key_in;               /* it is an IN list */
 } kl_args;
 
 /* The terms of idx_str into c->plan_use, from the table's memo of plans. */
@@ -291,6 +311,7 @@ static int read_args(kl_vcursor *c, const char *idx_str, int argc, sqlite3_value
       case KL_ACT_PRODUCER:
         kl_fold_bound((enum kl_cmp_op)t->arg, v, &c->pid_lo, &c->pid_hi);
         break;
+      case KL_ACT_KEY: a->key = v, a->key_in = use[i].in; break;
       case KL_ACT_OPTION: {
         /* A hidden-column option, read as CREATE reads it (options.h). */
         char *m = NULL;
@@ -343,6 +364,32 @@ static int read_in_list(kl_vcursor *c, sqlite3_value *in_list) {
   }
   c->n_in = m;
   return SQLITE_OK;
+}
+
+/* A value of key = as the bytes it matches: a BLOB's, a TEXT's UTF-8.
+** NULL and numbers are equal to no key (the key column holds BLOBs and
+** TEXT only): none is added. */
+static int add_key(kl_keyset *k, sqlite3_value *v) {
+  int t = sqlite3_value_type(v);
+  const void *p = t == SQLITE_BLOB ? sqlite3_value_blob(v)
+                  : t == SQLITE_TEXT ? (const void *)sqlite3_value_text(v)
+                                     : NULL;
+  if (!p && (t != SQLITE_BLOB && t != SQLITE_TEXT)) return SQLITE_OK;
+  int n = sqlite3_value_bytes(v);
+  if (!p && n > 0) return SQLITE_NOMEM;
+  return kl_keyset_add(k, p ? p : "", (size_t)n) == KL_OK ? SQLITE_OK : SQLITE_NOMEM;
+}
+
+/* The keys of key = ? or key IN (...) into c->keys. */
+static int read_keys(kl_vcursor *c, sqlite3_value *key, int in) {
+  kl_keyset_clear(&c->keys);
+  if (!in) return add_key(&c->keys, key);
+  sqlite3_value *v;
+  int rc;
+  for (rc = sqlite3_vtab_in_first(key, &v); rc == SQLITE_OK && v; rc = sqlite3_vtab_in_next(key, &v)) {
+    if ((rc = add_key(&c->keys, v)) != SQLITE_OK) return rc;
+  }
+  return rc == SQLITE_DONE ? SQLITE_OK : rc;
 }
 
 /* The files are checked for changes once per statement: the same cursor
@@ -402,6 +449,8 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   c->eof = 1;
   c->limit = -1;
   c->skip = 0;
+  c->part_row = 0;
+  c->row_part = NULL;
   c->pid_lo = INT64_MIN;
   c->pid_hi = INT64_MAX;
   c->bnd = kl_bounds_all();
@@ -432,7 +481,16 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   /* Partitions are chosen by name before any is opened. */
   if ((rc = kl_choose_parts(c->bk->b, &a.pf, &c->sel, &c->nsel)) != SQLITE_OK) return rc;
   if (a.in_list && ((rc = read_in_list(c, a.in_list)) != SQLITE_OK || c->n_in == 0)) return rc;
-  if (vt->app) kl_append_scan_begin(vt->app, a.in_list ? -1 : c->bnd.off_hi);
+  if (a.key) {
+    if (c->text[0] >= KL_TYPE_CONFLUENT) { /* planned for raw keys only */
+      return lv_set_error(cur->pVtab, SQLITE_ERROR, "%s",
+                          "kafka_log: key = compares raw keys, not key_type's decoded ones");
+    }
+    if ((rc = read_keys(c, a.key, a.key_in)) != SQLITE_OK || c->keys.n == 0) return rc;
+    c->bnd.keys = &c->keys;
+  }
+  c->distinct = idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC);
+  if (vt->app) kl_append_scan_begin(vt->app, a.in_list || a.key ? -1 : c->bnd.off_hi);
   c->eof = 0;
   if (idx & KL_P_TS_ORDER) {
     c->tsd = 1;

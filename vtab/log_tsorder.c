@@ -43,7 +43,7 @@ static kl_rc tsd_first(kl_vcursor *c, int *found, kl_err *err) {
   *found = 0;
   const kl_bounds *b0 = &c->pbnd;
   if (c->merge || c->on_corrupt != KL_ON_CORRUPT_ERROR || c->read_committed ||
-      c->pid_lo != INT64_MIN || c->pid_hi != INT64_MAX ||
+      c->pid_lo != INT64_MIN || c->pid_hi != INT64_MAX || b0->keys ||
       b0->off_lo != INT64_MIN || b0->off_hi != INT64_MAX || b0->ts_lo != INT64_MIN ||
       b0->ts_hi != INT64_MAX) {
     return KL_OK;

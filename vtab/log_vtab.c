@@ -210,10 +210,32 @@ static int kl_shadow_name(const char *suffix) { return strcmp(suffix, "config") 
 
 /* ---- planning ---- */
 
+/* Is the key raw bytes (key_type 'blob' or 'text') in the plan SQLite
+** considers: the table's key_type, unless the first usable key_type =
+** constraint (the one the plan takes) says otherwise, which must then be
+** known now.  Decoded keys ('confluent', 'avro') are SQLite's to compare. */
+static int key_is_raw(const kl_vtab *vt, sqlite3_index_info *info) {
+  int64_t t = vt->opt[KL_OPT_KEY_TYPE];
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &info->aConstraint[i];
+    if (!c->usable || c->iColumn != KL_COL_KEY_TYPE || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
+    sqlite3_value *v = NULL;
+    char *m = NULL;
+    if (sqlite3_vtab_rhs_value(info, i, &v) != SQLITE_OK || !v ||
+        kl_option_value(kl_option_of(KL_OPT_KEY_TYPE), v, &t, &m) != SQLITE_OK) {
+      sqlite3_free(m);
+      return 0;
+    }
+    break;
+  }
+  return t == KL_TYPE_BLOB || t == KL_TYPE_TEXT;
+}
+
 static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
   kl_vtab *vt = (kl_vtab *)base;
   kl_plan_info pi = {0};
   pi.need_dir = vt->dir == NULL;
+  pi.raw_key = key_is_raw(vt, info);
   const char *dir = vt->dir;
   for (int i = 0; !dir && i < info->nConstraint; i++) {
     sqlite3_value *v = NULL;

@@ -23,6 +23,7 @@
 #include "values.h"
 #include "cursor.h"
 #include "glue.h"
+#include "keyset.h"
 #include "logcache.h"
 #include "options.h"
 #include "terms.h"
@@ -75,6 +76,12 @@ typedef struct kl_vcursor {
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
   sqlite3_int64 skip;       /* rows to skip first (OFFSET) */
   int64_t pid_lo, pid_hi;   /* producer_id bounds (inclusive) */
+  kl_keyset keys;           /* key = ?, key IN (...): the keys sought, which
+                            ** bnd.keys points to then (core/keyset.h) */
+  int distinct;             /* KL_P_DISTINCT or KL_P_DISTINCT_TOPIC: one row
+                            ** of each partition, or of each topic */
+  int part_row;             /* a row of the partition read was produced */
+  const kl_part *row_part;  /* the partition of the last row, or NULL */
   int eof;
   kl_buf json;              /* headers column scratch */
   int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */

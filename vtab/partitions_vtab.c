@@ -15,6 +15,8 @@
 ** last_stable_offset (where a read_committed consumer stops: the first
 ** offset of the earliest open transaction, else the log end offset, and
 ** never above the high watermark; core/txn.h), computed only when asked
+** for; records (the rows kafka_log gives of the partition in its default
+** isolation, from the batch headers: core/rowcount.h), also only when asked
 ** for.
 **
 ** Listing reads the log directories only.  A partition is opened when a
@@ -31,6 +33,7 @@
 #include "glue.h"
 #include "listing.h"
 #include "log.h"
+#include "rowcount.h"
 #include "os.h"
 #include "sqlenv.h"
 #include "txn.h"
@@ -40,7 +43,7 @@ SQLITE_EXTENSION_INIT3
 
 enum {
   KP_TOPIC, KP_PARTITION, KP_DIR, KP_LOG_START, KP_LOG_END, KP_HW, KP_RECOVERY, KP_SEGMENTS,
-  KP_BYTES, KP_FIRST_TS, KP_LAST_TS, KP_LSO, KP_PATH
+  KP_BYTES, KP_FIRST_TS, KP_LAST_TS, KP_LSO, KP_RECORDS, KP_PATH
 };
 
 typedef struct kp_vtab {
@@ -58,6 +61,7 @@ typedef struct kp_cursor {
   int64_t log_start, log_end, segments, bytes, first_ts, last_ts;
   int has_first, has_last;
   int64_t lso;              /* -1 until asked for */
+  int64_t records;          /* -1 until asked for */
 } kp_cursor;
 
 static int kp_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
@@ -66,7 +70,7 @@ static int kp_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
       "CREATE TABLE x(topic TEXT, partition INTEGER, dir TEXT, log_start_offset INTEGER,"
       " log_end_offset INTEGER, high_watermark INTEGER, recovery_point INTEGER,"
       " segments INTEGER, bytes INTEGER, first_timestamp INTEGER, last_timestamp INTEGER,"
-      " last_stable_offset INTEGER, path HIDDEN)", sizeof(kp_vtab), out);
+      " last_stable_offset INTEGER, records INTEGER, path HIDDEN)", sizeof(kp_vtab), out);
   if (rc == SQLITE_OK) ((kp_vtab *)*out)->conn = aux;
   return rc;
 }
@@ -96,6 +100,7 @@ static void kp_leave(kp_cursor *c) {
   c->log = NULL;
   c->loaded = 0;
   c->lso = -1;
+  c->records = -1;
 }
 
 static void kp_end(kp_cursor *c) {
@@ -213,6 +218,20 @@ static int kp_load_lso(kp_cursor *c) {
   return rc ? kp_error(c, rc, &err) : SQLITE_OK;
 }
 
+/* The records of the row's partition from its log start offset (kp_load
+** has opened its log). */
+static int kp_load_records(kp_cursor *c) {
+  kp_vtab *vt = (kp_vtab *)c->base.pVtab;
+  kl_err err = {0};
+  kl_reader rd;
+  kl_reader_init(&rd, kl_sqlite_env(), &vt->conn->stats, KL_ON_CORRUPT_ERROR);
+  kl_rc rc = kl_log_first(c->log) ? kl_log_count_records(c->log, &rd, c->log_start, &c->records, &err)
+                                  : KL_OK;
+  if (!kl_log_first(c->log)) c->records = 0;
+  kl_reader_free(&rd);
+  return rc ? kp_error(c, rc, &err) : SQLITE_OK;
+}
+
 static int kp_next(sqlite3_vtab_cursor *cur) {
   kp_cursor *c = (kp_cursor *)cur;
   c->i++;
@@ -263,6 +282,10 @@ static int kp_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
     case KP_LSO:
       if (c->lso < 0 && (rc = kp_load_lso(c)) != SQLITE_OK) return rc;
       sqlite3_result_int64(ctx, c->lso);
+      break;
+    case KP_RECORDS:
+      if (c->records < 0 && (rc = kp_load_records(c)) != SQLITE_OK) return rc;
+      sqlite3_result_int64(ctx, c->records);
       break;
   }
   return SQLITE_OK;

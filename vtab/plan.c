@@ -18,7 +18,7 @@ SQLITE_EXTENSION_INIT3
 #define LE SQLITE_INDEX_CONSTRAINT_LE
 
 /* Groups of terms that estimate once (terms.h). */
-enum { G_OFF_LO = 3, G_OFF_HI, G_TS_LO, G_TS_HI, G_PRODUCER };
+enum { G_OFF_LO = 3, G_OFF_HI, G_TS_LO, G_TS_HI, G_PRODUCER, G_KEY };
 
 /* A point lookup reads a few index entries and one batch; a range reads
 ** its records; a scan reads every byte.  Each bound of one kind counts
@@ -43,6 +43,8 @@ const kl_term kl_log_terms[] = {
      .5, 1},
     {"producer_id=?", KL_COL_PRODUCER_ID, EQ, KL_ACT_PRODUCER, KL_CMP_EQ, KL_T_NARROWS, G_PRODUCER,
      0, 0, .1, 1},
+    {"key=?", KL_COL_KEY, EQ, KL_ACT_KEY, 0, KL_T_IN | KL_T_NARROWS | KL_T_IF, G_KEY, 0, 0, .001,
+     1},
     {"on_corrupt=?", KL_COL_ON_CORRUPT, EQ, KL_ACT_OPTION, KL_OPT_ON_CORRUPT, KL_T_NEED_DIR, 0, 0, 0,
      0, 0},
     {"max_skew_ms=?", KL_COL_MAX_SKEW, EQ, KL_ACT_OPTION, KL_OPT_MAX_SKEW, KL_T_NEED_DIR, 0, 0, 0, 0,
@@ -59,7 +61,9 @@ const kl_term kl_log_terms[] = {
 const int kl_log_nterms = (int)(sizeof kl_log_terms / sizeof *kl_log_terms);
 
 const char *const kl_log_phrases[] = {"full scan", "ORDER BY offset", "ORDER BY offset DESC",
-                                      "ORDER BY timestamp", "ORDER BY timestamp DESC", NULL};
+                                      "ORDER BY timestamp", "ORDER BY timestamp DESC",
+                                      "ORDER BY topic, partition",
+                                      "DISTINCT topic, partition", "DISTINCT topic", NULL};
 
 #define T kl_log_terms, kl_log_nterms
 
@@ -107,6 +111,52 @@ static int ts_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_p
   return KL_P_TS_ORDER | (only_pairs ? KL_P_PAIRS : 0) | (info->aOrderBy[0].desc ? KL_P_DESC : 0);
 }
 
+/* May one row of each partition stand for all of its rows in a DISTINCT:
+** does every column SQLite reads, in the result or in the WHERE clause
+** (colUsed, the constraints), hold one value across a partition (topic,
+** partition, and the hidden columns, the same on every row of a scan)?
+** Then whatever SQLite checks on that row holds for every row of it.  A
+** constraint on any other column (offset > 5 AND offset % 2 = 0) could
+** reject the first row and keep a later one. */
+static int one_row_stands(const sqlite3_index_info *info) {
+  sqlite3_uint64 m = (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION);
+  for (int col = KL_COL_DIR; col <= KL_COL_SCHEMAS; col++) m |= 1ull << col;
+  if (info->colUsed & ~m) return 0;
+  for (int i = 0; i < info->nConstraint; i++) {
+    int col = info->aConstraint[i].iColumn, op = info->aConstraint[i].op;
+    if (op == SQLITE_INDEX_CONSTRAINT_LIMIT || op == SQLITE_INDEX_CONSTRAINT_OFFSET) continue;
+    if (col < 0 || col >= 64 || !((m >> col) & 1)) return 0;
+  }
+  return 1;
+}
+
+/* The listing's order (KL_P_LISTED, with KL_P_DISTINCT or
+** KL_P_DISTINCT_TOPIC), or 0: partitions come sorted by topic, then
+** partition (core/broker.h).  ORDER BY topic[, partition] ascending is
+** that order (not with offset after: directories without a Kafka name,
+** whose topic and partition are NULL, and one partition in two log
+** directories, come one after the other, not merged by offset); a GROUP BY or a
+** DISTINCT on topic (and partition) asks only that a group's rows be
+** adjacent, which holds in any direction; and a DISTINCT that reads
+** nothing but topic and partition needs one row of each group. */
+static int listing_order(sqlite3_index_info *info) {
+  static const int seq[] = {KL_COL_TOPIC, KL_COL_PARTITION};
+  int d = sqlite3_vtab_distinct(info), seq_ok = 1, topic = 0, part = 0, other = 0;
+  for (int i = 0; i < info->nOrderBy; i++) {
+    int col = info->aOrderBy[i].iColumn;
+    if (i >= 2 || col != seq[i] || info->aOrderBy[i].desc) seq_ok = 0;
+    if (col == KL_COL_TOPIC) topic = 1;
+    else if (col == KL_COL_PARTITION) part = 1;
+    else other = 1;
+  }
+  int adjacent = (d == 1 || d == 2) && topic && !other;
+  if (info->nOrderBy == 0 || (!seq_ok && !adjacent)) return 0;
+  if (d >= 2 && topic && !other && one_row_stands(info)) {
+    return KL_P_LISTED | (part ? KL_P_DISTINCT : KL_P_DISTINCT_TOPIC);
+  }
+  return KL_P_LISTED;
+}
+
 /* The order consumed (KL_P_* flags, orderByConsumed) and whether the rows
 ** come in the order asked (else LIMIT and OFFSET are SQLite's). */
 static int choose_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_plan_info *pi,
@@ -123,8 +173,10 @@ static int choose_order(sqlite3_index_info *info, const kl_terms_plan *p, const 
   int idx = 0;
   if (by_offset && (ordered_ok || merge_ok)) {
     idx = KL_P_ORDERED | (info->aOrderBy[0].desc ? KL_P_DESC : 0);
-  } else if (ordered_ok) {
+  } else if (ordered_ok && info->nOrderBy == 1 && info->aOrderBy[0].iColumn == KL_COL_TIMESTAMP) {
     idx = ts_order(info, p, pi);
+  } else {
+    idx = listing_order(info);
   } /* else rows come partition after partition: SQLite sorts. */
   if (idx) info->orderByConsumed = 1;
   *order_ok = info->nOrderBy == 0 || idx != 0;
@@ -173,23 +225,40 @@ static double estimate(sqlite3_index_info *info, const kl_terms_plan *p, const k
 
 /* The words of the order in idxStr. */
 static const char *order_words(int idx, int narrowed) {
-  static const char *const w[2][5] = {
+  static const char *const w[2][8] = {
       {"", "ORDER BY offset", "ORDER BY offset DESC", "ORDER BY timestamp",
-       "ORDER BY timestamp DESC"},
+       "ORDER BY timestamp DESC", "ORDER BY topic, partition", "DISTINCT topic, partition",
+       "DISTINCT topic"},
       {"full scan", "full scan ORDER BY offset", "full scan ORDER BY offset DESC",
-       "full scan ORDER BY timestamp", "full scan ORDER BY timestamp DESC"}};
+       "full scan ORDER BY timestamp", "full scan ORDER BY timestamp DESC",
+       "full scan ORDER BY topic, partition", "full scan DISTINCT topic, partition",
+       "full scan DISTINCT topic"}};
   int k = (idx & KL_P_ORDERED) ? 1 : (idx & KL_P_TS_ORDER) ? 3 : 0;
   if (k && (idx & KL_P_DESC)) k++;
+  if (idx & KL_P_LISTED) k = (idx & KL_P_DISTINCT) ? 6 : (idx & KL_P_DISTINCT_TOPIC) ? 7 : 5;
   return w[!narrowed][k];
+}
+
+/* key = under a collation other than BINARY is SQLite's to compare. */
+static void key_collation(sqlite3_index_info *info, kl_terms_plan *p) {
+  int k = kl_terms_used(T, p, KL_ACT_KEY, -1);
+  if (k < 0) return;
+  const char *coll = sqlite3_vtab_collation(info, p->used[k]);
+  if (coll && sqlite3_stricmp(coll, "BINARY") != 0) {
+    p->used[k] = -1;
+    p->in[k] = 0;
+    p->n_other++;
+  }
 }
 
 int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   kl_terms_plan p;
-  int allow = pi->need_dir ? KL_T_NEED_DIR : 0;
+  int allow = (pi->need_dir ? KL_T_NEED_DIR : 0) | (pi->raw_key ? KL_T_IF : 0);
   /* The rowid is the offset for one partition only (several carry the
   ** partition in it, see log_vtab.h): elsewhere SQLite compares it. */
   int rowid_col = pi->single ? KL_COL_OFFSET : -1;
   kl_terms_choose(info, T, allow, rowid_col, &p);
+  key_collation(info, &p);
   if (pi->need_dir && kl_terms_used(T, &p, KL_ACT_PATH, -1) < 0) {
     for (int i = 0; i < info->nConstraint; i++) {
       int k = kl_terms_find(T, allow, rowid_col, info->aConstraint[i].iColumn,
@@ -211,14 +280,21 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
   int idx = choose_order(info, &p, pi, single, &order_ok);
   /* LIMIT and OFFSET are safe only when every other constraint is handled
   ** exactly here and the order is ours. */
-  if (p.n_other > 0 || !order_ok) kl_terms_drop(T, &p, KL_T_ROWS);
+  if (p.n_other > 0 || !order_ok || (idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC))) {
+    kl_terms_drop(T, &p, KL_T_ROWS);
+  }
   double lookup;
   double rows = estimate(info, &p, pi, single, &lookup);
+  if ((idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC)) && pi->partitions > 0 && rows > pi->partitions) {
+    rows = pi->partitions; /* one row each, read from its first batch */
+    info->estimatedRows = (sqlite3_int64)rows;
+  }
   info->estimatedCost = lookup + rows * ((idx & KL_P_TS_ORDER) ? KL_TS_ORDER_COST : 1);
   info->idxNum = idx;
   int narrowed = 0;
   for (int k = 0; k < kl_log_nterms; k++) {
     if (p.used[k] >= 0 && (kl_log_terms[k].flags & KL_T_NARROWS)) narrowed = 1;
   }
+  if (idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC)) narrowed = 1; /* a batch a partition */
   return kl_terms_emit(info, T, &p, NULL, order_words(idx, narrowed));
 }

@@ -26,7 +26,12 @@
 **
 ** Offset bounds go through the segment skip list and the offset index;
 ** timestamp lower bounds (=, >, >=) through each segment's largest
-** timestamp and the time index; timestamp upper bounds are applied while
+** timestamp and the time index; key = and key IN (...) compare the
+** record's key bytes with the value's (a BLOB's bytes, a TEXT's UTF-8; other
+** values match nothing), in the scan, and a batch whose key filter holds
+** none of the keys is passed over unread (core/keyset.h); they are terms
+** only where the key is raw bytes (key_type blob or text) and the
+** comparison is BINARY.  Timestamp upper bounds are applied while
 ** scanning (timestamps need not grow with offsets, so they cannot stop a
 ** scan, unless max_skew_ms bounds how far they go back); producer_id = is
 ** checked on each batch's header, so other producers' batches are not
@@ -61,9 +66,22 @@ enum {
                             ** each then read by offset; consumed only when
                             ** LIMIT is given or only offset and timestamp
                             ** are read */
-  KL_P_PAIRS = 0x8          /* with KL_P_TS_ORDER: only offset and timestamp
+  KL_P_PAIRS = 0x8,         /* with KL_P_TS_ORDER: only offset and timestamp
                             ** are read, so rows come from the sorted pairs
                             ** without reading records again */
+  KL_P_LISTED = 0x10,       /* the listing's order is consumed: ORDER BY
+                            ** topic[, partition] ascending, or a
+                            ** GROUP BY or DISTINCT on topic (and
+                            ** partition), which need a group's rows
+                            ** adjacent only (sqlite3_vtab_distinct) */
+  KL_P_DISTINCT = 0x20,     /* with KL_P_LISTED: DISTINCT needs one row of
+                            ** each partition that has one, and the query
+                            ** reads nothing but topic, partition and the
+                            ** hidden columns, which hold one value across
+                            ** a partition: its first row is produced, and
+                            ** the partition left */
+  KL_P_DISTINCT_TOPIC = 0x40/* the same, one row of each topic: a topic's
+                            ** other partitions are not opened */
 };
 
 /* Largest log (in records, as estimated when planning, when the directory
@@ -105,6 +123,9 @@ enum { KL_LOG_OWN_SCHEMAS = 1 };
 /* What xBestIndex knows about the data to estimate costs with; zeros when
 ** the directory is not known at planning time. */
 typedef struct kl_plan_info {
+  int raw_key;              /* the key is the record's bytes (key_type blob
+                            ** or text, known when planning): key = and key
+                            ** IN are terms */
   int need_dir;             /* table-valued form: dir must be constrained
                             ** (a named table's dir and options are fixed) */
   double records;           /* estimated records in the log */

@@ -12,7 +12,7 @@ int kl_terms_find(const kl_term *t, int n, int allow, int rowid_col, int col, in
   if (op == SQLITE_INDEX_CONSTRAINT_LIMIT || op == SQLITE_INDEX_CONSTRAINT_OFFSET) col = KL_TERM_ANY;
   else if (col < 0) return -1;
   for (int k = 0; k < n; k++) {
-    if (t[k].col == col && t[k].op == op && (t[k].flags & KL_T_NEED_DIR & ~allow) == 0) return k;
+    if (t[k].col == col && t[k].op == op && (t[k].flags & (KL_T_NEED_DIR | KL_T_IF) & ~allow) == 0) return k;
   }
   return -1;
 }

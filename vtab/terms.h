@@ -35,6 +35,8 @@ typedef enum kl_term_act {
   KL_ACT_TIMESTAMP,          /* timestamp op ?, folded into time bounds */
   KL_ACT_PRODUCER,           /* producer_id op ?: batches of other producers
                              ** are passed over on their headers */
+  KL_ACT_KEY,                /* key = ?, or an IN list: records compared by
+                             ** their key's bytes in the scan */
   KL_ACT_OPTION,             /* a hidden-column option (arg: its kl_opt_id) */
   KL_ACT_LIMIT,              /* LIMIT ? */
   KL_ACT_SKIP,               /* OFFSET ? */
@@ -52,7 +54,9 @@ enum {
   KL_T_ONE = 8,              /* one term of its group at most (several
                              ** columns for one bound): the first constraint
                              ** wins, others are SQLite's */
-  KL_T_NARROWS = 16          /* narrows the rows read (else a scan) */
+  KL_T_NARROWS = 16,         /* narrows the rows read (else a scan) */
+  KL_T_IF = 32               /* only where the table's plan allows it (a
+                             ** condition of its own, given as allow) */
 };
 
 typedef struct kl_term {
@@ -96,7 +100,7 @@ typedef struct kl_terms_plan {
 
 /* Choose a term for each usable constraint of info whose column and
 ** operator a row of t (n rows) has, and whose flags are within allow
-** (KL_T_NEED_DIR); rowid constraints count as column rowid_col (-1:
+** (KL_T_NEED_DIR, KL_T_IF); rowid constraints count as column rowid_col (-1:
 ** none).  A second constraint for one term (or one group of KL_T_ONE
 ** terms) is left to SQLite.  IN lists of KL_T_IN terms are asked for. */
 void kl_terms_choose(sqlite3_index_info *info, const kl_term *t, int n, int allow, int rowid_col,

@@ -330,7 +330,7 @@ static void test_empty_and_outside(void **state) {
   };
   for (size_t i = 0; i < sizeof B / sizeof B[0]; i++) {
     for (int desc = 0; desc < 2; desc++) {
-      kl_bounds b = {B[i][0], B[i][1], B[i][2], B[i][3], desc, -1};
+      kl_bounds b = {B[i][0], B[i][1], B[i][2], B[i][3], desc, -1, NULL};
       recs got = {0};
       kl_err err = {0};
       assert_int_equal(run_cursor(log, &b, &got, &err), KL_OK);
@@ -341,7 +341,7 @@ static void test_empty_and_outside(void **state) {
   }
   /* The extreme ends: exactly the first and the last record. */
   for (int desc = 0; desc < 2; desc++) {
-    kl_bounds b = {first, first, INT64_MIN, INT64_MAX, desc, -1};
+    kl_bounds b = {first, first, INT64_MIN, INT64_MAX, desc, -1, NULL};
     check_bounds(log, &all, &b);
     b.off_lo = b.off_hi = last;
     check_bounds(log, &all, &b);

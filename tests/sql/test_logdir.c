@@ -1017,7 +1017,10 @@ static void test_text_columns(void **state) {
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/t-0", root);
   sqlite3 *db = st_open();
-  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c10'", "t", dir), 0);
+  /* key = compares bytes in the module: TEXT 'c10' finds the BLOB key;
+  ** SQLite's own comparison of a BLOB with a TEXT (+key) never does. */
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c10'", "t", dir), 1);
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE +key = 'c10'", "t", dir), 0);
   assert_int_equal(st_int(db, "SELECT offset FROM kafka_log(?1) WHERE key = 'c10' AND key_type = 'text'", "t", dir), 0);
   char *s = st_text(db, "SELECT group_concat(typeof(key) || ':' || typeof(value), ' ') FROM kafka_log(?1, 'error',"
                         " NULL, NULL, 'text', 'text')", "t", dir);
