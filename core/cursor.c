@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ahead.h"
 #include "codec.h"
 #include "invariant.h"
 
@@ -91,6 +92,14 @@ struct kl_cursor {
   kl_buf one;               /* the one record a point lookup reads, */
   const kl_segment *one_seg;/* of this segment at this position (a */
   int64_t one_at;           /* lookup of it again reads nothing) */
+  int threads;              /* read-ahead workers wanted (0: none) */
+  kl_ahead *ra;             /* read-ahead, made once a scan opens batch
+                            ** after batch */
+  int64_t ra_next;          /* the position the facts chain reaches after
+                            ** the batches queued, or -1 */
+  const kl_segment *run_seg;/* batches opened one after another: */
+  int64_t run_end;          /* where the last one ends, */
+  int run;                  /* how many */
   kl_fact *curfact;         /* the current batch's fact, or NULL, as of */
   uint64_t curfact_gen;     /* this generation of the segment's facts
                             ** (another cursor on the log may add some) */
@@ -139,10 +148,28 @@ kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **ou
   c->tscap = TS_INLINE;
   kl_reader_init(&c->rd, env, stats, on_corrupt);
   c->state = CS_DONE;
+  c->ra_next = -1;
   return KL_OK;
 }
 
+void kl_cursor_set_threads(kl_cursor *c, int threads) {
+  if (threads < 0) threads = 0;
+  if (threads != c->threads && c->ra) { /* between scans: nothing is queued */
+    kl_ahead_free(c->ra);
+    c->ra = NULL;
+  }
+  c->threads = threads;
+}
+
+/* Nothing queued ahead any more: the scan leaves the segment (whose file
+** may then be closed) or jumps. */
+static void drop_ahead(kl_cursor *c) {
+  kl_ahead_reset(c->ra);
+  c->ra_next = -1;
+}
+
 static void leave_segment(kl_cursor *c) {
+  drop_ahead(c);
   if (c->scanning) kl_scan_end(&c->sc);
   c->scanning = 0;
   if (c->seg) kl_segment_unpin(c->seg);
@@ -167,6 +194,7 @@ void kl_cursor_free(kl_cursor *c) {
   if (!c) return;
   const kl_env *env = c->rd.env;
   leave_segment(c);
+  kl_ahead_free(c->ra);
   kl_reader_free(&c->rd);
   kl_free(env, c->cur.b);
   kl_free(env, c->ahead.b);
@@ -438,15 +466,76 @@ static void start_keys(kl_cursor *c) {
   c->kfw = w;
 }
 
+/* Count the batch about to be opened into the run of batches opened one
+** after another (the next segment's first continues the run). */
+static void note_run(kl_cursor *c) {
+  const kl_batch *b = &c->batch;
+  int follows = c->run_seg == c->seg ? b->position == c->run_end : b->position == 0;
+  c->run = follows ? c->run + 1 : 1;
+  c->run_seg = c->seg;
+  c->run_end = b->position + b->size;
+}
+
+/* Queue the batches the facts say follow the current one, while the
+** read-ahead has room: those the bounds let through and large enough to
+** be worth a worker, up to the first past hi or the segment's end.  Skip
+** mode keeps to its salvage map and reads on its own; so does a writer's
+** view (the file's tail in memory). */
+static void fill_ahead(kl_cursor *c) {
+  if (c->threads <= 0 || c->rd.skip || c->run < KL_AHEAD_AFTER || c->seg->log.fd < 0 ||
+      c->seg->log.mem) {
+    return;
+  }
+  if (!c->ra && kl_ahead_new(c->rd.env, c->threads, &c->ra) != KL_OK) return;
+  int64_t pos = c->ra_next;
+  if (pos < 0 && !kl_ahead_queued(c->ra)) pos = c->batch.position + c->batch.size;
+  while (pos >= 0 && kl_ahead_room(c->ra)) {
+    const kl_fact *f = kl_segment_fact(c->seg, pos);
+    if (!f || f->b.size <= 0) break; /* the walk would take over here */
+    const kl_batch *b = &f->b;
+    if (b->first_known && b->base_offset > c->hi) {
+      pos = -1;
+      break;
+    }
+    if (b->size >= KL_AHEAD_MIN_BATCH && !skip_batch(c, b) && !fact_outside(c, f) &&
+        !kl_ahead_push(c->ra, c->seg, &c->seg->log, b)) {
+      break;
+    }
+    pos = f->ends ? -1 : b->position + b->size;
+  }
+  c->ra_next = pos;
+}
+
+/* The current batch's records from the read-ahead, when it has them. */
+static int take_ahead(kl_cursor *c) {
+  if (!c->ra || !kl_ahead_queued(c->ra)) return 0;
+  kl_records it;
+  if (kl_ahead_take(c->ra, c->seg, &c->batch, &it, c->rd.stats) != KL_OK) {
+    if (!kl_ahead_queued(c->ra)) c->ra_next = -1; /* dropped */
+    return 0;
+  }
+  c->it = it;
+  c->batch.bytes = it.b.bytes;
+  return 1;
+}
+
 static kl_rc open_records(kl_cursor *c, kl_err *err) {
-  kl_rc rc = batch_bytes(c, err);
-  if (rc) return rc;
   c->bmin = INT64_MAX;
-  c->tsn = 0;
+  /* The records' timestamps and ends are kept for learn_decoded, which
+  ** has nothing to learn of a batch decoded before. */
+  const kl_fact *f = cur_fact(c);
+  c->tsn = f && f->decoded ? -1 : 0;
   c->rends = c->batch.magic == 2;
   start_keys(c);
-  rc = kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
+  note_run(c);
+  kl_rc rc = KL_OK;
+  if (!take_ahead(c)) {
+    if ((rc = batch_bytes(c, err)) == KL_OK) {
+      rc = kl_reader_records(&c->rd, c->seg, &c->batch, &c->it, err);
+    }
+  }
   c->recs0 = c->batch.codec == KL_CODEC_NONE ? c->batch.bytes : c->it.p;
+  if (rc == KL_OK) fill_ahead(c);
   return rc;
 }
 
@@ -917,6 +1006,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->lazy = 0;
   c->cts = NULL;
   c->curfact = NULL;
+  c->run = 0;
   c->fpos = c->yielded = -1;
   c->ci = c->rn = c->ridx = 0;
   c->cur.live = c->ahead.live = 0;

@@ -65,6 +65,19 @@ kl_bounds kl_bounds_all(void);
 kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **out);
 void kl_cursor_free(kl_cursor *c);
 
+/*
+** Decompress ahead on `threads` worker threads (ahead.h; 0, the default:
+** none).  Only a forward scan that opens batch after batch the batch facts
+** know (segment.h) uses them: once it has opened KL_AHEAD_AFTER batches in
+** a row, the batches the facts say come next are queued, within the bounds;
+** lookups and counts, which open one batch or none, start no thread.  The
+** rows, their order and the errors are the same with threads as without;
+** the counters too, but for reads and bytes_read (a worker reads each
+** batch by itself) and batches_ahead.
+*/
+enum { KL_AHEAD_AFTER = 3 };
+void kl_cursor_set_threads(kl_cursor *c, int threads);
+
 /* The counters the cursor's work went to. */
 const kl_stats *kl_cursor_stats(const kl_cursor *c);
 

@@ -27,6 +27,7 @@
 **               the salvage map, seeks by offset and time, segment tails
 **   log.h       a partition directory: segments, lookups
 **   cursor.h    bounded forward and backward iteration over records
+**   ahead.h     read-ahead: batches read and decompressed on worker threads
 **   check.h     the integrity check
 **   commit.h    the commit record: where a written log's committed data ends
 **   logconfig.h the file keeping a written log's write options
@@ -137,6 +138,9 @@ typedef struct kl_stats {
   uint64_t reads;               /* read calls made */
   uint64_t values_decoded;      /* keys and values decoded to JSON */
   uint64_t schemas_parsed;      /* registry schemas parsed for decoding */
+  uint64_t batches_ahead;       /* of batches_decoded, those read and
+                                ** decompressed ahead on a worker thread
+                                ** (ahead.h) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

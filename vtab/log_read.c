@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "broker.h"
 #include "codec.h"
@@ -148,6 +149,20 @@ static kl_rc advance(kl_vcursor *c, kl_err *err) {
   return rc;
 }
 
+/* The read-ahead workers of a scan (core/ahead.h): the threads option's,
+** but none unless SQLite is serialized (the workers allocate through its
+** allocator, which has no lock in a single-threaded SQLite; a connection
+** without its mutex cannot tell that from a multi-threaded one), and no
+** more than the other cores online. */
+static int scan_threads(const kl_vcursor *c) {
+  const kl_vtab *vt = (const kl_vtab *)c->base.pVtab;
+  int n = (int)c->opt[KL_OPT_THREADS];
+  if (n <= 0 || !sqlite3_threadsafe() || !sqlite3_db_mutex(vt->db)) return 0;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus > 0 && n > cpus - 1) n = (int)(cpus - 1);
+  return n;
+}
+
 /* Make the chosen partition sel[k] the one read: its log and core cursor
 ** (kept when it is the same as before: a join probes the same partition
 ** once per outer row), and its readable range in c->pbnd (empty when
@@ -177,6 +192,7 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
       return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);
     }
   }
+  kl_cursor_set_threads(c->cur, scan_threads(c));
   c->pbnd = c->bnd;
   /* Records below the log start offset are deleted for every consumer
   ** (core/log.h).  One at the first segment's base, from no checkpoint,

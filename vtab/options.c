@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ahead.h"
 #include "codec.h"
 #include "scan.h"
 
@@ -71,6 +72,9 @@ static const kl_option options[] = {
     /* Kafka's message.max.bytes, bounded by what a reader decompresses. */
     {"max_message_bytes", KL_OPT_MAX_MESSAGE_BYTES, 128,
      (int64_t)(KL_V2_HEADER + KL_MAX_BATCH_BYTES), NULL, NULL, 0},
+    /* Workers decompressing ahead of a scan; SQLite's own sorter allows 8
+    ** (SQLITE_MAX_WORKER_THREADS), and more than the cores idle do not help. */
+    {"threads", KL_OPT_THREADS, 0, KL_AHEAD_MAX_THREADS, NULL, NULL, 1},
     {"readonly", KL_OPT_MODE, 0, 0, w_readonly, "1 (mode='read') or 0 (mode='write')", 0},
 };
 #define NOPTIONS (sizeof options / sizeof *options)

@@ -40,6 +40,7 @@ typedef enum kl_opt_id {
   KL_OPT_RETENTION_MS,      /* -1: none */
   KL_OPT_CHECKPOINTS,       /* 1: ignore the log directory's checkpoint files */
   KL_OPT_MAX_MESSAGE_BYTES,
+  KL_OPT_THREADS,           /* read-ahead worker threads (core/ahead.h) */
   KL_OPT_COUNT
 } kl_opt_id;
 
@@ -57,7 +58,8 @@ const kl_option *kl_option_find(const char *name, size_t n);
 const kl_option *kl_option_of(kl_opt_id id);
 
 /* The default of an option the writer does not keep (on_corrupt,
-** max_skew_ms, isolation, key_type, value_type, mode, checkpoints); the
+** max_skew_ms, isolation, key_type, value_type, mode, checkpoints,
+** threads); the
 ** writer's own come from kl_append_opts_default (append.h). */
 int64_t kl_option_default(kl_opt_id id);
 

@@ -52,6 +52,7 @@ const kl_term kl_log_terms[] = {
     {"isolation=?", KL_COL_ISOLATION, EQ, KL_ACT_OPTION, KL_OPT_ISOLATION, 0, 0, 0, 0, 0, 0},
     {"key_type=?", KL_COL_KEY_TYPE, EQ, KL_ACT_OPTION, KL_OPT_KEY_TYPE, 0, 0, 0, 0, 0, 0},
     {"value_type=?", KL_COL_VALUE_TYPE, EQ, KL_ACT_OPTION, KL_OPT_VALUE_TYPE, 0, 0, 0, 0, 0, 0},
+    {"threads=?", KL_COL_THREADS, EQ, KL_ACT_OPTION, KL_OPT_THREADS, 0, 0, 0, 0, 0, 0},
     {"schemas=?", KL_COL_SCHEMAS, EQ, KL_ACT_OWN, KL_LOG_OWN_SCHEMAS, 0, 0, 0, 0, 0, 0},
     {"LIMIT ?", KL_TERM_ANY, SQLITE_INDEX_CONSTRAINT_LIMIT, KL_ACT_LIMIT, 0, KL_T_ROWS, 0, 0, 0, 0,
      0},

@@ -114,7 +114,8 @@ enum {
   KL_COL_ISOLATION, /* hidden: its optional fourth argument */
   KL_COL_KEY_TYPE,  /* hidden: fifth, 'blob' (default) or 'text' */
   KL_COL_VALUE_TYPE,/* hidden: sixth */
-  KL_COL_SCHEMAS    /* hidden: where 'confluent' columns find their schemas */
+  KL_COL_SCHEMAS,   /* hidden: where 'confluent' columns find their schemas */
+  KL_COL_THREADS    /* hidden: read-ahead worker threads of the scan */
 };
 
 /* kl_term.arg of kafka_log's KL_ACT_OWN terms. */

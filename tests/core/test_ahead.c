@@ -1,0 +1,272 @@
+/*
+** test_ahead.c - the read-ahead ring (core/ahead.h): batches taken in the
+** order queued hold the records a read on the caller's thread gives, with
+** the same counters; a take of another batch drops the queue; whatever a
+** worker cannot do (a read, a CRC, a stream, memory) is left to the
+** caller; at most KL_AHEAD_SLOTS are queued.
+*/
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "ahead.h"
+#include "kwriter.h"
+#include "testutil.h"
+
+typedef struct fx {
+  char *dir;
+  char log[1200];
+  uint8_t *bytes;           /* the .log, read whole */
+  size_t n;
+  kl_batch b[256];          /* its batches (b.bytes into bytes) */
+  int nb;
+  kl_file f;
+} fx;
+
+/* One segment of 60 batches of 12 records, the codec rotating. */
+static void fx_open(fx *x) {
+  memset(x, 0, sizeof *x);
+  x->dir = t_mkdtemp("ahead");
+  assert_non_null(x->dir);
+  kw_options o = {1 << 30, 4096, 0, 0};
+  kw_writer *w = kw_open(x->dir, &o);
+  assert_non_null(w);
+  const int codecs[] = {KL_CODEC_NONE, KL_CODEC_GZIP, KL_CODEC_SNAPPY, KL_CODEC_LZ4,
+                        KL_CODEC_ZSTD};
+  char v[12][80];
+  kl_rec_in r[12];
+  for (int b = 0; b < 60; b++) {
+    for (int i = 0; i < 12; i++) {
+      int64_t off = kw_next_offset(w) + i;
+      int n = snprintf(v[i], sizeof v[i], "value %lld of a batch read ahead, %lld", (long long)off,
+                       (long long)(off * off));
+      kl_rec_in one = {1000 + off, "k", 1, v[i], n, NULL, 0};
+      r[i] = one;
+    }
+    kl_batch_spec spec = {0};
+    spec.producer_id = -1;
+    spec.producer_epoch = -1;
+    spec.base_sequence = -1;
+    spec.codec = codecs[b % 5];
+    assert_int_equal(kw_append(w, &spec, r, 12), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  snprintf(x->log, sizeof x->log, "%s/%020d.log", x->dir, 0);
+  x->bytes = t_read_file(x->log, &x->n);
+  assert_non_null(x->bytes);
+  for (size_t pos = 0; pos < x->n; x->nb++) {
+    kl_err e = {0};
+    assert_true(x->nb < 256);
+    assert_int_equal(kl_batch_parse(x->bytes + pos, x->n - pos, &x->b[x->nb], &e), KL_OK);
+    x->b[x->nb].position = (int64_t)pos;
+    x->b[x->nb].bytes = x->bytes + pos;
+    pos += (size_t)x->b[x->nb].size;
+  }
+  assert_int_equal(x->nb, 60);
+  kl_err e = {0};
+  assert_int_equal(kl_file_open(&x->f, NULL, x->log, &e), KL_OK);
+}
+
+static void fx_close(fx *x) {
+  kl_file_close(&x->f);
+  free(x->bytes);
+  t_rmdir(x->dir);
+  free(x->dir);
+}
+
+/* The records of it, rendered (offset, timestamp, key, value). */
+static char *render(kl_records *it) {
+  size_t cap = 1 << 16, len = 0;
+  char *s = malloc(cap);
+  kl_record r;
+  kl_err e = {0};
+  kl_rc rc;
+  while ((rc = kl_records_next(it, &r, &e)) == KL_OK) {
+    assert_true(len + 300 < cap);
+    len += (size_t)snprintf(s + len, cap - len, "%lld %lld %.*s %.*s\n", (long long)r.offset,
+                            (long long)r.timestamp, (int)r.key_len, (const char *)r.key,
+                            (int)r.value_len, (const char *)r.value);
+  }
+  assert_int_equal(rc, KL_DONE);
+  s[len] = 0;
+  return s;
+}
+
+/* The records of batch i as the caller's own thread opens them. */
+static char *direct(fx *x, int i, kl_stats *st) {
+  kl_records it;
+  kl_buf scratch = {0};
+  kl_err e = {0};
+  assert_int_equal(kl_records_open(&it, NULL, NULL, &x->b[i], &scratch, st, &e), KL_OK);
+  char *s = render(&it);
+  kl_buf_free(NULL, &scratch);
+  return s;
+}
+
+/* Every batch, queued as room allows and taken in order: the records and
+** the counters of the caller's own reads. */
+static void test_taken_in_order(void **state) {
+  (void)state;
+  fx x;
+  fx_open(&x);
+  for (int threads = 1; threads <= 3; threads++) {
+    kl_ahead *a;
+    assert_int_equal(kl_ahead_new(NULL, threads, &a), KL_OK);
+    kl_stats got = {0}, want = {0};
+    int pushed = 0;
+    for (int i = 0; i < x.nb; i++) {
+      while (pushed < x.nb && kl_ahead_room(a)) assert_true(kl_ahead_push(a, &x, &x.f, &x.b[pushed++]));
+      kl_records it;
+      assert_int_equal(kl_ahead_take(a, &x, &x.b[i], &it, &got), KL_OK);
+      assert_int_equal(it.b.position, x.b[i].position);
+      char *s = render(&it), *d = direct(&x, i, &want);
+      assert_string_equal(s, d);
+      free(s);
+      free(d);
+    }
+    assert_int_equal(kl_ahead_queued(a), 0);
+    assert_int_equal(got.batches_decoded, want.batches_decoded);
+    assert_int_equal(got.bytes_decompressed, want.bytes_decompressed);
+    assert_int_equal(got.batches_ahead, x.nb);
+    assert_int_equal(got.reads, x.nb);
+    assert_int_equal(got.bytes_read, (uint64_t)x.n);
+    assert_int_equal(got.crc_checks, 0); /* the worker's own checks are not the scan's */
+    kl_ahead_free(a);
+  }
+  fx_close(&x);
+}
+
+/* At most KL_AHEAD_SLOTS are queued, the batch taken last counting until
+** the next take (its memory is the caller's until then). */
+static void test_room(void **state) {
+  (void)state;
+  fx x;
+  fx_open(&x);
+  kl_ahead *a;
+  assert_int_equal(kl_ahead_new(NULL, 1, &a), KL_OK);
+  int n = 0;
+  while (kl_ahead_push(a, &x, &x.f, &x.b[n])) n++;
+  assert_int_equal(n, KL_AHEAD_SLOTS);
+  assert_false(kl_ahead_room(a));
+  kl_records it;
+  kl_stats st = {0};
+  assert_int_equal(kl_ahead_take(a, &x, &x.b[0], &it, &st), KL_OK);
+  assert_false(kl_ahead_room(a)); /* b[0]'s memory is in use */
+  assert_int_equal(kl_ahead_take(a, &x, &x.b[1], &it, &st), KL_OK);
+  assert_true(kl_ahead_room(a));
+  assert_true(kl_ahead_push(a, &x, &x.f, &x.b[n]));
+  assert_false(kl_ahead_room(a));
+  kl_ahead_free(a);
+  fx_close(&x);
+}
+
+/* A take of a batch that is not the oldest queued (the scan went
+** elsewhere) drops the queue; so does a reset; both leave the ring
+** usable. */
+static void test_other_batch_drops(void **state) {
+  (void)state;
+  fx x;
+  fx_open(&x);
+  kl_ahead *a;
+  assert_int_equal(kl_ahead_new(NULL, 2, &a), KL_OK);
+  kl_records it;
+  kl_stats st = {0};
+  for (int i = 0; i < 4; i++) assert_true(kl_ahead_push(a, &x, &x.f, &x.b[i]));
+  assert_int_equal(kl_ahead_take(a, &x, &x.b[2], &it, &st), KL_NOTFOUND);
+  assert_int_equal(kl_ahead_queued(a), 0);
+  assert_true(kl_ahead_push(a, &x, &x.f, &x.b[2]));
+  assert_int_equal(kl_ahead_take(a, (void *)&st, &x.b[2], &it, &st), KL_NOTFOUND); /* owner */
+  for (int i = 3; i < 9; i++) assert_true(kl_ahead_push(a, &x, &x.f, &x.b[i]));
+  kl_ahead_reset(a);
+  assert_int_equal(kl_ahead_queued(a), 0);
+  assert_int_equal(kl_ahead_take(a, &x, &x.b[3], &it, &st), KL_NOTFOUND);
+  assert_true(kl_ahead_push(a, &x, &x.f, &x.b[9]));
+  assert_int_equal(kl_ahead_take(a, &x, &x.b[9], &it, &st), KL_OK);
+  char *s = render(&it), *d = direct(&x, 9, &st);
+  assert_string_equal(s, d);
+  free(s);
+  free(d);
+  assert_int_equal(st.batches_ahead, 1);
+  kl_ahead_free(a);
+  fx_close(&x);
+}
+
+/* Whatever the worker cannot do is the caller's: a batch whose header or
+** CRC is not what was queued (the file changed), a read past the end, a
+** stream that does not decompress.  The take says so and counts nothing;
+** the next batch is taken as usual. */
+static void test_failures_left_to_caller(void **state) {
+  (void)state;
+  fx x;
+  fx_open(&x);
+  kl_ahead *a;
+  assert_int_equal(kl_ahead_new(NULL, 1, &a), KL_OK);
+  kl_batch wrong_crc = x.b[1], past_end = x.b[2];
+  wrong_crc.crc ^= 1;
+  past_end.position = (int64_t)x.n - 10;
+  /* Batch 4 (zstd): its frame's magic broken, the CRC made right again. */
+  assert_int_equal(x.b[4].codec, KL_CODEC_ZSTD);
+  t_flip(x.log, x.b[4].position + KL_V2_HEADER, 0x77);
+  t_fix_crc(x.log, x.b[4].position, x.b[4].size);
+  kl_batch broken = x.b[4];
+  kl_err e = {0};
+  uint8_t *now = t_read_file(x.log, &x.n);
+  assert_int_equal(kl_batch_parse(now + broken.position, (size_t)broken.size, &broken, &e), KL_OK);
+  broken.position = x.b[4].position;
+  free(now);
+  const kl_batch *q[] = {&wrong_crc, &past_end, &broken, &x.b[5]};
+  for (int i = 0; i < 4; i++) assert_true(kl_ahead_push(a, &x, &x.f, q[i]));
+  kl_records it;
+  kl_stats st = {0};
+  for (int i = 0; i < 3; i++) assert_int_equal(kl_ahead_take(a, &x, q[i], &it, &st), KL_NOTFOUND);
+  assert_int_equal(st.batches_decoded + st.batches_ahead + st.reads, 0);
+  assert_int_equal(kl_ahead_take(a, &x, &x.b[5], &it, &st), KL_OK);
+  assert_int_equal(st.batches_ahead, 1);
+  kl_ahead_free(a);
+  fx_close(&x);
+}
+
+/* Out of memory anywhere: the ring is not made, or the batch is the
+** caller's; nothing leaks. */
+static void test_out_of_memory(void **state) {
+  (void)state;
+  fx x;
+  fx_open(&x);
+  for (long fail = 1; fail < 40; fail++) {
+    t_failalloc fa;
+    const kl_env *env = t_failenv(&fa, fail);
+    kl_ahead *a;
+    kl_rc rc = kl_ahead_new(env, 1, &a);
+    if (rc) {
+      assert_int_equal(rc, KL_NOMEM);
+      assert_int_equal(fa.live, 0);
+      continue;
+    }
+    kl_stats st = {0};
+    for (int i = 0; i < 10; i++) {
+      /* One at a time: the failing allocator counts without a lock. */
+      assert_true(kl_ahead_push(a, &x, &x.f, &x.b[i]));
+      kl_records it;
+      rc = kl_ahead_take(a, &x, &x.b[i], &it, &st);
+      assert_true(rc == KL_OK || rc == KL_NOTFOUND);
+    }
+    kl_ahead_free(a);
+    assert_int_equal(fa.live, 0);
+  }
+  fx_close(&x);
+}
+
+int main(void) {
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_taken_in_order),
+      cmocka_unit_test(test_room),
+      cmocka_unit_test(test_other_batch_drops),
+      cmocka_unit_test(test_failures_left_to_caller),
+      cmocka_unit_test(test_out_of_memory),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}
