@@ -137,6 +137,10 @@ typedef struct kl_stats {
   uint64_t reads;               /* read calls made */
   uint64_t values_decoded;      /* keys and values decoded to JSON */
   uint64_t schemas_parsed;      /* registry schemas parsed for decoding */
+  uint64_t dirs_listed;         /* directories read to list partitions or
+                                ** segments (log directories, partitions) */
+  uint64_t partitions_listed;   /* partition entries listings kept */
+  uint64_t logs_opened;         /* partition directories opened as logs */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches
