@@ -33,6 +33,12 @@ struct kl_broker {
     char *name;             /* NULL, or the partition's name in it */
   } *ents;
   size_t nents;
+  const char *want;         /* kl_broker_open_named: the topic kept (want_n
+                            ** bytes) and its partition want_part; NULL:
+                            ** every partition */
+  size_t want_n;
+  int32_t want_part;
+  size_t listed;            /* directories read */
 };
 
 /* The checkpoints of one log directory, and where a sorted listing's
@@ -50,10 +56,12 @@ typedef struct sub {
   int32_t part;
 } sub;
 
-/* Entries in the listing's order (topic.h). */
+/* Entries in the listing's order (topic.h); names of one partition
+** (orders-1, orders-01) by name, so that every listing of them agrees. */
 static int cmp_sub(const void *a, const void *b) {
   const sub *x = a, *y = b;
-  return kl_topic_cmp(x->name, x->tn, x->part, y->name, y->tn, y->part);
+  int c = kl_topic_cmp(x->name, x->tn, x->part, y->name, y->tn, y->part);
+  return c ? c : strcmp(x->name, y->name);
 }
 
 size_t kl_partition_name(const char *name, int32_t *partition) {
@@ -150,8 +158,17 @@ size_t kl_broker_seek(const kl_broker *b, const char *topic, size_t n, int32_t p
   return lo;
 }
 
-/* Add the partition directory dir named name; its checkpoint entries come
-** from ck (NULL: none), looked up in one pass when added in order. */
+/* Is the directory name, whose topic is its first tn bytes (0: not a
+** partition's name) and partition part, the one a named listing keeps?
+** The topic asked for is one Kafka accepts (ASCII), so a name that is not
+** UTF-8, which the listing would scrub, never equals it. */
+static int is_wanted(const kl_broker *b, const char *name, size_t tn, int32_t part) {
+  return tn == b->want_n && part == b->want_part && memcmp(name, b->want, tn) == 0;
+}
+
+/* Add the partition directory dir named name (unless a named listing does
+** not keep it); its checkpoint entries come from ck (NULL: none), looked
+** up in one pass when added in order. */
 static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdir, ckpts *ck,
                       kl_err *err) {
   if (b->n == b->cap) {
@@ -161,13 +178,14 @@ static kl_rc add_part(kl_broker *b, const char *dir, const char *name, int logdi
     b->parts = p;
     b->cap = cap;
   }
+  int32_t part;
+  size_t tn = kl_partition_name(name, &part);
+  if (b->want && !is_wanted(b, name, tn, part)) return KL_OK;
   kl_part *p = &b->parts[b->n];
   memset(p, 0, sizeof *p);
   p->partition = -1;
   p->log_start = p->high_watermark = p->recovery_point = -1;
   p->logdir = logdir;
-  int32_t part;
-  size_t tn = kl_partition_name(name, &part);
   p->dir = kl_strdup(b->env, dir);
   char *t = tn ? kl_malloc(b->env, tn + 1) : NULL;
   if (!p->dir || (tn && !t)) {
@@ -223,7 +241,7 @@ static kl_rc ckpts_read(const kl_broker *b, const char *logdir, ckpts *ck, kl_er
     if (snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(i)) >= (int)sizeof path) {
       return kl_err_set(err, KL_IO, "%s: path too long", logdir);
     }
-    kl_rc rc = kl_checkpoint_read(env, path, dst[i], err);
+    kl_rc rc = kl_checkpoint_read_topic(env, path, b->want, b->want_n, dst[i], err);
     if (rc) {
       ckpts_free(env, ck);
       return rc;
@@ -326,8 +344,10 @@ static kl_rc add_entry(kl_broker *b, const struct stat *st, const char *name, in
 ** log-directory markers.  Kept apart from the decision list_one makes on it
 ** so that reading the directory and classifying it stay short. */
 typedef struct listing {
-  sub *subs;
+  const kl_broker *b;       /* whose listing (what it keeps) */
+  sub *subs;                /* the partition subdirectories kept */
   size_t nsub, capsub;
+  size_t ndirs;             /* partition subdirectories, kept or not */
   int segments, marker;
 } listing;
 
@@ -354,6 +374,16 @@ static kl_rc listing_add_sub(const kl_env *env, listing *l, const char *dir, con
   return KL_OK;
 }
 
+/* Can entry name of a named listing be passed over unread?  Once a
+** partition subdirectory is known, the directory is a log directory unless
+** it holds segments, whatever its other entries are: only segment names
+** and the partition asked for still matter. */
+static int passed_over(const listing *l, const char *name) {
+  const kl_broker *b = l->b;
+  return b->want && l->ndirs > 0 &&
+         (strncmp(name, b->want, b->want_n) != 0 || name[b->want_n] != '-');
+}
+
 /* Read dir's entries into l and its stat into *st. */
 static kl_rc listing_read(const kl_env *env, const char *dir, listing *l, struct stat *st,
                           kl_err *err) {
@@ -373,16 +403,23 @@ static kl_rc listing_read(const kl_env *env, const char *dir, listing *l, struct
     int32_t part;
     if (kl_segment_name(de_name, &base)) {
       l->segments = 1;
+    } else if (passed_over(l, de_name)) {
+      continue;
     } else if (logdir_marker(de_name)) {
       l->marker = 1;
     } else if (kl_partition_name(de_name, &part) && strcmp(de_name, "__cluster_metadata-0") != 0 &&
                is_dir(env, dir, de_name, de_dir)) {
       /* __cluster_metadata-0 is the KRaft metadata log, which Kafka's log
       ** manager does not load as a partition. */
-      rc = listing_add_sub(env, l, dir, de_name, err);
+      l->ndirs++;
+      size_t tn = kl_partition_name(de_name, &part);
+      if (!l->b->want || is_wanted(l->b, de_name, tn, part)) {
+        rc = listing_add_sub(env, l, dir, de_name, err);
+      }
     }
   }
   if (rc == KL_OK && more < 0) rc = kl_err_set(err, KL_IO, "cannot list %s: %s", dir, strerror(errno));
+  ((kl_broker *)l->b)->listed++;
   kl_os_closedir(env, d);
   return rc;
 }
@@ -431,6 +468,7 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   const kl_env *env = b->env;
   listing l;
   memset(&l, 0, sizeof l);
+  l.b = b;
   struct stat st;
   kl_rc rc = listing_read(env, dir, &l, &st, err);
   char name[256], parent[4096];
@@ -439,10 +477,10 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   ckpts ck;
   memset(&ck, 0, sizeof ck);
   if (rc == KL_OK) rc = kl_partition_logdir(dir, parent, sizeof parent, name, sizeof name, err);
-  if (rc == KL_OK && (l.segments || (!l.nsub && !l.marker && kl_partition_name(name, &part)))) {
+  if (rc == KL_OK && (l.segments || (!l.ndirs && !l.marker && kl_partition_name(name, &part)))) {
     *was_partition = 1;
     rc = list_partition(b, dir, parent, name, idx, &ck, seen, err);
-  } else if (rc == KL_OK && (l.nsub || l.marker)) {
+  } else if (rc == KL_OK && (l.ndirs || l.marker)) {
     rc = list_logdir(b, dir, &st, &l, idx, &ck, seen, err);
   } else if (rc == KL_OK) {
     rc = kl_err_set(err, KL_CANTOPEN, "%s is not a Kafka partition directory (it has no "
@@ -507,12 +545,36 @@ kl_rc kl_broker_open(const kl_env *env, const char *path, kl_broker **out, kl_er
 
 kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, kl_broker **out,
                            kl_err *err) {
+  return kl_broker_open_named(env, path, flags, NULL, 0, 0, out, err);
+}
+
+size_t kl_broker_dirs_listed(const kl_broker *b) { return b->listed; }
+
+int kl_broker_named(const kl_broker *b, const char **topic, size_t *tn, int32_t *partition) {
+  if (!b->want) return 0;
+  *topic = b->want;
+  *tn = b->want_n;
+  *partition = b->want_part;
+  return 1;
+}
+
+kl_rc kl_broker_open_named(const kl_env *env, const char *path, unsigned flags, const char *topic,
+                           size_t tn, int32_t partition, kl_broker **out, kl_err *err) {
   *out = NULL;
-  kl_broker *b = kl_malloc(env, sizeof *b);
+  if (topic && !kl_topic_valid(topic, tn)) topic = NULL;
+  kl_broker *b = kl_malloc(env, sizeof *b + (topic ? tn + 1 : 0));
   if (!b) return kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
   memset(b, 0, sizeof *b);
   b->env = env;
   b->flags = flags;
+  if (topic) {
+    char *w = (char *)(b + 1);
+    memcpy(w, topic, tn);
+    w[tn] = 0;
+    b->want = w;
+    b->want_n = tn;
+    b->want_part = partition;
+  }
   kl_rc rc = KL_OK;
   int entries = 0, partitions = 0; /* distinct ones */
   char one[4096];
@@ -544,7 +606,11 @@ kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, 
   return KL_OK;
 }
 
+int64_t kl_rowid_at(int single, size_t place, int64_t v) {
+  if (single || v < 0 || v >= (int64_t)1 << KL_ROWID_SHIFT) return v;
+  return (int64_t)((uint64_t)place << KL_ROWID_SHIFT) + v;
+}
+
 int64_t kl_broker_rowid(const kl_broker *b, size_t i, int64_t v) {
-  if (kl_broker_single(b) || v < 0 || v >= (int64_t)1 << KL_ROWID_SHIFT) return v;
-  return (int64_t)((uint64_t)i << KL_ROWID_SHIFT) + v;
+  return kl_rowid_at(kl_broker_single(b), i, v);
 }

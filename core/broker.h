@@ -61,6 +61,27 @@ enum { KL_BROKER_NO_CHECKPOINTS = 1 };
 kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, kl_broker **out,
                            kl_err *err);
 
+/* kl_broker_open_flags keeping only the partitions of topic (tn bytes)
+** numbered partition: what a query naming one partition needs of a log
+** directory of thousands.  Every directory of the path is still read, once
+** and in one pass over its names (a directory holding segments is a
+** partition directory, one holding partition directories a log directory:
+** only its names tell), and every checkpoint line is still checked, so the
+** same partitions come out as from the whole listing, in its order, with
+** its errors; but only the entries naming the partition are kept (no other
+** is parsed once the directory is known to be a log directory), and of the
+** checkpoints only the topic's entries.  A topic Kafka would not accept
+** (kl_topic_valid) lists every partition, as kl_broker_open_flags does. */
+kl_rc kl_broker_open_named(const kl_env *env, const char *path, unsigned flags, const char *topic,
+                           size_t tn, int32_t partition, kl_broker **out, kl_err *err);
+
+/* 1 with the topic (*tn bytes, valid until kl_broker_close) and partition
+** a listing keeps (kl_broker_open_named), 0 for a whole listing. */
+int kl_broker_named(const kl_broker *b, const char **topic, size_t *tn, int32_t *partition);
+
+/* How many directories the listing read (kl_stats.dirs_listed). */
+size_t kl_broker_dirs_listed(const kl_broker *b);
+
 /* The partitions, sorted by topic, then partition, then log directory
 ** (unnamed ones last, by path).  Valid until kl_broker_close. */
 size_t kl_broker_count(const kl_broker *b);
@@ -124,5 +145,9 @@ int kl_topic_valid(const char *t, size_t n);
 ** [0, 2^44), which would reach the next partition's rowids. */
 #define KL_ROWID_SHIFT 44
 int64_t kl_broker_rowid(const kl_broker *b, size_t i, int64_t v);
+
+/* The same with the place given: for a listing of one partition directory
+** (single), v; else place above v's 44 bits (place < 2^19). */
+int64_t kl_rowid_at(int single, size_t place, int64_t v);
 
 #endif

@@ -227,6 +227,8 @@ typedef struct offsets_ud {
   const kl_env *env;
   kl_ckpt *out;
   size_t cap;
+  const char *only;         /* keep this topic's entries alone, or NULL */
+  size_t only_n;
 } offsets_ud;
 
 /* "<topic> <partition> <offset>" */
@@ -238,6 +240,7 @@ static kl_rc offset_entry(void *ud, const char *const *fld, const size_t *fl, si
       !parse_int(fld[2], fl[2], INT64_MIN, INT64_MAX, &off)) {
     return KL_CORRUPT;
   }
+  if (u->only && (fl[0] != u->only_n || memcmp(fld[0], u->only, fl[0]) != 0)) return KL_OK;
   kl_ckpt *out = u->out;
   if (out->n == u->cap) {
     size_t cap = u->cap ? u->cap * 2 : 16;
@@ -259,9 +262,14 @@ static kl_rc offset_entry(void *ud, const char *const *fld, const size_t *fl, si
 }
 
 kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err) {
+  return kl_checkpoint_read_topic(env, path, NULL, 0, out, err);
+}
+
+kl_rc kl_checkpoint_read_topic(const kl_env *env, const char *path, const char *topic, size_t tn,
+                               kl_ckpt *out, kl_err *err) {
   out->e = NULL;
   out->n = 0;
-  offsets_ud u = {env, out, 0};
+  offsets_ud u = {env, out, 0, topic, tn};
   kl_rc rc = walk_file(env, path, 3, "<topic> <partition> <offset>", offset_entry, &u, err);
   if (rc) {
     kl_checkpoint_free(env, out);

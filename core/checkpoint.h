@@ -48,6 +48,12 @@ typedef struct kl_ckpt {
 kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_err *err);
 void kl_checkpoint_free(const kl_env *env, kl_ckpt *c);
 
+/* kl_checkpoint_read keeping the entries of topic (tn bytes) alone, NULL:
+** every entry.  Every line is checked all the same, so a malformed file is
+** the same error whichever partitions a reader asks for. */
+kl_rc kl_checkpoint_read_topic(const kl_env *env, const char *path, const char *topic, size_t tn,
+                               kl_ckpt *out, kl_err *err);
+
 /* A partition's leader-epoch-checkpoint (LeaderEpochCheckpointFile): the
 ** same framing, each entry "<leader epoch> <start offset>" (the first
 ** offset written in that epoch), in the file's order. */

@@ -141,6 +141,10 @@ typedef struct kl_stats {
   uint64_t batches_ahead;       /* of batches_decoded, those read and
                                 ** decompressed ahead on a worker thread
                                 ** (ahead.h) */
+  uint64_t dirs_listed;         /* directories read to list partitions or
+                                ** segments (log directories, partitions) */
+  uint64_t partitions_listed;   /* partition entries listings kept */
+  uint64_t logs_opened;         /* partition directories opened as logs */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

@@ -25,6 +25,7 @@ struct kl_logcache {
   kl_logref *mru, *lru;
   int n, watched;
   size_t segments;
+  kl_stats *stats;          /* logs opened are counted here, or NULL */
 };
 
 static unsigned hash_dir(const char *s) {
@@ -54,6 +55,8 @@ void kl_logref_release(kl_logref *r) {
     kl_free(r->env, r);
   }
 }
+
+void kl_logcache_count(kl_logcache *c, kl_stats *stats) { c->stats = stats; }
 
 kl_logcache *kl_logcache_new(const kl_env *env, kl_segset *set) {
   kl_logcache *c = kl_malloc(env, sizeof *c);
@@ -148,6 +151,10 @@ static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_view *view, int a
   r->dir = kl_strdup(c->env, dir);
   kl_rc rc = r->dir ? kl_log_open_view(c->env, dir, c->set, view, &r->log, err)
                     : kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
+  if (r->dir && c->stats) {
+    c->stats->logs_opened++;
+    c->stats->dirs_listed++;
+  }
   if (rc == KL_OK && alone && !kl_log_first(r->log)) {
     kl_log_close(r->log);
     r->log = NULL;
@@ -270,6 +277,7 @@ void kl_listref_release(kl_listref *k) {
     kl_free(k->env, k->fd);
     kl_free(k->env, k->mtime);
     kl_free(k->env, k->size);
+    kl_free(k->env, k->place);
     kl_broker_close(k->b);
     kl_free(k->env, k->path);
     kl_free(k->env, k);
@@ -307,11 +315,26 @@ static void listref_watch(kl_listref *k, const char *path, int flags) {
   k->nfd++;
 }
 
+int kl_listref_whole(const kl_listref *k) {
+  const char *t;
+  size_t tn;
+  int32_t p;
+  return !kl_broker_named(k->b, &t, &tn, &p);
+}
+
+int kl_listref_serves(const kl_listref *k, const kl_part_name *named) {
+  const char *t;
+  size_t tn;
+  int32_t p;
+  if (!kl_broker_named(k->b, &t, &tn, &p)) return 1;
+  return named && named->tn == tn && named->partition == p && memcmp(named->topic, t, tn) == 0;
+}
+
 kl_rc kl_listref_get(const kl_env *env, kl_listref **cache, const char *path, int no_checkpoints,
-                     kl_listref **out, kl_err *err) {
+                     const kl_part_name *named, kl_stats *stats, kl_listref **out, kl_err *err) {
   *out = NULL;
   if (*cache && strcmp((*cache)->path, path) == 0 && (*cache)->no_checkpoints == no_checkpoints &&
-      listref_fresh(*cache)) {
+      kl_listref_serves(*cache, named) && listref_fresh(*cache)) {
     (*cache)->refs++;
     *out = *cache;
     return KL_OK;
@@ -323,9 +346,15 @@ kl_rc kl_listref_get(const kl_env *env, kl_listref **cache, const char *path, in
   k->refs = 1;
   k->path = kl_strdup(env, path);
   k->no_checkpoints = no_checkpoints;
-  kl_rc rc = k->path ? kl_broker_open_flags(env, path, no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0,
-                                            &k->b, err)
-                     : kl_err_set(err, KL_NOMEM, "out of memory listing %s", path);
+  unsigned flags = no_checkpoints ? KL_BROKER_NO_CHECKPOINTS : 0;
+  kl_rc rc = !k->path ? kl_err_set(err, KL_NOMEM, "out of memory listing %s", path)
+             : named  ? kl_broker_open_named(env, path, flags, named->topic, named->tn,
+                                             named->partition, &k->b, err)
+                      : kl_broker_open_flags(env, path, flags, &k->b, err);
+  if (rc == KL_OK && stats) {
+    stats->dirs_listed += kl_broker_dirs_listed(k->b);
+    stats->partitions_listed += kl_broker_count(k->b);
+  }
   if (rc) {
     kl_listref_release(k);
     /* The listing parses only checkpoints: Kafka's broker does not load

@@ -78,17 +78,38 @@ typedef struct kl_listref {
   int *fd;                  /* log directories and checkpoint files */
   struct timespec *mtime;
   off_t *size;
+  uint32_t *place;          /* each partition's place among those its
+                            ** table has read, + 1 (0: not yet asked),
+                            ** for rowids (log_vtab.h) */
 } kl_listref;
 
+/* The one partition a query names, which a listing may keep alone. */
+typedef struct kl_part_name {
+  const char *topic;
+  size_t tn;
+  int32_t partition;
+} kl_part_name;
+
 /* A counted reference to the listing of path (kl_listref_release), the
-** one in *cache when it is for path and fresh, else made through env and
-** put there (the cache holds one reference); no_checkpoints: the checkpoint files
-** are not read (broker.h KL_BROKER_NO_CHECKPOINTS).  Errors as
-** kl_broker_open's (KL_CANTOPEN naming the path, KL_CORRUPT naming a
-** malformed checkpoint's file and line, and the table option that reads
-** past it), in err. */
+** one in *cache when it is for path, fresh, and serves the query (whole,
+** or keeping the partition it names), else made and put there (the cache
+** holds one reference; a new one is made through env); no_checkpoints: the checkpoint files are not read
+** (core/broker.h KL_BROKER_NO_CHECKPOINTS).  named: the one partition the
+** query names, or NULL; a listing made for it keeps that partition alone
+** (kl_broker_open_named: one pass over a log directory's names, no entry
+** of another partition kept).  The directories read and the partitions
+** kept are counted into stats (NULL: nowhere).  Errors as kl_broker_open's
+** (KL_CANTOPEN naming the path, KL_CORRUPT naming a malformed
+** checkpoint's file and line, and the table option that reads past it),
+** in err. */
 kl_rc kl_listref_get(const kl_env *env, kl_listref **cache, const char *path, int no_checkpoints,
-                     kl_listref **out, kl_err *err);
+                     const kl_part_name *named, kl_stats *stats, kl_listref **out, kl_err *err);
+
+/* Is k a listing of every partition of its path (not a named one)?  Does
+** it serve a query for named (NULL: every partition): whole, or keeping
+** that partition? */
+int kl_listref_whole(const kl_listref *k);
+int kl_listref_serves(const kl_listref *k, const kl_part_name *named);
 void kl_listref_release(kl_listref *k);
 
 typedef struct kl_logcache kl_logcache;
@@ -97,6 +118,9 @@ typedef struct kl_logcache kl_logcache;
 ** set (owned by the caller, outliving the cache).  NULL when out of
 ** memory. */
 kl_logcache *kl_logcache_new(const kl_env *env, kl_segset *set);
+/* Count the logs the cache opens (and their directories read) into stats
+** (NULL: nowhere); stats outlives the cache. */
+void kl_logcache_count(kl_logcache *c, kl_stats *stats);
 void kl_logcache_free(kl_logcache *c);
 
 /* A counted reference to the log of dir (kl_logref_release), from the

@@ -40,12 +40,15 @@ char *kl_stats_json(const kl_stats *s) {
       "\"batch_headers\":%llu,\"batches_decoded\":%llu,\"batches_skipped\":%llu,"
       "\"records_decoded\":%llu,\"bytes_decompressed\":%llu,\"crc_checks\":%llu,"
       "\"bytes_read\":%llu,\"reads\":%llu,\"values_decoded\":%llu,\"schemas_parsed\":%llu,"
-      "\"batches_ahead\":%llu}",
+      "\"batches_ahead\":%llu,\"dirs_listed\":%llu,\"partitions_listed\":%llu,"
+      "\"logs_opened\":%llu}",
       (unsigned long long)s->segments_opened, (unsigned long long)s->index_probes,
       (unsigned long long)s->index_fallbacks, (unsigned long long)s->batch_headers,
       (unsigned long long)s->batches_decoded, (unsigned long long)s->batches_skipped,
       (unsigned long long)s->records_decoded, (unsigned long long)s->bytes_decompressed,
       (unsigned long long)s->crc_checks, (unsigned long long)s->bytes_read,
       (unsigned long long)s->reads, (unsigned long long)s->values_decoded,
-      (unsigned long long)s->schemas_parsed, (unsigned long long)s->batches_ahead);
+      (unsigned long long)s->schemas_parsed, (unsigned long long)s->batches_ahead,
+      (unsigned long long)s->dirs_listed, (unsigned long long)s->partitions_listed,
+      (unsigned long long)s->logs_opened);
 }

@@ -32,7 +32,7 @@ kl_rc lv_use_lane(kl_vcursor *c, size_t k, kl_err *err) {
   if (l->cur) {
     size_t i = c->sel[k];
     c->part = kl_broker_part(c->bk->b, i);
-    c->place = i;
+    c->place = (size_t)lv_place((kl_vtab *)c->base.pVtab, c->bk, i); /* given when opened */
     c->ref = l->ref;
     c->cur = l->cur;
     c->pbnd = l->pbnd;

@@ -26,6 +26,17 @@ int lv_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   c->eof = 1;
   c->lane = KL_NO_LANE;
   kl_keyset_init(&c->keys, kl_sqlite_env());
+  kl_vtab *vt = (kl_vtab *)base;
+  /* Places are given for the table's life (places.h); a table that has
+  ** read half as many partition directories as rowids tell apart starts
+  ** again when no statement reads it. */
+  if (vt->cursors++ == 0 && kl_places_count(vt->places) > KL_PLACES_MAX / 2) {
+    kl_places_clear(vt->places);
+    if (vt->bk) {
+      sqlite3_free(vt->bk->place);
+      vt->bk->place = NULL;
+    }
+  }
   *out = &c->base;
   return SQLITE_OK;
 }
@@ -92,6 +103,7 @@ static void end_scan(kl_vcursor *c) {
 int lv_close(sqlite3_vtab_cursor *cur) {
   kl_vcursor *c = (kl_vcursor *)cur;
   end_scan(c);
+  ((kl_vtab *)cur->pVtab)->cursors--;
   kl_buf_free(kl_sqlite_env(), &c->json);
   kl_coldec_free(&c->coldec);
   kl_keyset_free(&c->keys);
@@ -171,8 +183,14 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   kl_vtab *vt = (kl_vtab *)c->base.pVtab;
   size_t i = c->sel[k];
   const kl_part *p = kl_broker_part(c->bk->b, i);
+  int64_t place = lv_place(vt, c->bk, i);
+  if (place < 0 && kl_places_count(vt->places) >= KL_PLACES_MAX) {
+    return kl_err_set(err, KL_RANGE, "%s: more than %zu partition directories read by one "
+                      "statement: rowids cannot tell them apart", p->dir, KL_PLACES_MAX);
+  }
+  if (place < 0) return kl_err_set(err, KL_NOMEM, "out of memory reading %s", p->dir);
   c->part = p;
-  c->place = i;
+  c->place = (size_t)place;
   /* The writing connection reads its own open transaction (append.h). */
   kl_view view = {0};
   int has_view = 0;
@@ -415,11 +433,11 @@ static int use_listing(kl_vcursor *c, const kl_args *a) {
   kl_vtab *vt = (kl_vtab *)c->base.pVtab;
   int on_corrupt = (int)a->opt[KL_OPT_ON_CORRUPT], read_committed = (int)a->opt[KL_OPT_ISOLATION];
   if (!c->bk || c->stale || c->on_corrupt != on_corrupt || c->read_committed != read_committed ||
-      strcmp(c->bk->path, a->dir) != 0) {
+      strcmp(c->bk->path, a->dir) != 0 || !lv_listing_serves(c->bk, &a->pf)) {
     end_scan(c);
     kl_err err;
     kl_err_clear(&err);
-    kl_rc krc = kl_listref_get(kl_sqlite_env(), &vt->bk, a->dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &c->bk, &err);
+    kl_rc krc = lv_get_listing(vt, a->dir, &a->pf, &c->bk, &err);
     if (krc) return kl_vtab_error(&vt->base, "kafka_log", krc, &err);
     c->on_corrupt = on_corrupt;
     c->read_committed = read_committed;
@@ -669,6 +687,6 @@ int lv_rowid(sqlite3_vtab_cursor *cur, sqlite3_int64 *rowid) {
     if (rc) return rc;
     off = kl_cursor_record(c->cur)->offset;
   }
-  *rowid = kl_broker_rowid(c->bk->b, c->place, off);
+  *rowid = kl_rowid_at(kl_broker_single(c->bk->b), c->place, off);
   return SQLITE_OK;
 }

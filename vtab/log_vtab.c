@@ -73,6 +73,55 @@ kl_rc lv_acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_view *vie
               : kl_logcache_get(vt->logs, dir, alone, out, err);
 }
 
+/* The one partition f names (topic = ? AND partition = ?, neither an IN
+** list), as a listing may keep it alone: 1 with *n.  A value that selects
+** nothing (not text, not an integer partition) names none: the whole
+** listing then gives the empty answer as it does today. */
+static int named_part(const kl_part_filter *f, kl_part_name *n) {
+  if (!f->topic || f->topic_in || !f->part || f->part_in) return 0;
+  if (sqlite3_value_type(f->topic) != SQLITE_TEXT) return 0;
+  int64_t lo = INT64_MIN, hi = INT64_MAX;
+  kl_fold_bound(KL_CMP_EQ, f->part, &lo, &hi);
+  if (lo != hi || lo < 0 || lo > INT32_MAX) return 0;
+  n->topic = (const char *)sqlite3_value_text(f->topic);
+  n->tn = (size_t)sqlite3_value_bytes(f->topic);
+  n->partition = (int32_t)lo;
+  return n->topic != NULL;
+}
+
+kl_rc lv_get_listing(kl_vtab *vt, const char *path, const kl_part_filter *f, kl_listref **out,
+                     kl_err *err) {
+  kl_part_name n;
+  int named = vt->named_listings < KL_NAMED_LISTINGS && named_part(f, &n);
+  kl_listref *was = vt->bk;
+  kl_rc rc = kl_listref_get(kl_sqlite_env(), &vt->bk, path, (int)vt->opt[KL_OPT_CHECKPOINTS],
+                            named ? &n : NULL,
+                            &vt->conn->stats, out, err);
+  if (rc == KL_OK && *out != was && !kl_listref_whole(*out)) vt->named_listings++;
+  return rc;
+}
+
+int lv_listing_serves(const kl_listref *k, const kl_part_filter *f) {
+  kl_part_name n;
+  return kl_listref_whole(k) || (named_part(f, &n) && kl_listref_serves(k, &n));
+}
+
+int64_t lv_place(kl_vtab *vt, kl_listref *k, size_t i) {
+  if (kl_broker_single(k->b)) return 0; /* the rowid is the offset */
+  if (!k->place) {
+    size_t n = kl_broker_count(k->b);
+    k->place = sqlite3_malloc64((sqlite3_uint64)n * sizeof *k->place + 1);
+    if (!k->place) return -1;
+    memset(k->place, 0, n * sizeof *k->place);
+  }
+  if (!k->place[i]) {
+    int64_t p = kl_places_get(vt->places, kl_broker_part(k->b, i)->dir);
+    if (p < 0) return -1;
+    k->place[i] = (uint32_t)p + 1;
+  }
+  return (int64_t)k->place[i] - 1;
+}
+
 /* ---- create / connect / disconnect ---- */
 
 /* dir made absolute against the working directory (sqlite3_malloc'd). */
@@ -86,6 +135,7 @@ static void vtab_free(kl_vtab *vt) {
   sqlite3_free(vt->base.zErrMsg);
   kl_logcache_free(vt->logs);
   kl_listref_release(vt->bk);
+  kl_places_free(vt->places);
   sqlite3_free(vt->schema);
   sqlite3_free(vt->name);
   sqlite3_free(vt->dir);
@@ -123,10 +173,12 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   lv_default_options(vt);
   kl_segset_init(&vt->set, 0); /* a share of RLIMIT_NOFILE (segment.h) */
   vt->logs = kl_logcache_new(kl_sqlite_env(), &vt->set);
-  if (!vt->logs) {
-    sqlite3_free(vt);
+  vt->places = kl_places_new();
+  if (!vt->logs || !vt->places) {
+    vtab_free(vt);
     return SQLITE_NOMEM;
   }
+  kl_logcache_count(vt->logs, &vt->conn->stats);
   if (argc >= 4) {
     vt->schema = sqlite3_mprintf("%s", argv[1]);
     vt->name = sqlite3_mprintf("%s", argv[2]);
@@ -231,20 +283,35 @@ static int key_is_raw(const kl_vtab *vt, sqlite3_index_info *info) {
   return t == KL_TYPE_BLOB || t == KL_TYPE_TEXT;
 }
 
+/* The value of a usable column = constraint known while planning (a
+** literal), or NULL. */
+static sqlite3_value *plan_value(sqlite3_index_info *info, int col) {
+  for (int i = 0; i < info->nConstraint; i++) {
+    sqlite3_value *v = NULL;
+    if (info->aConstraint[i].usable && info->aConstraint[i].iColumn == col &&
+        info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ &&
+        sqlite3_vtab_rhs_value(info, i, &v) == SQLITE_OK && v) {
+      return v;
+    }
+  }
+  return NULL;
+}
+
 static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
   kl_vtab *vt = (kl_vtab *)base;
   kl_plan_info pi = {0};
   pi.need_dir = vt->dir == NULL;
   pi.raw_key = key_is_raw(vt, info);
   const char *dir = vt->dir;
-  for (int i = 0; !dir && i < info->nConstraint; i++) {
-    sqlite3_value *v = NULL;
-    if (info->aConstraint[i].usable && info->aConstraint[i].iColumn == KL_COL_DIR &&
-        info->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ &&
-        sqlite3_vtab_rhs_value(info, i, &v) == SQLITE_OK && v) {
-      dir = (const char *)sqlite3_value_text(v);
-    }
-  }
+  sqlite3_value *dv = dir ? NULL : plan_value(info, KL_COL_DIR);
+  if (dv) dir = (const char *)sqlite3_value_text(dv);
+  /* A literal topic and partition: the plan reads that partition alone,
+  ** and the listing it estimates from need hold nothing else. */
+  kl_part_filter f;
+  kl_part_filter_init(&f);
+  f.topic = plan_value(info, KL_COL_TOPIC);
+  f.part = f.topic ? plan_value(info, KL_COL_PARTITION) : NULL;
+  if (!f.part) f.topic = NULL;
   if (dir) {
     /* Estimates from what the directory listing tells, without reading a
     ** segment: planning a point lookup must not cost one. */
@@ -252,7 +319,7 @@ static int kl_best_index(sqlite3_vtab *base, sqlite3_index_info *info) {
     kl_logref *r;
     kl_err err; /* a bad path is reported by xFilter */
     kl_err_clear(&err);
-    if (kl_listref_get(kl_sqlite_env(), &vt->bk, dir, (int)vt->opt[KL_OPT_CHECKPOINTS], &k, &err) == KL_OK) {
+    if (lv_get_listing(vt, dir, &f, &k, &err) == KL_OK) {
       pi.partitions = (double)kl_broker_count(k->b);
       pi.max_merge = (double)lv_merge_max(vt);
       pi.single = kl_broker_single(k->b);

@@ -26,9 +26,18 @@
 #include "keyset.h"
 #include "logcache.h"
 #include "options.h"
+#include "parts.h"
+#include "places.h"
 #include "terms.h"
 
 #define KL_NO_LANE ((size_t)-1) /* kl_vcursor.lane: no lane is read */
+
+/* Listings of one named partition a table makes before it lists the whole
+** path: a query naming one partition on a fresh connection reads one
+** entry of a log directory of thousands, while a table queried again and
+** again on other partitions (a join, repeated lookups) soon holds the
+** whole listing, which then costs an fstat per log directory a query. */
+#define KL_NAMED_LISTINGS 4
 
 typedef struct kl_vtab {
   sqlite3_vtab base;
@@ -42,6 +51,11 @@ typedef struct kl_vtab {
   kl_segset set;            /* the open segments of all its logs */
   kl_logcache *logs;        /* the logs kept between queries */
   kl_listref *bk;           /* the listing of the path last read */
+  kl_places *places;        /* each partition's place in rowids */
+  int cursors;              /* open cursors (places are cleared without) */
+  int named_listings;       /* listings of one named partition made: past
+                            ** KL_NAMED_LISTINGS, the whole path is listed
+                            ** once and serves every query after */
   kl_append_opts wopt;      /* named form: how it writes (append.h) */
   kl_append *app;           /* its writer, once it writes */
   kl_decode_opts dec;       /* how 'confluent' and 'avro' columns decode */
@@ -142,6 +156,20 @@ int lv_set_error(sqlite3_vtab *vt, int rc, const char *fmt, const char *msg);
 ** writing connection sees it inside its transaction (not cached). */
 kl_rc lv_acquire_log(kl_vtab *vt, const char *dir, int alone, const kl_view *view,
                      kl_logref **out, kl_err *err);
+
+/* The listing of path for a query whose topic and partition constraints
+** are f (one partition named: a listing keeping it alone, within the
+** table's KL_NAMED_LISTINGS), in *out (one reference), as kl_listref_get
+** gives it. */
+kl_rc lv_get_listing(kl_vtab *vt, const char *path, const kl_part_filter *f, kl_listref **out,
+                     kl_err *err);
+
+/* Does listing k hold every partition a query of filter f may read? */
+int lv_listing_serves(const kl_listref *k, const kl_part_filter *f);
+
+/* The listing's partition i's place in rowids (places.h), or -1 when out
+** of memory or out of places. */
+int64_t lv_place(kl_vtab *vt, kl_listref *k, size_t i);
 
 /* ---- log_options.c ---- */
 

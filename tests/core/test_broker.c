@@ -412,6 +412,120 @@ static void test_logdir_listed_twice(void **state) {
   free(d);
 }
 
+/* Do listings a and b hold the same partitions (directories, names,
+** checkpoint values, log directory), in the same order? */
+static void same_parts(const kl_broker *a, const kl_broker *b) {
+  assert_int_equal(kl_broker_count(a), kl_broker_count(b));
+  for (size_t i = 0; i < kl_broker_count(a); i++) {
+    const kl_part *x = kl_broker_part(a, i), *y = kl_broker_part(b, i);
+    assert_string_equal(x->dir, y->dir);
+    assert_string_equal(x->topic, y->topic);
+    assert_int_equal(x->partition, y->partition);
+    assert_int_equal(x->logdir, y->logdir);
+    assert_int_equal(x->log_start, y->log_start);
+    assert_int_equal(x->high_watermark, y->high_watermark);
+    assert_int_equal(x->recovery_point, y->recovery_point);
+  }
+}
+
+/* The partitions of the whole listing named (topic, p), as a new listing. */
+static void whole_named(const char *path, const char *topic, int32_t p, kl_broker **out) {
+  kl_broker *w;
+  kl_err err = {0};
+  assert_int_equal(kl_broker_open(NULL, path, &w, &err), KL_OK);
+  size_t k = 0;
+  /* kl_broker_open_named of a topic no directory has: an empty listing
+  ** with the classification and the checks of the whole one. */
+  assert_int_equal(kl_broker_open_named(NULL, path, 0, "no.such.topic", 13, 0, out, &err), KL_OK);
+  assert_int_equal(kl_broker_count(*out), 0);
+  kl_broker_close(*out);
+  for (size_t i = 0; i < kl_broker_count(w); i++) {
+    const kl_part *x = kl_broker_part(w, i);
+    k += x->topic && !strcmp(x->topic, topic) && x->partition == p;
+  }
+  assert_int_equal(kl_broker_open_named(NULL, path, 0, topic, strlen(topic), p, out, &err), KL_OK);
+  assert_int_equal(kl_broker_count(*out), k);
+  size_t j = 0;
+  for (size_t i = 0; i < kl_broker_count(w); i++) {
+    const kl_part *x = kl_broker_part(w, i);
+    if (!x->topic || strcmp(x->topic, topic) || x->partition != p) continue;
+    const kl_part *y = kl_broker_part(*out, j++);
+    assert_string_equal(x->dir, y->dir);
+    assert_int_equal(x->logdir, y->logdir);
+    assert_int_equal(x->log_start, y->log_start);
+    assert_int_equal(x->high_watermark, y->high_watermark);
+    assert_int_equal(x->recovery_point, y->recovery_point);
+  }
+  assert_int_equal(kl_broker_single(*out), kl_broker_single(w));
+  kl_broker_close(w);
+}
+
+/* A listing keeping one named partition holds what the whole listing holds
+** of it, on every path form, and fails as the whole one fails. */
+static void test_named_listing(void **state) {
+  (void)state;
+  char *d = make_logdir("named");
+  mkdirp(d, "orders-01"); /* partition 1 too, to the listing */
+  char *d2 = t_mkdtemp("named2");
+  mkdirp(d2, "orders-1");
+  put(d2, "log-start-offset-checkpoint", "0\n1\norders 1 7\n");
+  char paths[4][9000];
+  snprintf(paths[0], sizeof paths[0], "%s", d);
+  snprintf(paths[1], sizeof paths[1], "%s,%s", d, d2);
+  snprintf(paths[2], sizeof paths[2], "%s/orders-1,%s", d, d);
+  snprintf(paths[3], sizeof paths[3], "%s/orders-1", d);
+  put(d, "orders-1/00000000000000000000.log", "");
+  static const struct { const char *topic; int32_t p; } asks[] = {
+      {"orders", 1}, {"orders", 0}, {"orders", 10}, {"clicks", 0}, {"orders", 2}, {"orders", 5},
+      {"__cluster_metadata", 0}, {"not-a", 0}};
+  for (int i = 0; i < 4; i++) {
+    for (size_t k = 0; k < sizeof asks / sizeof *asks; k++) {
+      kl_broker *n;
+      whole_named(paths[i], asks[k].topic, asks[k].p, &n);
+      const char *t;
+      size_t tn;
+      int32_t p;
+      assert_int_equal(kl_broker_named(n, &t, &tn, &p), 1);
+      assert_int_equal(p, asks[k].p);
+      assert_true(kl_broker_dirs_listed(n) >= 1);
+      kl_broker_close(n);
+    }
+  }
+  /* A topic Kafka would not accept lists every partition. */
+  kl_broker *a, *b;
+  kl_err err = {0};
+  assert_int_equal(kl_broker_open(NULL, d, &a, &err), KL_OK);
+  assert_int_equal(kl_broker_open_named(NULL, d, 0, "or ders", 7, 1, &b, &err), KL_OK);
+  const char *t;
+  size_t tn;
+  int32_t p;
+  assert_int_equal(kl_broker_named(b, &t, &tn, &p), 0);
+  same_parts(a, b);
+  kl_broker_close(a);
+  kl_broker_close(b);
+  /* The same error as the whole listing, for a line of another topic. */
+  put(d, "recovery-point-offset-checkpoint", "0\n2\norders 0 90\nclicks zero 1\n");
+  char m[2][512];
+  assert_int_equal(kl_broker_open(NULL, d, &a, &err), KL_CORRUPT);
+  snprintf(m[0], sizeof m[0], "%s", err.msg);
+  memset(&err, 0, sizeof err);
+  assert_int_equal(kl_broker_open_named(NULL, d, 0, "orders", 6, 1, &b, &err), KL_CORRUPT);
+  snprintf(m[1], sizeof m[1], "%s", err.msg);
+  assert_string_equal(m[0], m[1]);
+  /* Neither a partition nor a log directory, either way. */
+  char *e = t_mkdtemp("neither");
+  put(e, "x", "");
+  memset(&err, 0, sizeof err);
+  assert_int_equal(kl_broker_open_named(NULL, e, 0, "orders", 6, 1, &b, &err), KL_CANTOPEN);
+  assert_non_null(strstr(err.msg, "is not a Kafka partition directory"));
+  t_rmdir(e);
+  free(e);
+  t_rmdir(d2);
+  free(d2);
+  t_rmdir(d);
+  free(d);
+}
+
 static void test_nomem(void **state) {
   (void)state;
   char *d = make_logdir("nomem");
@@ -444,6 +558,7 @@ int main(void) {
       cmocka_unit_test(test_partition_path_forms),
       cmocka_unit_test(test_unreadable_checkpoint),
       cmocka_unit_test(test_logdir_listed_twice),
+      cmocka_unit_test(test_named_listing),
       cmocka_unit_test(test_nomem),
       cmocka_unit_test(test_topic_names),
       cmocka_unit_test(test_checkpoint_put_writes_what_reads),

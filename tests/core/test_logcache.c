@@ -131,13 +131,13 @@ static void test_listing(void **state) {
   append(dir, 0, 2);
   kl_listref *cache = NULL, *x = NULL, *y = NULL, *z = NULL;
   kl_err err = {0};
-  assert_int_equal(kl_listref_get(NULL, &cache, root, 0, &x, &err), KL_OK);
-  assert_int_equal(kl_listref_get(NULL, &cache, root, 0, &y, &err), KL_OK);
+  assert_int_equal(kl_listref_get(NULL, &cache, root, 0, NULL, NULL, &x, &err), KL_OK);
+  assert_int_equal(kl_listref_get(NULL, &cache, root, 0, NULL, NULL, &y, &err), KL_OK);
   assert_ptr_equal(x, y);
   assert_int_equal(kl_broker_count(x->b), 1);
   snprintf(dir, sizeof dir, "%s/b-0", root);
   append(dir, 0, 2);
-  assert_int_equal(kl_listref_get(NULL, &cache, root, 0, &z, &err), KL_OK);
+  assert_int_equal(kl_listref_get(NULL, &cache, root, 0, NULL, NULL, &z, &err), KL_OK);
   assert_ptr_not_equal(z, x);
   assert_int_equal(kl_broker_count(z->b), 2);
   assert_int_equal(kl_broker_count(x->b), 1); /* a reader of the old one keeps it */
@@ -198,7 +198,7 @@ static void test_allocation_failures(void **state) {
     kl_listref *cache = NULL, *k = NULL;
     kl_err err = {0};
     kl_rc rc = c ? kl_logcache_get(c, dir, 1, &r, &err) : KL_NOMEM;
-    if (rc == KL_OK) rc = kl_listref_get(env, &cache, dir, 0, &k, &err);
+    if (rc == KL_OK) rc = kl_listref_get(env, &cache, dir, 0, NULL, NULL, &k, &err);
     if (rc == KL_OK) {
       assert_int_equal(kl_log_segment_count(r->log), 1);
       assert_int_equal(kl_broker_count(k->b), 1);

@@ -186,8 +186,8 @@ static void test_stats_accumulate_and_reset(void **state) {
   char *keys = st_text(db, "SELECT group_concat(key, ' ') FROM"
                            " (SELECT key FROM json_each(kafka_log_stats()) ORDER BY key)", NULL);
   assert_string_equal(keys, "batch_headers batches_ahead batches_decoded batches_skipped"
-                            " bytes_decompressed"
-                            " bytes_read crc_checks index_fallbacks index_probes reads"
+                            " bytes_decompressed bytes_read crc_checks dirs_listed"
+                            " index_fallbacks index_probes logs_opened partitions_listed reads"
                             " records_decoded schemas_parsed segments_opened values_decoded");
   free(keys);
   st_close(other);
