@@ -54,7 +54,9 @@
 ** Answers are compared between the sides before timing (a difference is
 ** WRONG).  Repeated figures: median of 3 runs of at least --min-time seconds
 ** each, the sides alternating.  Ratio = native time / kafka_log time (>1:
-** kafka_log faster).  Output: a table on stdout and OUT/broker.json.
+** kafka_log faster).  Goals, with a verdict: 2 the first lookup under
+** 0.5 ms; 4 the window at most 3x (repeated) and 10x (first) the native
+** time.  Output: a table on stdout and OUT/broker.json.
 */
 #include <dirent.h>
 #include <errno.h>
@@ -400,8 +402,14 @@ typedef struct figure {
   double k, n;              /* seconds per unit, -1: n/a */
   double per;               /* rows per unit, for the rates (0: none) */
   int correct;              /* 1 same answers, 0 different, -1 not compared */
+  int goal_kind;            /* G_* */
+  double goal;
   char note[640];
 } figure;
+
+/* Goals: none; kafka_log's time below goal seconds; kafka_log at most goal
+** times slower than the native table. */
+enum { G_NONE, G_KAFKA_LT, G_SLOWER_LE };
 
 #define MAX_FIG 16
 static figure g_fig[MAX_FIG];
@@ -423,6 +431,26 @@ static figure *add_fig(const char *id, const char *label, const char *sk, const 
 }
 
 static double ratio(const figure *f) { return f->k > 0 && f->n > 0 ? f->n / f->k : -1; }
+
+static void set_goal(figure *f, int kind, double goal) {
+  f->goal_kind = kind;
+  f->goal = goal;
+}
+
+/* "ok", "MISS", "n/a", "WRONG" or "" (no goal). */
+static const char *verdict(const figure *f) {
+  if (f->goal_kind == G_NONE) return f->correct == 0 ? "WRONG" : "";
+  if (f->k < 0) return "n/a";
+  if (f->correct == 0) return "WRONG";
+  if (f->goal_kind == G_KAFKA_LT) return f->k < f->goal ? "ok" : "MISS";
+  return f->n > 0 && f->k / f->n <= f->goal ? "ok" : "MISS";
+}
+
+static void goal_text(const figure *f, char *b, size_t n) {
+  if (f->goal_kind == G_KAFKA_LT) snprintf(b, n, "< %g ms", f->goal * 1e3);
+  else if (f->goal_kind == G_SLOWER_LE) snprintf(b, n, "<= %gx", f->goal);
+  else snprintf(b, n, "-");
+}
 
 static void fmt_time(char *b, size_t n, double s) {
   if (s < 0) snprintf(b, n, "n/a");
@@ -812,6 +840,7 @@ int main(int argc, char **argv) {
                          SQL_LOOKUP_N, "lookup");
     figure *f3 = add_fig("lookup_one_part", "2 lookup, repeated, one partition", SQL_LOOKUP_K,
                          SQL_LOOKUP_N, "lookup");
+    set_goal(f1, G_KAFKA_LT, 0.0005);
     int c = compare(&b, 'l', 20, f1->note, sizeof f1->note);
     f1->correct = f2->correct = f3->correct = c;
     side fr[2] = {{1, 1, NULL, NULL, SQL_LOOKUP_K}, {0, 1, NULL, NULL, SQL_LOOKUP_N}};
@@ -869,6 +898,8 @@ int main(int argc, char **argv) {
                          "query");
     figure *f2 = add_fig("window_first", "4 window of 1% of the day, first (fresh)",
                          SQL_WIN_K, SQL_WIN_N, "query");
+    set_goal(f1, G_SLOWER_LE, 3);
+    set_goal(f2, G_SLOWER_LE, 10);
     f1->correct = f2->correct = compare(&b, 'w', 3, f1->note, sizeof f1->note);
     side s[2] = {{1, 0, b.kdb, prep_or_die(b.kdb, SQL_WIN_K), SQL_WIN_K},
                  {0, 0, b.ndb, prep_or_die(b.ndb, SQL_WIN_N), SQL_WIN_N}};
@@ -920,8 +951,8 @@ int main(int argc, char **argv) {
   getloadavg(load1, 3);
 
   /* ---- the table ---- */
-  printf("\n%-54s %11s %11s %8s %-5s %21s\n", "figure (time per query or lookup)", "kafka_log",
-         "native", "ratio", "", "rows/s k / n");
+  printf("\n%-54s %11s %11s %8s %9s %-5s %21s\n", "figure (time per query or lookup)",
+         "kafka_log", "native", "ratio", "goal", "", "rows/s k / n");
   for (int i = 0; i < g_nfig; i++) {
     figure *f = &g_fig[i];
     char a[32], n[32], r[32], ra[32], rb[32];
@@ -932,11 +963,13 @@ int main(int argc, char **argv) {
     double q = ratio(f);
     if (q < 0) snprintf(r, sizeof r, "-");
     else snprintf(r, sizeof r, "%.3f", q);
-    printf("%-54s %11s %11s %8s %-5s %9s%s%-9s\n", f->label, a, n, r,
-           f->correct == 0 ? "WRONG" : "", ra, f->per > 0 ? " / " : "   ", rb);
+    char gl[32];
+    goal_text(f, gl, sizeof gl);
+    printf("%-54s %11s %11s %8s %9s %-5s %9s%s%-9s\n", f->label, a, n, r, gl, verdict(f), ra,
+           f->per > 0 ? " / " : "   ", rb);
   }
   printf("\nratio = native time / kafka_log time (>1: kafka_log faster); lookups: the median of "
-         "single executions\n");
+         "single executions; goal <= Nx: kafka_log at most N times the native time\n");
   for (int i = 0; i < g_nfig; i++) {
     if (g_fig[i].note[0]) printf("note, %s: %s\n", g_fig[i].id, g_fig[i].note);
   }
@@ -1007,6 +1040,12 @@ int main(int argc, char **argv) {
       fprintf(j, ", \"rows_per_s_native\": ");
       json_num(j, f->n > 0 ? f->per / f->n : -1);
     }
+    char gl[32];
+    goal_text(f, gl, sizeof gl);
+    fprintf(j, ", \"goal\": ");
+    if (f->goal_kind == G_NONE) fprintf(j, "null");
+    else json_str(j, gl);
+    fprintf(j, ", \"verdict\": \"%s\"", verdict(f));
     fprintf(j, ", \"same_answers\": %s, \"note\": ",
             f->correct < 0 ? "null" : f->correct ? "true" : "false");
     json_str(j, f->note);

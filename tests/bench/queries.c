@@ -37,6 +37,10 @@
 **                   does not exist), fresh and repeated
 **   3  count(*)   4  min(offset)   5  min(offset) WHERE timestamp >= ?1
 **   6  max(timestamp)   7  count(*), sum(length(value))
+**   3b, 7b the same on an uncompressed copy of the main log (kwriter, same
+**      batches); 3c, 7c on a do-nothing virtual table (floorvtab.c: the
+**      native rows held in memory, no decoding), the scan floor; the four
+**      sides timed together and printed in ns per row
 **   8  sum(timestamp % 1000)   9  timestamp/3600000 AS h, count(*) GROUP BY h
 **   10 offset, timestamp, value WHERE timestamp < ?1 ORDER BY offset DESC LIMIT 10
 **   11 sum(length(r.value)) FROM k JOIN kafka_log(D) r ON r.offset = k.x:
@@ -44,7 +48,9 @@
 **      (k.id BETWEEN ?1 AND ?1 + lookups - 1), time per lookup
 **   12 offset WHERE timestamp >= ?1 LIMIT 1 on the few- and the many-segment
 **      logs (repeated; the ratio many/few), then the first such query on a
-**      fresh connection; kafka_log_stats() of one seek on the many-segment log
+**      fresh connection; kafka_log_stats() of one seek on the many-segment log;
+**   12b the join of figure 11 on the few- and the many-segment logs (the
+**      ratio many/few)
 **   13 on 500-record batches, zstd and none: full decode (count(*),
 **      sum(length(value)), sum(length(key)), sum(timestamp)), random lookups
 **      by offset and by timestamp (offset, timestamp, key, value)
@@ -75,6 +81,7 @@
 
 #include "batch.h"
 #include "codec.h"
+#include "floorvtab.h"
 #include "kwriter.h"
 
 #define BENCH_NAME "queries"
@@ -783,6 +790,154 @@ static void measure_two(side *a, side *b, side *n, figure *fa, figure *fb, const
   fa->n = fb->n = t[2];
 }
 
+/* A temp table k(id, x) of nk random offsets in [0, records) on db, for
+** the joins: JOIN_SETS sets of lookups, ?1 picks one. */
+#define JOIN_SETS 8
+static void make_offsets(sqlite3 *db, long nk, long records) {
+  sql_exec(db, "CREATE TEMP TABLE k(id INTEGER PRIMARY KEY, x INTEGER); BEGIN");
+  sqlite3_stmt *ins;
+  if (sqlite3_prepare_v2(db, "INSERT INTO k VALUES(?1, ?2)", -1, &ins, NULL)) {
+    die("temp table: %s", sqlite3_errmsg(db));
+  }
+  uint64_t s = 77;
+  for (long i = 0; i < nk; i++) {
+    sqlite3_bind_int64(ins, 1, i);
+    sqlite3_bind_int64(ins, 2, (int64_t)(rec_rnd(&s) % (uint64_t)records));
+    if (sqlite3_step(ins) != SQLITE_DONE) die("temp table: %s", sqlite3_errmsg(db));
+    sqlite3_reset(ins);
+  }
+  sqlite3_finalize(ins);
+  sql_exec(db, "COMMIT");
+}
+
+/* The join of lookups lookups from k into the table @T. */
+static void join_sql(char *b, size_t n, long lookups) {
+  snprintf(b, n,
+           "SELECT sum(length(r.value)) FROM k JOIN @T r ON r.offset = k.x WHERE k.id "
+           "BETWEEN ?1 AND ?1 + %ld",
+           lookups - 1);
+}
+
+/* The scan floor: per row, kafka_log on the main log (codecs rotating) and
+** on an uncompressed copy, the do-nothing table and the native table. */
+enum { FL_MAIN, FL_NONE, FL_FLOOR, FL_NATIVE, FL_SIDES };
+static const char *const g_floor_side[FL_SIDES] = {"kafka_log (none/lz4/zstd)",
+                                                   "kafka_log (none)", "do-nothing vtab",
+                                                   "native"};
+static const char *const g_floor_sql[2] = {"SELECT count(*) FROM @T",
+                                           "SELECT count(*), sum(length(value)) FROM @T"};
+static double g_floor_ns[2][FL_SIDES]; /* seconds per row, -1: n/a */
+
+/* side s on the do-nothing table, registered on db. */
+static void side_init_floor(side *s, sqlite3 *db, const char *tmpl, double per) {
+  side_init(s, "do-nothing vtab", 0, NULL, db, tmpl, NULL, 0, 1, 0, per);
+  sqlite3_finalize(s->st);
+  s->st = NULL;
+  expand(s->sql, sizeof s->sql, tmpl, "bench_floor", "");
+  sqlite3_stmt *st;
+  s->ok = side_prepare(s, db, &st) == 0;
+  s->st = st;
+}
+
+/* Figures 3b, 3c, 7b, 7c: the main log's records written again without
+** compression (kwriter, same batches) and loaded into the do-nothing table;
+** the four sides timed together.  0 when the rows cannot be loaded. */
+static int floor_figures(const opts *o, const gen *g, const char *data, const char *main_dir,
+                         const char *main_db, sqlite3 *kdb, sqlite3 *ndb, const int *none,
+                         dset *none_ds) {
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/orders-none-0", data);
+  write_log(none_ds, g, dir, o->records, o->batch_bytes, 100, o->segment_bytes, none, 1);
+  printf("uncompressed copy of the main log: %.1f MiB, %ld batches\n",
+         (double)none_ds->bytes / 1048576, none_ds->batches);
+  warm(kdb, dir, NULL);
+  floor_rows fr;
+  if (floor_rows_load(ndb, &fr) || floor_register(kdb, &fr) != SQLITE_OK) return 0;
+  double per = (double)o->records;
+  static const char *const ids[2][2] = {{"count_none", "floor_count"},
+                                        {"scan_none", "floor_scan"}};
+  static const char *const labels[2][2] = {
+      {"3b count(*), uncompressed log", "3c count(*), do-nothing vtab"},
+      {"7b full scan count, sum(length(value)), none", "7c the same, do-nothing vtab"}};
+  for (int q = 0; q < 2; q++) {
+    side sd[FL_SIDES];
+    side_init(&sd[FL_MAIN], "kafka_log", 1, main_dir, kdb, g_floor_sql[q], NULL, 0, 1, 0, per);
+    side_init(&sd[FL_NONE], "kafka_log none", 1, dir, kdb, g_floor_sql[q], NULL, 0, 1, 0, per);
+    side_init_floor(&sd[FL_FLOOR], kdb, g_floor_sql[q], per);
+    side_init(&sd[FL_NATIVE], "native", 0, main_db, ndb, g_floor_sql[q], NULL, 0, 1, 0, per);
+    figure *fu = add_fig(ids[q][0], labels[q][0], g_floor_sql[q], NULL, "row", -1, -1,
+                         q ? G_RATIO_GE : G_NONE, 1.3);
+    figure *ff = add_fig(ids[q][1], labels[q][1], g_floor_sql[q], NULL, "row", -1, -1, G_NONE,
+                         0);
+    expand(ff->sql, sizeof ff->sql, g_floor_sql[q], "bench_floor", "");
+    ff->k_name = "floor";
+    ff->n_name = "native";
+    ff->chart = 0;
+    fu->correct = compare(&sd[FL_NONE], &sd[FL_NATIVE], NULL, 1, fu->note, sizeof fu->note);
+    ff->correct = compare(&sd[FL_FLOOR], &sd[FL_NATIVE], NULL, 1, ff->note, sizeof ff->note);
+    if (ff->correct < 0) die("the do-nothing table: %s", ff->note);
+    side *all[FL_SIDES] = {&sd[0], &sd[1], &sd[2], &sd[3]};
+    double t[FL_SIDES];
+    measure(all, FL_SIDES, o->min_time, t);
+    for (int i = 0; i < FL_SIDES; i++) {
+      g_floor_ns[q][i] = t[i];
+      side_done(&sd[i]);
+    }
+    fu->k = t[FL_NONE];
+    fu->n = ff->n = t[FL_NATIVE];
+    ff->k = t[FL_FLOOR];
+    printf("  measured the scan floor: %s\n", g_floor_sql[q]);
+    fflush(stdout);
+  }
+  /* The module goes with the rows: a statement cannot reach them after. */
+  sqlite3_create_module_v2(kdb, "bench_floor", NULL, NULL, NULL);
+  floor_rows_free(&fr);
+  if (!o->keep) rm_rf(dir);
+  return 1;
+}
+
+/* The floor table: ns per row of each side, and kafka_log's distance to
+** the do-nothing table. */
+static void print_floor(void) {
+  if (g_floor_ns[0][FL_FLOOR] == 0) return;
+  printf("\nscan floor, ns per row (median of 3 runs, the sides alternating):\n");
+  printf("  %-38s", "statement");
+  for (int i = 0; i < FL_SIDES; i++) printf(" %26s", g_floor_side[i]);
+  printf("\n");
+  for (int q = 0; q < 2; q++) {
+    printf("  %-38s", g_floor_sql[q] + strlen("SELECT "));
+    for (int i = 0; i < FL_SIDES; i++) {
+      if (g_floor_ns[q][i] < 0) printf(" %26s", "n/a");
+      else printf(" %26.1f", g_floor_ns[q][i] * 1e9);
+    }
+    printf("\n  %-38s %26.1f %26.1f   (kafka_log - do-nothing)\n", "",
+           (g_floor_ns[q][FL_MAIN] - g_floor_ns[q][FL_FLOOR]) * 1e9,
+           (g_floor_ns[q][FL_NONE] - g_floor_ns[q][FL_FLOOR]) * 1e9);
+  }
+}
+
+static void json_floor(FILE *j) {
+  fprintf(j, "  \"scan_floor_ns_per_row\": ");
+  if (g_floor_ns[0][FL_FLOOR] == 0) {
+    fprintf(j, "null,\n");
+    return;
+  }
+  fprintf(j, "{");
+  for (int q = 0; q < 2; q++) {
+    fprintf(j, "%s\n    ", q ? "," : "");
+    json_str(j, g_floor_sql[q]);
+    fprintf(j, ": {");
+    for (int i = 0; i < FL_SIDES; i++) {
+      fprintf(j, "%s", i ? ", " : "");
+      json_str(j, g_floor_side[i]);
+      fprintf(j, ": ");
+      json_num(j, g_floor_ns[q][i] > 0 ? g_floor_ns[q][i] * 1e9 : -1);
+    }
+    fprintf(j, "}");
+  }
+  fprintf(j, "},\n");
+}
+
 int main(int argc, char **argv) {
   opts o = {.records = 300000,
             .seg_records = 200000,
@@ -862,7 +1017,7 @@ int main(int argc, char **argv) {
   const int rotate[3] = {KL_CODEC_NONE, KL_CODEC_LZ4, KL_CODEC_ZSTD};
   const int zstd[1] = {KL_CODEC_ZSTD}, none[1] = {KL_CODEC_NONE};
   char path[4400];
-  dset main_ds = {0}, few = {0}, many = {0}, z500 = {0}, u500 = {0};
+  dset main_ds = {0}, none_ds = {0}, few = {0}, many = {0}, z500 = {0}, u500 = {0};
   int64_t main_db_bytes = 0, seg_db_bytes = 0;
   double main_load = 0, seg_load = 0;
   char main_dir[4200], main_db[4200], seg_db[4200];
@@ -934,35 +1089,20 @@ int main(int argc, char **argv) {
         {"tail_before", "10 last 10 before a time",
          "SELECT offset, timestamp, value FROM @T WHERE timestamp < ?1 ORDER BY offset DESC "
          "LIMIT 10",
-         NULL, NULL, "query", 0, ts_lo + HOUR_MS, ts_hi, 1, G_RATIO_GE, 0.3},
+         NULL, NULL, "query", 0, ts_lo + HOUR_MS, ts_hi, 1, G_RATIO_GE, 0.5},
     };
     for (size_t i = 0; i < NELEM(qs); i++) run_pair(&c, &qs[i]);
+    if (!floor_figures(&o, &g, data, main_dir, main_db, kdb, ndb, none, &none_ds)) {
+      die("the do-nothing table: cannot load %s", main_db);
+    }
 
     /* 11: point lookups in a join, from a temp table of 8 sets of offsets. */
     {
-      long sets = 8, nk = sets * o.lookups;
-      sqlite3 *dbs[2] = {kdb, ndb};
-      for (int d = 0; d < 2; d++) {
-        sql_exec(dbs[d], "CREATE TEMP TABLE k(id INTEGER PRIMARY KEY, x INTEGER); BEGIN");
-        sqlite3_stmt *ins;
-        if (sqlite3_prepare_v2(dbs[d], "INSERT INTO k VALUES(?1, ?2)", -1, &ins, NULL)) {
-          die("temp table: %s", sqlite3_errmsg(dbs[d]));
-        }
-        uint64_t s = 77;
-        for (long i = 0; i < nk; i++) {
-          sqlite3_bind_int64(ins, 1, i);
-          sqlite3_bind_int64(ins, 2, (int64_t)(rec_rnd(&s) % (uint64_t)o.records));
-          if (sqlite3_step(ins) != SQLITE_DONE) die("temp table: %s", sqlite3_errmsg(dbs[d]));
-          sqlite3_reset(ins);
-        }
-        sqlite3_finalize(ins);
-        sql_exec(dbs[d], "COMMIT");
-      }
+      long nk = JOIN_SETS * o.lookups;
+      make_offsets(kdb, nk, o.records);
+      make_offsets(ndb, nk, o.records);
       char tmpl[256];
-      snprintf(tmpl, sizeof tmpl,
-               "SELECT sum(length(r.value)) FROM k JOIN @T r ON r.offset = k.x WHERE k.id "
-               "BETWEEN ?1 AND ?1 + %ld",
-               o.lookups - 1);
+      join_sql(tmpl, sizeof tmpl, o.lookups);
       /* The same records written by the project itself (INSERT ... SELECT
       ** from the native table, a named table's defaults; with lz4; with
       ** the former 1 MiB batches), beside kwriter's producer batches:
@@ -1096,6 +1236,40 @@ int main(int argc, char **argv) {
       printf("  measured seeks (%s)\n", fresh ? "fresh connections" : "repeated");
       fflush(stdout);
     }
+    /* 12b: the join's lookups on the few- and the many-segment logs. */
+    {
+      long nk = JOIN_SETS * o.lookups;
+      sqlite3 *dbs[3] = {kfew, kmany, ndb};
+      for (int d = 0; d < 3; d++) make_offsets(dbs[d], nk, o.seg_records);
+      char tmpl[256];
+      join_sql(tmpl, sizeof tmpl, o.lookups);
+      side a, b, n;
+      side_init(&a, "kafka_log few", 1, few_dir, kfew, tmpl, NULL, 0, 0, nk - o.lookups,
+                (double)o.lookups);
+      side_init(&b, "kafka_log many", 1, many_dir, kmany, tmpl, NULL, 0, 0, nk - o.lookups,
+                (double)o.lookups);
+      side_init(&n, "native", 0, seg_db, ndb, tmpl, NULL, 0, 0, nk - o.lookups,
+                (double)o.lookups);
+      char l1[120], l2[120], l3[120];
+      snprintf(l1, sizeof l1, "12b join lookups, %d segs", few.segments);
+      snprintf(l2, sizeof l2, "12b join lookups, %d segs", many.segments);
+      snprintf(l3, sizeof l3, "12b lookup time, %d / %d segs", many.segments, few.segments);
+      figure *fa = add_fig("join_few", l1, tmpl, NULL, "lookup", -1, -1, G_NONE, 0);
+      figure *fb = add_fig("join_many", l2, tmpl, NULL, "lookup", -1, -1, G_NONE, 0);
+      double t[3];
+      measure_two(&a, &b, &n, fa, fb, NULL, 3, o.min_time, t);
+      figure *fr = add_fig("join_many_over_few", l3, tmpl, NULL, "lookup", t[1], t[0],
+                           G_RATIO_LE, 1.3);
+      fr->k_name = "many";
+      fr->n_name = "few";
+      fr->correct = fa->correct && fb->correct;
+      if (fa->correct < 0 || fb->correct < 0) fr->correct = -1;
+      side_done(&a);
+      side_done(&b);
+      side_done(&n);
+      printf("  measured join lookups on %d and %d segments\n", few.segments, many.segments);
+      fflush(stdout);
+    }
     /* The work of one seek on the many-segment log, to the middle of its
     ** time range: first on a fresh connection, then once more. */
     stats_ts = (ts_lo + sts_hi) / 2;
@@ -1209,6 +1383,7 @@ int main(int argc, char **argv) {
   for (int i = 0; i < g_nfig; i++) {
     if (g_fig[i].note[0]) printf("note, %s: %s\n", g_fig[i].id, g_fig[i].note);
   }
+  print_floor();
   printf("\nstatements (kafka_log side; D = the partition directory as a string literal; the "
          "native side is the same on t without max_skew_ms):\n");
   for (int i = 0; i < g_nfig; i++) {
@@ -1250,7 +1425,7 @@ int main(int argc, char **argv) {
   struct {
     const char *name;
     dset *d;
-  } logs[] = {{"main", &main_ds}, {"few", &few}, {"many", &many}, {"zstd500", &z500},
+  } logs[] = {{"main", &main_ds}, {"main_none", &none_ds}, {"few", &few}, {"many", &many}, {"zstd500", &z500},
               {"none500", &u500}};
   int first = 1;
   for (size_t i = 0; i < NELEM(logs); i++) {
@@ -1264,6 +1439,7 @@ int main(int argc, char **argv) {
   }
   fprintf(j, "},\n    \"native_db_bytes\": {\"main\": %" PRId64 ", \"seg\": %" PRId64 "}},\n",
           main_db_bytes, seg_db_bytes);
+  json_floor(j);
   fprintf(j, "  \"figures\": [");
   for (int i = 0; i < g_nfig; i++) {
     figure *fg = &g_fig[i];

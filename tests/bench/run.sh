@@ -11,13 +11,19 @@
 #                                 2,000 partitions (broker.c)
 #   tests/bench/run.sh --insert-only [--quick]    just writing (insert.c):
 #                                 INSERT into kafka_log against a native table
+#   tests/bench/run.sh --logdir-only [--quick]    just the keyed log
+#                                 directories (logdir.c): key searches,
+#                                 DISTINCT topic, per-partition counts, memory
+#   tests/bench/run.sh --goals [--quick]          the figures with goals:
+#                                 queries, logdir and broker in one run, and
+#                                 goals.txt, every goal's row with its verdict
 #
 # Installs what the build needs (tests/setup.sh) plus gnuplot, builds into
 # build-bench/, and writes tests/bench/out/: bench.json, bench.png,
 # bench-big.json, bench-big.png, queries.json, queries.png, twozone.json,
-# twozone.png, broker.json, insert.json, summary.md (what this run made; --queries-only
-# and --broker-only replace only their own files).  The full run does not
-# include broker: run it with --broker-only.  insert runs in the full run.
+# twozone.png, broker.json, insert.json, logdir.json, goals.txt, summary.md
+# (what this run made; the --*-only runs replace only their own files).
+# The full run includes all of them.
 # The charts are copied to tests/bench/results/ (committed, shown by the
 # README).  Data goes to $TMPDIR (default /var/tmp, which must be a real
 # disk for the cold-cache figures, not tmpfs) and is deleted afterwards.
@@ -34,6 +40,8 @@ big=1
 queries_only=0
 broker_only=0
 insert_only=0
+logdir_only=0
+goals=0
 extra=()
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -42,8 +50,10 @@ while [ $# -gt 0 ]; do
     --queries-only) queries_only=1; big=0 ;;
     --broker-only) broker_only=1; big=0 ;;
     --insert-only) insert_only=1; big=0 ;;
+    --logdir-only) logdir_only=1; big=0 ;;
+    --goals) goals=1; big=0 ;;
     --) shift; extra=("$@"); break ;;
-    *) echo "usage: $0 [--quick] [--no-big] [--queries-only] [--broker-only] [--insert-only] [-- bench, queries, broker or insert arguments]" >&2
+    *) echo "usage: $0 [--quick] [--no-big] [--queries-only] [--broker-only] [--insert-only] [--logdir-only] [--goals] [-- bench, queries, broker, insert or logdir arguments]" >&2
        exit 2 ;;
   esac
   shift
@@ -60,6 +70,8 @@ fi
 export TMPDIR=${TMPDIR:-/var/tmp}
 need_gb=1
 [ $big = 1 ] && need_gb=4
+# the keyed log directories (logdir: 13M records and their native twins)
+[ $quick = 0 ] && [ $queries_only = 0 ] && [ $broker_only = 0 ] && [ $insert_only = 0 ] && need_gb=4
 avail_gb=$(df -P -BG "$TMPDIR" | awk 'NR==2 { sub("G", "", $4); print $4 }')
 if [ "$avail_gb" -lt "$need_gb" ]; then
   echo "run.sh: need ${need_gb} GB free in $TMPDIR, have ${avail_gb} GB" >&2
@@ -73,6 +85,10 @@ elif [ $broker_only = 1 ]; then
   rm -f "$out"/broker.* "$out/summary.md"
 elif [ $insert_only = 1 ]; then
   rm -f "$out"/insert.* "$out/summary.md"
+elif [ $logdir_only = 1 ]; then
+  rm -f "$out"/logdir.* "$out/summary.md"
+elif [ $goals = 1 ]; then
+  rm -f "$out"/queries.* "$out"/logdir.* "$out"/broker.* "$out/goals.txt" "$out/summary.md"
 else
   rm -f "$out"/*.json "$out"/*.dat "$out"/*.png "$out"/*.txt "$out/summary.md"
 fi
@@ -90,12 +106,22 @@ elif [ $broker_only = 1 ]; then
 elif [ $insert_only = 1 ]; then
   "$bin/insert" ${q[@]+"${q[@]}"} --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/insert.txt"
   ran=(insert)
+elif [ $logdir_only = 1 ]; then
+  "$bin/logdir" ${q[@]+"${q[@]}"} --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/logdir.txt"
+  ran=(logdir)
+elif [ $goals = 1 ]; then
+  "$bin/queries" ${q[@]+"${q[@]}"} --out "$out" | tee "$out/queries.txt"
+  "$bin/logdir" ${q[@]+"${q[@]}"} --out "$out" | tee "$out/logdir.txt"
+  "$bin/broker" ${q[@]+"${q[@]}"} --out "$out" | tee "$out/broker.txt"
+  ran=(queries logdir broker)
 elif [ $quick = 1 ]; then
   "$bin/insert" --quick --out "$out" | tee "$out/insert.txt"
   "$bin/bench" --quick --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench.txt"
   "$bin/queries" --quick --out "$out" | tee "$out/queries.txt"
   "$bin/twozone" --out "$out" --file-mib 2 --grow-pages 16 | tee "$out/twozone.txt"
-  ran=(insert bench queries twozone)
+  "$bin/logdir" --quick --out "$out" | tee "$out/logdir.txt"
+  "$bin/broker" --quick --out "$out" | tee "$out/broker.txt"
+  ran=(insert bench queries twozone logdir broker)
 else
   "$bin/bench" --out "$out" ${extra[@]+"${extra[@]}"} | tee "$out/bench.txt"
   ran=(bench)
@@ -106,7 +132,9 @@ else
   "$bin/queries" --out "$out" | tee "$out/queries.txt"
   "$bin/twozone" --out "$out" | tee "$out/twozone.txt"
   "$bin/insert" --out "$out" | tee "$out/insert.txt"
-  ran+=(queries twozone insert)
+  "$bin/logdir" --out "$out" | tee "$out/logdir.txt"
+  "$bin/broker" --out "$out" | tee "$out/broker.txt"
+  ran+=(queries twozone insert logdir broker)
 fi
 
 for t in "${ran[@]}"; do
@@ -114,7 +142,7 @@ for t in "${ran[@]}"; do
     bench|bench-big) gnuplot -e "dir='$out'; tag='$t'" "$bench_dir/bench.gp" ;;
     queries) gnuplot -e "dir='$out'; tag='queries'" "$bench_dir/queries.gp" ;;
     twozone) gnuplot -e "dir='$out'" "$bench_dir/twozone.gp" ;;
-    broker|insert) ;; # a table, no chart
+    broker|insert|logdir) ;; # a table, no chart
   esac
 done
 
@@ -134,9 +162,16 @@ done
   done
 } > "$out/summary.md"
 
+# Every row with a goal, its verdict (ok, MISS, WRONG, n/a) beside it.
+for t in queries logdir broker; do
+  [ -f "$out/$t.txt" ] || continue
+  echo "## $t"
+  grep -E '^[0-9]+[a-z]? .* (ok|MISS|WRONG|n/a)( |$)' "$out/$t.txt" | grep -vE ' - +(n/a)?( |$)' || true
+done > "$out/goals.txt"
+
 if [ $quick = 0 ]; then
   for t in "${ran[@]}"; do
     if [ -f "$out/$t.png" ]; then cp "$out/$t.png" "$bench_dir/results/"; fi
   done
 fi
-echo "results: $out/summary.md"
+echo "results: $out/summary.md (the rows with goals: $out/goals.txt)"

@@ -1,0 +1,177 @@
+/*
+** floorvtab.c - the do-nothing virtual table (see floorvtab.h).  It takes
+** no constraint, so every query is a full scan in offset order, as a scan
+** of kafka_log is.
+*/
+#include "floorvtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int floor_rows_load(sqlite3 *db, floor_rows *r) {
+  memset(r, 0, sizeof *r);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT count(*), sum(length(key)) + sum(length(value)) FROM t",
+                         -1, &st, NULL) != SQLITE_OK || sqlite3_step(st) != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return -1;
+  }
+  long n = (long)sqlite3_column_int64(st, 0);
+  int64_t bytes = sqlite3_column_int64(st, 1);
+  sqlite3_finalize(st);
+  r->rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *r->rows);
+  r->arena = malloc((size_t)(bytes > 0 ? bytes : 1));
+  if (!r->rows || !r->arena ||
+      sqlite3_prepare_v2(db, "SELECT offset, timestamp, key, value FROM t ORDER BY offset", -1,
+                         &st, NULL) != SQLITE_OK) {
+    floor_rows_free(r);
+    return -1;
+  }
+  while (r->n < n && sqlite3_step(st) == SQLITE_ROW) {
+    floor_row *w = &r->rows[r->n++];
+    w->offset = sqlite3_column_int64(st, 0);
+    w->timestamp = sqlite3_column_int64(st, 1);
+    int64_t *pos[2] = {&w->key, &w->value};
+    int *len[2] = {&w->key_len, &w->value_len};
+    for (int c = 0; c < 2; c++) {
+      const void *p = sqlite3_column_blob(st, 2 + c);
+      int m = sqlite3_column_bytes(st, 2 + c);
+      *len[c] = m;
+      *pos[c] = -1;
+      if (sqlite3_column_type(st, 2 + c) == SQLITE_NULL) continue;
+      if (r->arena_len + m > bytes) {
+        sqlite3_finalize(st);
+        floor_rows_free(r);
+        return -1;
+      }
+      *pos[c] = r->arena_len;
+      if (m) memcpy(r->arena + r->arena_len, p, (size_t)m);
+      r->arena_len += m;
+    }
+  }
+  sqlite3_finalize(st);
+  return 0;
+}
+
+void floor_rows_free(floor_rows *r) {
+  free(r->rows);
+  free(r->arena);
+  memset(r, 0, sizeof *r);
+}
+
+typedef struct floor_vtab {
+  sqlite3_vtab base;
+  const floor_rows *r;
+} floor_vtab;
+
+typedef struct floor_cursor {
+  sqlite3_vtab_cursor base;
+  long i;
+} floor_cursor;
+
+static int fl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
+                      sqlite3_vtab **out, char **err) {
+  int rc = sqlite3_declare_vtab(
+      db, "CREATE TABLE x(offset INTEGER NOT NULL, timestamp INTEGER NOT NULL,"
+          " timestamp_type TEXT NOT NULL, key BLOB, value BLOB, headers TEXT NOT NULL,"
+          " partition_leader_epoch INTEGER NOT NULL, producer_id INTEGER NOT NULL,"
+          " producer_epoch INTEGER NOT NULL, sequence INTEGER NOT NULL,"
+          " is_transactional INTEGER NOT NULL, compression TEXT NOT NULL,"
+          " segment INTEGER NOT NULL, position INTEGER NOT NULL, topic TEXT, partition INTEGER)");
+  if (rc != SQLITE_OK) return rc;
+  floor_vtab *v = sqlite3_malloc(sizeof *v);
+  if (!v) return SQLITE_NOMEM;
+  memset(v, 0, sizeof *v);
+  v->r = aux;
+  *out = &v->base;
+  return SQLITE_OK;
+}
+
+static int fl_disconnect(sqlite3_vtab *v) {
+  sqlite3_free(v);
+  return SQLITE_OK;
+}
+
+static int fl_best_index(sqlite3_vtab *v, sqlite3_index_info *info) {
+  const floor_rows *r = ((floor_vtab *)v)->r;
+  info->estimatedCost = (double)r->n;
+  info->estimatedRows = r->n;
+  return SQLITE_OK;
+}
+
+static int fl_open(sqlite3_vtab *v, sqlite3_vtab_cursor **out) {
+  floor_cursor *c = sqlite3_malloc(sizeof *c);
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof *c);
+  *out = &c->base;
+  return SQLITE_OK;
+}
+
+static int fl_close(sqlite3_vtab_cursor *c) {
+  sqlite3_free(c);
+  return SQLITE_OK;
+}
+
+static int fl_filter(sqlite3_vtab_cursor *c, int idx, const char *idx_str, int argc,
+                     sqlite3_value **argv) {
+  ((floor_cursor *)c)->i = 0;
+  return SQLITE_OK;
+}
+
+static int fl_next(sqlite3_vtab_cursor *c) {
+  ((floor_cursor *)c)->i++;
+  return SQLITE_OK;
+}
+
+static int fl_eof(sqlite3_vtab_cursor *c) {
+  const floor_rows *r = ((floor_vtab *)c->pVtab)->r;
+  return ((floor_cursor *)c)->i >= r->n;
+}
+
+static int fl_column(sqlite3_vtab_cursor *c, sqlite3_context *ctx, int col) {
+  const floor_rows *r = ((floor_vtab *)c->pVtab)->r;
+  const floor_row *w = &r->rows[((floor_cursor *)c)->i];
+  switch (col) {
+  case 0: sqlite3_result_int64(ctx, w->offset); break;
+  case 1: sqlite3_result_int64(ctx, w->timestamp); break;
+  case 3:
+  case 4: {
+    int64_t pos = col == 3 ? w->key : w->value;
+    int len = col == 3 ? w->key_len : w->value_len;
+    if (pos >= 0) sqlite3_result_blob(ctx, r->arena + pos, len, SQLITE_STATIC);
+    break;
+  }
+  case 2: sqlite3_result_text(ctx, "CreateTime", -1, SQLITE_STATIC); break;
+  case 5: sqlite3_result_text(ctx, "[]", -1, SQLITE_STATIC); break;
+  case 11: sqlite3_result_text(ctx, "none", -1, SQLITE_STATIC); break;
+  case 14:
+  case 15: break; /* a partition directory: no topic, no partition */
+  default: sqlite3_result_int64(ctx, col == 7 || col == 8 || col == 9 ? -1 : 0); break;
+  }
+  return SQLITE_OK;
+}
+
+static int fl_rowid(sqlite3_vtab_cursor *c, sqlite3_int64 *rowid) {
+  const floor_rows *r = ((floor_vtab *)c->pVtab)->r;
+  *rowid = r->rows[((floor_cursor *)c)->i].offset;
+  return SQLITE_OK;
+}
+
+/* Eponymous-only (no xCreate): used as bench_floor, never created. */
+static const sqlite3_module g_floor_module = {
+    .iVersion = 0,
+    .xConnect = fl_connect,
+    .xBestIndex = fl_best_index,
+    .xDisconnect = fl_disconnect,
+    .xOpen = fl_open,
+    .xClose = fl_close,
+    .xFilter = fl_filter,
+    .xNext = fl_next,
+    .xEof = fl_eof,
+    .xColumn = fl_column,
+    .xRowid = fl_rowid,
+};
+
+int floor_register(sqlite3 *db, const floor_rows *r) {
+  return sqlite3_create_module_v2(db, "bench_floor", &g_floor_module, (void *)r, NULL);
+}
