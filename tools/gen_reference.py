@@ -144,7 +144,7 @@ def render(ref):
         render_table(out, t)
     out.append(f"## {anchor('', 'options')}Options of `kafka_log`\n")
     out.append(ref["options_intro"].strip() + "\n")
-    out.append("| option | values | default | kept by |\n|---|---|---|---|")
+    out.append("| option | values | default | given to |\n|---|---|---|---|")
     for o in ref["options"]:
         out.append(f"| [`{o['name']}`](#option-{o['name']}) | {cell(o['values'])} | "
                    f"{cell(o['default'])} | {cell(o['kept'])} |")
