@@ -63,6 +63,12 @@ bind /dev /dev
 bind "$cache/archives" /var/cache/apt/archives
 bind "$cache/npm" /root/.npm
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# This machine's own trust roots too (a proxy's CA, where HTTPS goes through
+# one): ca-certificates adds them when it is installed below.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 # Keep the packages apt downloads (the next run installs from them).
 echo 'Binary::apt::APT::Keep-Downloaded-Packages "true";' >"$root/etc/apt/apt.conf.d/01keep"
 rm -f "$root/etc/apt/apt.conf.d/docker-clean"
@@ -130,7 +136,7 @@ got=$(/home/user/venv/bin/kafkalog /home/user/kafkalog/tests/fixtures/broker "SE
 [ "$got" -gt 0 ]
 echo "  venv: the kafkalog command counts $got orders"
 python3 -m venv --system-site-packages /home/user/venv-pandas
-/home/user/venv-pandas/bin/python -m pip install -q --no-cache-dir .
+/home/user/venv-pandas/bin/python -m pip install -q --no-cache-dir /home/user/kafkalog
 out=$(/home/user/venv-pandas/bin/python /home/user/kafkalog/python/examples/pandas_orders.py \
       /home/user/kafkalog/tests/fixtures/broker 2023-11-14T22:13:00Z)
 echo "$out" | head -3 | sed "s/^/  pandas: /"
