@@ -80,6 +80,17 @@ step "npm package (npm install of the clone, better-sqlite3)" "$here/tests/hosts
 step "kafkalog command" "$here/tests/hosts/cli.sh" "$here/build/kafkalog.so"
 step "Python package (pip install . in a venv and the system Python, pandas)" "$here/tests/hosts/python_package.sh"
 step "README examples" python "$here/tests/hosts/readme.py" "$here/build/kafkalog"
+step "SQL reference (docs/reference.yaml: what the module registers, every example, reference.md)" \
+  python "$here/tests/hosts/reference.py" "$here/build/kafkalog"
+# Each package installed from a clone into a fresh Debian 12 root (about
+# 11 minutes the first time, most of it apt and three module builds):
+# opt-in, KL_DEBOOTSTRAP=1.
+if [ "${KL_DEBOOTSTRAP:-0}" = 1 ]; then
+  step "fresh Debian 12 root (debootstrap): the .deb, pip install ., npm install" \
+    "$here/tests/hosts/debootstrap.sh"
+else
+  echo "== fresh Debian 12 root (debootstrap): not run (KL_DEBOOTSTRAP=1 runs it)"
+fi
 # A short fuzz run (about a minute in all, 20 s per target) after replaying
 # every saved crash; tests/fuzz/run.sh <seconds> runs them for longer.
 if command -v clang >/dev/null 2>&1 || \

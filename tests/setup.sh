@@ -14,7 +14,7 @@ suite=
 if [ "${1:-}" = --suite ]; then suite=1; shift; fi
 pkgs="cmake make gcc pkg-config sqlite3 libsqlite3-dev libcmocka-dev zlib1g-dev
       liblz4-dev libzstd-dev libsnappy-dev libxxhash-dev libjansson-dev python3-avro g++
-      libprotobuf-dev libprotoc-dev protobuf-compiler python3-protobuf"
+      libprotobuf-dev libprotoc-dev protobuf-compiler python3-protobuf python3-yaml"
 missing=""
 for p in $pkgs; do
   dpkg -s "$p" >/dev/null 2>&1 || missing="$missing $p"
