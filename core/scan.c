@@ -963,7 +963,8 @@ static int not_before(const struct timespec *a, const struct timespec *b) {
 /* Date a closed segment from its time index's last entry (see
 ** kl_scan_max_timestamp for when it stands): 1 with s->dated set, 0 when
 ** the .log must be read.  Nothing here is an error: the reading path
-** reports what is wrong. */
+** reports what is wrong.  Complexity above 25: one branch per condition
+** under which Kafka's last time-index entry may stand for the segment. */
 static int date_from_time_index(kl_segment *s) {
   if (s->is_last || s->limit >= 0 || s->mem) return 0;
   const kl_env *env = s->env;

@@ -112,7 +112,9 @@ static int from_hex(const char *t, size_t n, int uuid, uint8_t *out, size_t cap,
 #define DEC_DIGITS (KL_AVRO_MAX_DECIMAL * 241 / 100) /* decimal digits in that many bytes */
 
 /* The decimal text t as its unscaled digits at scale: *neg and the digits
-** (no sign, no point) into dig; 0 with a reason in *why. */
+** (no sign, no point) into dig; 0 with a reason in *why.  A walker of the
+** JSON number grammar (complexity above 25): sign, digits, point, exponent,
+** each with its own refusal. */
 static int unscaled(const char *t, int32_t scale, int *neg, char *dig, size_t *nd,
                     const char **why) {
   size_t k = 0;

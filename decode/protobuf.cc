@@ -926,6 +926,9 @@ static kl_rc map_value(walk &w, const pmsg *em, size_t vfirst, size_t vlast, siz
   return rc;
 }
 
+/* A walker of the wire format of map entries (complexity above 25): each
+** branch is one of protobuf's rules for an entry (key or value missing,
+** repeated, of a wire type its field does not take, the last one winning). */
 static kl_rc map_field(walk &w, const pfield &f, size_t a, size_t b) {
   const pmsg *em = f.sub;
   const pfield *kf = nullptr;
@@ -1054,6 +1057,10 @@ static kl_rc decimal(walk &w, const pmsg *m, const uint8_t *p, size_t n) {
   return put(w, t, kl_decimal_text(v, vn, scale, t));
 }
 
+/* A walker of a message's wire format (complexity above 25): each branch
+** is one of protobuf's rules (unknown fields kept out, a non-repeated
+** field's last occurrence winning, packed and unpacked repeated fields,
+** message fields merged, oneof members). */
 static kl_rc message(walk &w, const pmsg *m, const uint8_t *p, size_t n) {
   if (w.depth >= KL_PROTO_MAX_DEPTH)
     return fail(w, p, "messages nested deeper than %d", KL_PROTO_MAX_DEPTH);

@@ -472,10 +472,8 @@ static int start_merge(kl_vcursor *c, int idx) {
   return lv_step(c);
 }
 
-int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
-                     sqlite3_value **argv) {
-  kl_vcursor *c = (kl_vcursor *)cur;
-  kl_vtab *vt = (kl_vtab *)cur->pVtab;
+/* Back to no rows and the bounds of no constraint, for a new xFilter. */
+static void reset_filter(kl_vcursor *c, int idx) {
   reset_scan(c);
   sqlite3_free(c->sel);
   c->sel = NULL;
@@ -489,6 +487,45 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   c->pid_hi = INT64_MAX;
   c->bnd = kl_bounds_all();
   c->bnd.desc = (idx & KL_P_DESC) != 0 && !(idx & KL_P_TS_ORDER);
+}
+
+/* How key and value come out (the options of a), and where 'confluent'
+** columns find their schemas. */
+static int set_columns(kl_vcursor *c, const kl_args *a) {
+  sqlite3_vtab *base = c->base.pVtab;
+  kl_vtab *vt = (kl_vtab *)base;
+  c->text[0] = (int)a->opt[KL_OPT_KEY_TYPE];
+  c->text[1] = (int)a->opt[KL_OPT_VALUE_TYPE];
+  kl_coldec_reset(&c->coldec); /* each statement probes the schemas again */
+  int rc = kl_coldec_source(&c->coldec, a->schemas, &base->zErrMsg);
+  if (rc != SQLITE_OK) return rc;
+  for (int i = 0; i < 2; i++) {
+    if (c->text[i] == KL_TYPE_AVRO && !vt->dec.plain[i]) {
+      return lv_set_error(base, SQLITE_ERROR, "kafka_log: %s",
+                          i ? "value_type='avro' needs a value_schema option (a named table's)"
+                            : "key_type='avro' needs a key_schema option (a named table's)");
+    }
+  }
+  return SQLITE_OK;
+}
+
+/* key = ? / key IN (...): the keys the scan compares. */
+static int set_keys(kl_vcursor *c, const kl_args *a) {
+  if (!a->key) return SQLITE_OK;
+  if (c->text[0] >= KL_TYPE_CONFLUENT) { /* planned for raw keys only */
+    return lv_set_error(c->base.pVtab, SQLITE_ERROR, "%s",
+                        "kafka_log: key = compares raw keys, not key_type's decoded ones");
+  }
+  int rc = read_keys(c, a->key, a->key_in);
+  if (rc == SQLITE_OK) c->bnd.keys = &c->keys;
+  return rc;
+}
+
+int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
+                     sqlite3_value **argv) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  kl_vtab *vt = (kl_vtab *)cur->pVtab;
+  reset_filter(c, idx);
   kl_args a = {.dir = vt->dir};
   kl_part_filter_init(&a.pf);
   for (int id = 0; id < KL_OPT_COUNT; id++) a.opt[id] = lv_get_option(vt, (kl_opt_id)id);
@@ -496,17 +533,7 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   if (rc) return rc;
   memcpy(c->opt, a.opt, sizeof c->opt);
   c->bnd.max_skew = c->max_skew = a.opt[KL_OPT_MAX_SKEW];
-  c->text[0] = (int)a.opt[KL_OPT_KEY_TYPE];
-  c->text[1] = (int)a.opt[KL_OPT_VALUE_TYPE];
-  kl_coldec_reset(&c->coldec); /* each statement probes the schemas again */
-  if ((rc = kl_coldec_source(&c->coldec, a.schemas, &cur->pVtab->zErrMsg)) != SQLITE_OK) return rc;
-  for (int i = 0; i < 2; i++) {
-    if (c->text[i] == KL_TYPE_AVRO && !vt->dec.plain[i]) {
-      return lv_set_error(cur->pVtab, SQLITE_ERROR, "kafka_log: %s",
-                          i ? "value_type='avro' needs a value_schema option (a named table's)"
-                            : "key_type='avro' needs a key_schema option (a named table's)");
-    }
-  }
+  if ((rc = set_columns(c, &a)) != SQLITE_OK) return rc;
   if (!a.dir) {
     return lv_set_error(cur->pVtab, SQLITE_ERROR, "%s",
                      "kafka_log: a path is required: kafka_log('<partition or log directory>')");
@@ -515,14 +542,7 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   /* Partitions are chosen by name before any is opened. */
   if ((rc = kl_choose_parts(c->bk->b, &a.pf, &c->sel, &c->nsel)) != SQLITE_OK) return rc;
   if (a.in_list && ((rc = read_in_list(c, a.in_list)) != SQLITE_OK || c->n_in == 0)) return rc;
-  if (a.key) {
-    if (c->text[0] >= KL_TYPE_CONFLUENT) { /* planned for raw keys only */
-      return lv_set_error(cur->pVtab, SQLITE_ERROR, "%s",
-                          "kafka_log: key = compares raw keys, not key_type's decoded ones");
-    }
-    if ((rc = read_keys(c, a.key, a.key_in)) != SQLITE_OK || c->keys.n == 0) return rc;
-    c->bnd.keys = &c->keys;
-  }
+  if ((rc = set_keys(c, &a)) != SQLITE_OK || (a.key && c->keys.n == 0)) return rc;
   c->distinct = idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC);
   if (vt->app) kl_append_scan_begin(vt->app, a.in_list || a.key ? -1 : c->bnd.off_hi);
   c->eof = 0;

@@ -142,6 +142,20 @@ static void vtab_free(kl_vtab *vt) {
   sqlite3_free(vt);
 }
 
+/* A named table's schema, name and absolute directory from argv. */
+static int name_table(kl_vtab *vt, const char *const *argv, char **errmsg) {
+  vt->schema = sqlite3_mprintf("%s", argv[1]);
+  vt->name = sqlite3_mprintf("%s", argv[2]);
+  char *d = lv_dequote(argv[3]);
+  vt->dir = d ? lv_absolute(d) : NULL;
+  sqlite3_free(d);
+  if (vt->schema && vt->name && vt->dir) return SQLITE_OK;
+  if (d && vt->schema && vt->name) {
+    *errmsg = sqlite3_mprintf("kafka_log: cannot make %s absolute: %s", argv[3], strerror(errno));
+  }
+  return d ? SQLITE_ERROR : SQLITE_NOMEM;
+}
+
 /*
 ** xCreate and xConnect (one function: SQLite makes a module eponymous, the
 ** table-valued form, only when they are the same).  argv: module, schema,
@@ -179,20 +193,9 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
     return SQLITE_NOMEM;
   }
   kl_logcache_count(vt->logs, &vt->conn->stats);
-  if (argc >= 4) {
-    vt->schema = sqlite3_mprintf("%s", argv[1]);
-    vt->name = sqlite3_mprintf("%s", argv[2]);
-    char *d = lv_dequote(argv[3]);
-    vt->dir = d ? lv_absolute(d) : NULL;
-    sqlite3_free(d);
-    if (!vt->schema || !vt->name || !vt->dir) {
-      if (d && vt->schema && vt->name) {
-        *errmsg = sqlite3_mprintf("kafka_log: cannot make %s absolute: %s", argv[3],
-                                  strerror(errno));
-      }
-      vtab_free(vt);
-      return d ? SQLITE_ERROR : SQLITE_NOMEM;
-    }
+  if (argc >= 4 && (rc = name_table(vt, argv, errmsg)) != SQLITE_OK) {
+    vtab_free(vt);
+    return rc;
   }
   unsigned given = 0;
   for (int i = 4; i < argc; i++) {
