@@ -700,11 +700,11 @@ static kl_rc blocks(av_dec *d, const av_node *nd) {
   kl_rc rc = putc_(d, is_map ? '{' : '[');
   int64_t idx = 0;
   for (;;) {
-    int64_t count;
+    int64_t count = 0;
     if (rc || (rc = read_long(d, &count))) return rc;
     if (count == 0) break;
     if (count < 0) {
-      int64_t size;
+      int64_t size = 0;
       if (count == INT64_MIN) return fail(d, "block count out of range");
       count = -count;
       if ((rc = read_long(d, &size))) return rc;

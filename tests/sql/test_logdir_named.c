@@ -33,7 +33,8 @@ static void write_part(const char *root, const char *name, int n, int64_t ts0) {
   for (int64_t base = 0; base < n; base += 5) {
     int k = n - base < 5 ? (int)(n - base) : 5;
     for (int i = 0; i < k; i++) {
-      snprintf(vals[i], sizeof vals[i], "%s@%lld", name, (long long)(base + i));
+      int len = snprintf(vals[i], sizeof vals[i], "%.40s@%lld", name, (long long)(base + i));
+      assert_true(len > 0 && (size_t)len < sizeof vals[i]);
       memset(&r[i], 0, sizeof r[i]);
       r[i].timestamp = ts0 + 10 * (base + i);
       r[i].key = "k";
