@@ -170,8 +170,7 @@ static int scan_threads(const kl_vcursor *c) {
   const kl_vtab *vt = (const kl_vtab *)c->base.pVtab;
   int n = (int)c->opt[KL_OPT_THREADS];
   if (n <= 0 || !sqlite3_threadsafe() || !sqlite3_db_mutex(vt->db)) return 0;
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  if (cpus > 0 && n > cpus - 1) n = (int)(cpus - 1);
+  if (vt->cpus > 0 && n > vt->cpus - 1) n = (int)(vt->cpus - 1);
   return n;
 }
 

@@ -60,6 +60,8 @@ typedef struct kl_vtab {
   kl_append *app;           /* its writer, once it writes */
   kl_decode_opts dec;       /* how 'confluent' and 'avro' columns decode */
   kl_terms_memo plans;      /* the plans decoded last */
+  long cpus;                /* cores online when connected (sysconf reads
+                            ** a file: not once a query) */
 } kl_vtab;
 
 /* Partitions whose ordered streams one scan merges at most: one open
