@@ -145,6 +145,9 @@ typedef struct kl_stats {
                                 ** segments (log directories, partitions) */
   uint64_t partitions_listed;   /* partition entries listings kept */
   uint64_t logs_opened;         /* partition directories opened as logs */
+  uint64_t sort_passes;         /* reads of the matching records' pairs
+                                ** for ORDER BY timestamp (one, unless they
+                                ** outgrow the sort_bytes option) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

@@ -69,8 +69,9 @@ static void reset_scan(kl_vcursor *c) {
   c->n_in = c->i_in = 0;
   sqlite3_free(c->pairs);
   c->pairs = NULL;
-  c->n_pairs = c->i_pairs = 0;
+  c->n_pairs = c->i_pairs = c->pairs_alloc = 0;
   c->tsd = c->tsd_desc = c->tsd_pairs = c->have_first = c->pairs_built = c->on_pair = 0;
+  c->pairs_more = c->have_floor = 0;
   c->merge = c->by_offset = 0;
 }
 

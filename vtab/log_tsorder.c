@@ -89,8 +89,62 @@ static int cmp_pair_asc(const void *a, const void *b) {
   return cmp_pair_tie(x, y);
 }
 
-/* Append the current row's pair (partition k) to c->pairs, of *cap. */
-static kl_rc add_pair(kl_vcursor *c, size_t k, size_t *cap, kl_err *err) {
+/* The pairs of one pass, in a buffer of at most cap: while it fills, pairs
+** are appended; once full it is a heap whose top is the pair that would
+** come last, replaced by any that comes before it.  A LIMIT sets cap to
+** the rows it allows, so ORDER BY timestamp DESC LIMIT 10 over millions of
+** records holds 11 pairs; without one, sort_bytes does, and the pairs a
+** pass leaves out come from the next, which reads the log again for those
+** after the last one produced.  The order is total (timestamp or offset,
+** then partition, then offset), so passes neither repeat nor lose a row. */
+typedef struct pass {
+  size_t cap;                /* most pairs kept */
+  int (*cmp)(const void *, const void *);
+  int heap;                  /* full: pairs[0..n) is a heap */
+} pass;
+
+static void sift_down(struct ts_pair *h, size_t n, size_t i, const pass *ps) {
+  for (;;) {
+    size_t l = 2 * i + 1, m = i;
+    if (l < n && ps->cmp(&h[l], &h[m]) > 0) m = l;
+    if (l + 1 < n && ps->cmp(&h[l + 1], &h[m]) > 0) m = l + 1;
+    if (m == i) return;
+    struct ts_pair t = h[i];
+    h[i] = h[m];
+    h[m] = t;
+    i = m;
+  }
+}
+
+/* Offer pair q to the pass. */
+static kl_rc keep_pair(kl_vcursor *c, pass *ps, const struct ts_pair *q, kl_err *err) {
+  if (c->have_floor && ps->cmp(q, &c->floor) <= 0) return KL_OK; /* produced already */
+  if (c->n_pairs == ps->cap) {
+    c->pairs_more = 1;
+    if (!ps->heap) {
+      for (size_t i = c->n_pairs / 2; i-- > 0;) sift_down(c->pairs, c->n_pairs, i, ps);
+      ps->heap = 1;
+    }
+    if (ps->cmp(q, &c->pairs[0]) < 0) {
+      c->pairs[0] = *q;
+      sift_down(c->pairs, c->n_pairs, 0, ps);
+    }
+    return KL_OK;
+  }
+  if (c->n_pairs == c->pairs_alloc) {
+    size_t n = c->pairs_alloc ? c->pairs_alloc * 2 : 1024;
+    if (n > ps->cap) n = ps->cap;
+    struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)n * sizeof *p);
+    if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting rows");
+    c->pairs = p;
+    c->pairs_alloc = n;
+  }
+  c->pairs[c->n_pairs++] = *q;
+  return KL_OK;
+}
+
+/* Offer the current row's pair (partition k). */
+static kl_rc add_pair(kl_vcursor *c, size_t k, pass *ps, kl_err *err) {
   int64_t off, ts;
   if (!kl_cursor_peek(c->cur, &off, &ts)) {
     kl_rc rc = kl_cursor_load(c->cur, err);
@@ -98,23 +152,13 @@ static kl_rc add_pair(kl_vcursor *c, size_t k, size_t *cap, kl_err *err) {
     off = kl_cursor_record(c->cur)->offset;
     ts = kl_cursor_record(c->cur)->timestamp;
   }
-  if (c->n_pairs == *cap) {
-    *cap = *cap ? *cap * 2 : 1024;
-    struct ts_pair *p = sqlite3_realloc64(c->pairs, (sqlite3_uint64)*cap * sizeof *p);
-    if (!p) return kl_err_set(err, KL_NOMEM, "out of memory sorting rows");
-    c->pairs = p;
-  }
-  struct ts_pair *p = &c->pairs[c->n_pairs++];
-  p->key = c->by_offset ? off : ts;
-  p->ts = ts;
-  p->off = off;
-  p->k = k;
-  return KL_OK;
+  struct ts_pair q = {c->by_offset ? off : ts, ts, off, k};
+  return keep_pair(c, ps, &q, err);
 }
 
 /* The pairs of the rows of partition k (the one being read): KL_DONE when
-** they are all in. */
-static kl_rc partition_pairs(kl_vcursor *c, size_t k, size_t *cap, kl_err *err) {
+** they are all offered. */
+static kl_rc partition_pairs(kl_vcursor *c, size_t k, pass *ps, kl_err *err) {
   kl_rc rc = c->merge ? lv_use_lane(c, k, err) : KL_OK;
   if (rc == KL_OK && c->pbnd.off_lo > c->pbnd.off_hi) return KL_DONE;
   /* Each offset of an IN list is its own range (start_range). */
@@ -122,26 +166,40 @@ static kl_rc partition_pairs(kl_vcursor *c, size_t k, size_t *cap, kl_err *err) 
   do {
     if (rc == KL_OK) rc = lv_start_range(c, err);
     while (rc == KL_OK && (rc = kl_cursor_next(c->cur, err)) == KL_OK) {
-      if (!lv_passed_over(c)) rc = add_pair(c, k, cap, err);
+      if (!lv_passed_over(c)) rc = add_pair(c, k, ps, err);
     }
     if (rc == KL_DONE && c->in && c->i_in < c->n_in) rc = KL_OK;
   } while (rc == KL_OK);
   return rc;
 }
 
-/* Every matching record's (timestamp, offset) of the partition being read,
-** or with merge of every chosen partition, in the consumed order. */
+/* The most pairs a pass keeps: what the LIMIT and OFFSET still allow (and
+** the first row, produced already but offered again), or sort_bytes'. */
+static size_t pass_cap(const kl_vcursor *c) {
+  uint64_t cap = (uint64_t)c->opt[KL_OPT_SORT_BYTES] / sizeof(struct ts_pair);
+  if (c->limit >= 0) {
+    uint64_t want = (uint64_t)c->limit + (uint64_t)c->skip + 1;
+    if (want < cap) cap = want;
+  }
+  if (cap < 2) cap = 2;
+  return cap > SIZE_MAX / sizeof(struct ts_pair) ? SIZE_MAX / sizeof(struct ts_pair) : (size_t)cap;
+}
+
+/* One pass: the first pairs, in the consumed order, of every matching
+** record of the partition being read, or with merge of every chosen
+** partition, after c->floor when there is one. */
 static kl_rc build_pairs(kl_vcursor *c, kl_err *err) {
-  size_t cap = 0;
+  pass ps = {pass_cap(c), c->tsd_desc ? cmp_pair_desc : cmp_pair_asc, 0};
   c->pairs_built = 1;
+  c->pairs_more = 0;
+  c->n_pairs = c->i_pairs = 0;
   size_t k0 = c->merge ? 0 : c->isel - 1, k1 = c->merge ? c->nsel : c->isel;
   kl_rc rc = KL_DONE;
-  for (size_t k = k0; k < k1 && rc == KL_DONE; k++) rc = partition_pairs(c, k, &cap, err);
+  for (size_t k = k0; k < k1 && rc == KL_DONE; k++) rc = partition_pairs(c, k, &ps, err);
   if (rc != KL_DONE) return rc;
   if (c->merge) c->isel = c->nsel; /* every partition was read */
-  if (c->n_pairs > 1) {
-    qsort(c->pairs, c->n_pairs, sizeof *c->pairs, c->tsd_desc ? cmp_pair_desc : cmp_pair_asc);
-  }
+  if (c->n_pairs > 1) qsort(c->pairs, c->n_pairs, sizeof *c->pairs, ps.cmp);
+  ((kl_vtab *)c->base.pVtab)->conn->stats.sort_passes++;
   return KL_OK;
 }
 
@@ -154,7 +212,14 @@ kl_rc lv_tsd_next(kl_vcursor *c, kl_err *err) {
     if (found) return KL_OK;
   }
   if (!c->pairs_built && (rc = build_pairs(c, err)) != KL_OK) return rc;
-  while (c->i_pairs < c->n_pairs) {
+  for (;;) {
+    if (c->i_pairs == c->n_pairs) {
+      if (!c->pairs_more) return KL_DONE;
+      c->floor = c->pairs[c->n_pairs - 1];
+      c->have_floor = 1;
+      if ((rc = build_pairs(c, err)) != KL_OK) return rc;
+      if (c->n_pairs == 0) return KL_DONE;
+    }
     const struct ts_pair *p = &c->pairs[c->i_pairs++];
     if (c->have_first && p->off == c->first_off) continue;
     if (c->merge && (rc = lv_use_lane(c, p->k, err)) != KL_OK) return rc;
@@ -164,5 +229,4 @@ kl_rc lv_tsd_next(kl_vcursor *c, kl_err *err) {
     }
     return lv_seek_offset(c, p->off, err);
   }
-  return KL_DONE;
 }

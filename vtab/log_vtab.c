@@ -52,7 +52,8 @@ static const char kl_schema[] =
     " is_transactional INTEGER NOT NULL, compression TEXT NOT NULL, segment INTEGER NOT NULL,"
     " position INTEGER NOT NULL, topic TEXT, partition INTEGER,"
     " dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN, isolation HIDDEN, key_type HIDDEN,"
-    " value_type HIDDEN, schemas HIDDEN, threads HIDDEN)";
+    " value_type HIDDEN, schemas HIDDEN, threads HIDDEN,"
+    " sort_bytes HIDDEN)";
 
 /* ---- shared logs ---- */
 

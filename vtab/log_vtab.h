@@ -135,8 +135,11 @@ typedef struct kl_vcursor {
     int64_t key, ts, off;   /* key: ts, or off when by_offset */
     size_t k;               /* which partition: an index into sel */
   } *pairs;                 /* sorted, once needed */
-  size_t n_pairs, i_pairs;
+  size_t n_pairs, i_pairs, pairs_alloc;
   int pairs_built;
+  int pairs_more;           /* this pass left pairs out: another follows */
+  int have_floor;           /* passes after the first: only pairs after */
+  struct ts_pair floor;     /* the last one the previous pass produced */
   int on_pair;              /* the current row is pairs[i_pairs - 1] and
                             ** c->cur is not on it */
   int stale;                /* a read failed: the next xFilter opens the

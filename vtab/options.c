@@ -75,6 +75,9 @@ static const kl_option options[] = {
     /* Workers decompressing ahead of a scan; SQLite's own sorter allows 8
     ** (SQLITE_MAX_WORKER_THREADS), and more than the cores idle do not help. */
     {"threads", KL_OPT_THREADS, 0, KL_AHEAD_MAX_THREADS, NULL, NULL, 0},
+    /* What ORDER BY timestamp holds in memory before it sorts in passes;
+    ** 8 MiB is about what SQLite's own sorter holds before it spills. */
+    {"sort_bytes", KL_OPT_SORT_BYTES, 64, INT64_MAX, NULL, NULL, 8 << 20},
     {"readonly", KL_OPT_MODE, 0, 0, w_readonly, "1 (mode='read') or 0 (mode='write')", 0},
 };
 #define NOPTIONS (sizeof options / sizeof *options)

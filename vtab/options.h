@@ -41,6 +41,7 @@ typedef enum kl_opt_id {
   KL_OPT_CHECKPOINTS,       /* 1: ignore the log directory's checkpoint files */
   KL_OPT_MAX_MESSAGE_BYTES,
   KL_OPT_THREADS,           /* read-ahead worker threads (core/ahead.h) */
+  KL_OPT_SORT_BYTES,        /* memory for ORDER BY timestamp (log_tsorder.c) */
   KL_OPT_COUNT
 } kl_opt_id;
 

@@ -53,6 +53,7 @@ const kl_term kl_log_terms[] = {
     {"key_type=?", KL_COL_KEY_TYPE, EQ, KL_ACT_OPTION, KL_OPT_KEY_TYPE, 0, 0, 0, 0, 0, 0},
     {"value_type=?", KL_COL_VALUE_TYPE, EQ, KL_ACT_OPTION, KL_OPT_VALUE_TYPE, 0, 0, 0, 0, 0, 0},
     {"threads=?", KL_COL_THREADS, EQ, KL_ACT_OPTION, KL_OPT_THREADS, 0, 0, 0, 0, 0, 0},
+    {"sort_bytes=?", KL_COL_SORT_BYTES, EQ, KL_ACT_OPTION, KL_OPT_SORT_BYTES, 0, 0, 0, 0, 0, 0},
     {"schemas=?", KL_COL_SCHEMAS, EQ, KL_ACT_OWN, KL_LOG_OWN_SCHEMAS, 0, 0, 0, 0, 0, 0},
     {"LIMIT ?", KL_TERM_ANY, SQLITE_INDEX_CONSTRAINT_LIMIT, KL_ACT_LIMIT, 0, KL_T_ROWS, 0, 0, 0, 0,
      0},
@@ -95,20 +96,26 @@ static int is_in(const kl_terms_plan *p, kl_term_act act) {
 /* ORDER BY timestamp, consumed: max(timestamp) and min(timestamp) ask for
 ** this order and read one row.  Other rows are read again by offset, which
 ** beats SQLite's sorter only when few are read (LIMIT) or none needs
-** reading (only offset and timestamp).  The KL_P_* flags, or 0. */
+** reading (only offset and timestamp).  Without a LIMIT a log known to be
+** large is left to SQLite's sorter, which spills to disk where the pairs
+** would sort in passes, reading the log once a pass (log_tsorder.c).  The
+** KL_P_* flags, or 0. */
 static int ts_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_plan_info *pi) {
   if (info->nOrderBy != 1 || info->aOrderBy[0].iColumn != KL_COL_TIMESTAMP ||
-      is_in(p, KL_ACT_OFFSET) || pi->records > KL_TS_ORDER_MAX_RECORDS) {
+      is_in(p, KL_ACT_OFFSET)) {
     return 0;
   }
+  int limited = used_cons(p, KL_ACT_LIMIT, -1) >= 0;
+  if (!limited && pi->records > KL_TS_ORDER_MAX_RECORDS) return 0;
   sqlite3_uint64 pairs = (1ull << KL_COL_OFFSET) | (1ull << KL_COL_TIMESTAMP) |
                          (1ull << KL_COL_DIR) | (1ull << KL_COL_ON_CORRUPT) |
                          (1ull << KL_COL_MAX_SKEW) | (1ull << KL_COL_ISOLATION) |
                          (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION) |
                          (1ull << KL_COL_KEY_TYPE) | (1ull << KL_COL_VALUE_TYPE) |
-                         (1ull << KL_COL_SCHEMAS);
+                         (1ull << KL_COL_SCHEMAS) | (1ull << KL_COL_THREADS) |
+                         (1ull << KL_COL_SORT_BYTES);
   int only_pairs = (info->colUsed & ~pairs) == 0;
-  if (!only_pairs && used_cons(p, KL_ACT_LIMIT, -1) < 0) return 0;
+  if (!only_pairs && !limited) return 0;
   return KL_P_TS_ORDER | (only_pairs ? KL_P_PAIRS : 0) | (info->aOrderBy[0].desc ? KL_P_DESC : 0);
 }
 
@@ -121,7 +128,7 @@ static int ts_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_p
 ** reject the first row and keep a later one. */
 static int one_row_stands(const sqlite3_index_info *info) {
   sqlite3_uint64 m = (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION);
-  for (int col = KL_COL_DIR; col <= KL_COL_SCHEMAS; col++) m |= 1ull << col;
+  for (int col = KL_COL_DIR; col <= KL_COL_SORT_BYTES; col++) m |= 1ull << col;
   if (info->colUsed & ~m) return 0;
   for (int i = 0; i < info->nConstraint; i++) {
     int col = info->aConstraint[i].iColumn, op = info->aConstraint[i].op;

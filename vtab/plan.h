@@ -85,9 +85,9 @@ enum {
 };
 
 /* Largest log (in records, as estimated when planning, when the directory
-** is known then) for which ORDER BY timestamp is consumed: beyond the
-** first row it holds 16 bytes per matching record in memory, where
-** SQLite's own sorter would spill to disk. */
+** is known then) for which ORDER BY timestamp without a LIMIT is consumed:
+** beyond sort_bytes of (timestamp, offset) pairs it sorts in passes, each
+** reading the log again, where SQLite's own sorter would spill to disk. */
 #define KL_TS_ORDER_MAX_RECORDS 4000000.0
 
 /* Columns of the kafka_log table, in declaration order. */
@@ -115,7 +115,8 @@ enum {
   KL_COL_KEY_TYPE,  /* hidden: fifth, 'blob' (default) or 'text' */
   KL_COL_VALUE_TYPE,/* hidden: sixth */
   KL_COL_SCHEMAS,   /* hidden: where 'confluent' columns find their schemas */
-  KL_COL_THREADS    /* hidden: read-ahead worker threads of the scan */
+  KL_COL_THREADS,   /* hidden: read-ahead worker threads of the scan */
+  KL_COL_SORT_BYTES /* hidden: memory for ORDER BY timestamp */
 };
 
 /* kl_term.arg of kafka_log's KL_ACT_OWN terms. */

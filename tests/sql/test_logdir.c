@@ -313,6 +313,72 @@ static void test_order_and_dirs(void **state) {
   free(root);
 }
 
+static int64_t passes(sqlite3 *db) {
+  return st_int(db, "SELECT json_extract(kafka_log_stats(), '$.sort_passes')", NULL);
+}
+
+/* ORDER BY timestamp over several partitions holds at most sort_bytes of
+** (timestamp, offset) pairs, or what a LIMIT allows: beyond that it sorts in
+** passes, each reading the log again for the pairs after the last one
+** produced.  Whatever the bound, the rows and their order are SQLite's own
+** sort's, ties (equal timestamps across partitions: a, b and c share their
+** clock) ordered by partition, then offset. */
+static void test_order_by_timestamp_in_passes(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("passes");
+  write_part(root, "a-0", 37, 1000000);
+  write_part(root, "b-0", 23, 1000000);
+  write_part(root, "c-0", 11, 1000005);
+  sqlite3 *db = st_open();
+  static const char *const q[][2] = {
+      {"SELECT group_concat(topic || '.' || offset || '@' || timestamp) FROM (SELECT "
+       "topic, offset, timestamp FROM kafka_log(?1) WHERE sort_bytes = ?2 ORDER BY "
+       "timestamp)",
+       "SELECT group_concat(topic || '.' || offset || '@' || timestamp) FROM (SELECT * FROM "
+       "kafka_log(?1) ORDER BY timestamp + 0, topic, offset)"},
+      {"SELECT group_concat(topic || '.' || offset) FROM (SELECT topic, offset FROM kafka_log(?1) "
+       "WHERE sort_bytes = ?2 ORDER BY timestamp DESC)",
+       "SELECT group_concat(topic || '.' || offset) FROM (SELECT * FROM kafka_log(?1) ORDER BY "
+       "timestamp + 0 DESC, topic, offset)"},
+      {"SELECT group_concat(value, ',') FROM (SELECT value FROM kafka_log(?1) WHERE sort_bytes = ?2 "
+       "ORDER BY timestamp DESC LIMIT 9 OFFSET 4)",
+       "SELECT group_concat(value, ',') FROM (SELECT value FROM kafka_log(?1) ORDER BY timestamp + 0 "
+       "DESC, topic, offset LIMIT 9 OFFSET 4)"},
+      {"SELECT group_concat(topic || '.' || offset) FROM (SELECT topic, offset FROM kafka_log(?1) "
+       "WHERE sort_bytes = ?2 AND timestamp BETWEEN 1000100 AND 1000200 ORDER BY timestamp LIMIT 8)",
+       "SELECT group_concat(topic || '.' || offset) FROM (SELECT * FROM kafka_log(?1) WHERE "
+       "timestamp + 0 BETWEEN 1000100 AND 1000200 ORDER BY timestamp + 0, topic, offset LIMIT 8)"},
+  };
+  /* 64 bytes hold 2 pairs; 200 hold 6. */
+  static const int64_t bytes[] = {64, 200, 8 << 20};
+  for (size_t i = 0; i < sizeof q / sizeof *q; i++) {
+    char *e = st_text(db, q[i][1], "t", root);
+    for (size_t j = 0; j < sizeof bytes / sizeof *bytes; j++) {
+      char *a = st_text(db, q[i][0], "ti", root, bytes[j]);
+      if (strcmp(a, e)) {
+        fail_msg("sort_bytes %lld: %s\n  gave %.300s\n  expected %.300s", (long long)bytes[j],
+                 q[i][0], a, e);
+      }
+      free(a);
+    }
+    free(e);
+  }
+  /* 71 rows, 2 a pass: 36 passes.  A LIMIT of 9 after 4 needs one pass of
+  ** at most 14 pairs, and 7 passes of 2 pairs cover the 13 rows. */
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  free(st_text(db, q[0][0], "ti", root, (int64_t)64));
+  assert_int_equal(passes(db), 36);
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  free(st_text(db, q[2][0], "ti", root, (int64_t)(8 << 20)));
+  assert_int_equal(passes(db), 1);
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  free(st_text(db, q[2][0], "ti", root, (int64_t)64));
+  assert_int_equal(passes(db), 7);
+  st_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* The work of sql on a fresh connection, its rows rendered into out. */
 static st_stats work_of(const char *sql, const char *path, st_buf *out) {
   sqlite3 *db = st_open();
@@ -1418,6 +1484,7 @@ int main(void) {
       cmocka_unit_test(test_partitions_as_rows),
       cmocka_unit_test(test_partition_pushdown),
       cmocka_unit_test(test_order_and_dirs),
+      cmocka_unit_test(test_order_by_timestamp_in_passes),
       cmocka_unit_test(test_parameter_path_order_by_offset),
       cmocka_unit_test(test_parameter_path_order_many_partitions),
       cmocka_unit_test(test_checkpoints),
