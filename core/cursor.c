@@ -190,6 +190,11 @@ static kl_rc seg_file(kl_cursor *c, kl_err *err) {
   return kl_segment_open(c->seg, c->rd.stats, err);
 }
 
+void kl_cursor_trim(kl_cursor *c) {
+  assert(c->state == CS_DONE);
+  kl_reader_trim(&c->rd);
+}
+
 void kl_cursor_free(kl_cursor *c) {
   if (!c) return;
   const kl_env *env = c->rd.env;

@@ -65,6 +65,12 @@ kl_bounds kl_bounds_all(void);
 kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **out);
 void kl_cursor_free(kl_cursor *c);
 
+/* Free the buffers c reads with (its windows of the file, up to 1 MiB, and
+** the batch it holds decompressed), once its rows have ended (KL_DONE): a
+** cursor kept for later, one of many open at once, then costs little.  The
+** next kl_cursor_start reads afresh. */
+void kl_cursor_trim(kl_cursor *c);
+
 /*
 ** Decompress ahead on `threads` worker threads (ahead.h; 0, the default:
 ** none).  Only a forward scan that opens batch after batch the batch facts

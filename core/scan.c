@@ -29,6 +29,18 @@ void kl_reader_free(kl_reader *rd) {
   kl_codec_ctx_free(&rd->codec);
 }
 
+void kl_reader_trim(kl_reader *rd) {
+  kl_reader_free(rd);
+  memset(&rd->win, 0, sizeof rd->win);
+  memset(&rd->ctx, 0, sizeof rd->ctx);
+  rd->ctx.first = 1024;
+  memset(&rd->scratch, 0, sizeof rd->scratch);
+  memset(&rd->codec, 0, sizeof rd->codec);
+  rd->held_seg = NULL;
+  rd->held_len = 0;
+  rd->held_part = 0;
+}
+
 const char *kl_damage_name(int kind) {
   switch (kind) {
     case KL_DMG_CRC: return "crc_mismatch";

@@ -93,6 +93,10 @@ typedef struct kl_reader {
 void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_corrupt);
 void kl_reader_free(kl_reader *rd);
 
+/* Free what kl_reader_free frees, leaving rd usable: the next read
+** allocates afresh, and the batch it held decompressed is forgotten. */
+void kl_reader_trim(kl_reader *rd);
+
 /* Damage kinds, in kafka_log_check's words (kl_damage_name). */
 enum {
   KL_DMG_CRC = 1,           /* crc_mismatch */

@@ -44,11 +44,13 @@ typedef struct kl_segset {
 ** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
 ** queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
-/* Record timestamps (and ends) a log keeps at most: 8 bytes a record, 12
-** with its end, so 2.8 to 4 M records.  They answer what SQLite's covering
+/* Record timestamps (and ends) a set keeps at most: 8 bytes a record, 12
+** with its end, so 1.4 to 2 M records.  They answer what SQLite's covering
 ** index on timestamp answers for a table: queries that read only offsets
-** and timestamps decode nothing, and a point lookup reads one record. */
-#define KL_SEGSET_MAX_TS_BYTES ((size_t)32 << 20)
+** and timestamps decode nothing, and a point lookup reads one record.  With
+** the facts and key filters, a table's learning stays near 40 MiB, so that
+** a query over a log directory of 10 M records peaks under 64 MiB. */
+#define KL_SEGSET_MAX_TS_BYTES ((size_t)16 << 20)
 /* Key filters (keyset.h) a log keeps at most: a byte a record, so 8 M
 ** records' batches; beyond, key searches read the batches without one. */
 #define KL_SEGSET_MAX_KEY_BYTES ((size_t)8 << 20)
