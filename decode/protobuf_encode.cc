@@ -81,7 +81,9 @@ static kl_rc fail(enc &e, const char *fmt, ...) {
   size_t k = (size_t)snprintf(path, sizeof path, "$");
   for (int i = 0; i < e.depth && k < 300; i++) {
     const frame &f = e.path[i];
-    if (f.name) k += (size_t)snprintf(path + k, sizeof path - k, ".%.*s", (int)std::min<size_t>(f.n, 100), f.name);
+    if (f.name)
+      k += (size_t)snprintf(path + k, sizeof path - k, ".%.*s", (int)std::min<size_t>(f.n, 100),
+                            f.name);
     if (f.idx >= 0 && k < 300) k += (size_t)snprintf(path + k, sizeof path - k, "[%ld]", f.idx);
   }
   if (k >= 300) snprintf(path + 296, sizeof path - 296, "...");
@@ -236,7 +238,8 @@ static kl_rc escape(enc &e, kl_buf *b) {
   if (cp >= 0xd800 && cp < 0xdc00 && e.end - e.p >= 6 && e.p[0] == '\\' && e.p[1] == 'u') {
     const char *back = e.p;
     e.p += 2;
-    if (hex4(e, &lo) && lo >= 0xdc00 && lo < 0xe000) return put_cp(e, b, 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00));
+    if (hex4(e, &lo) && lo >= 0xdc00 && lo < 0xe000)
+      return put_cp(e, b, 0x10000 + ((cp - 0xd800) << 10) + (lo - 0xdc00));
     e.p = back;
   }
   return put_cp(e, b, cp); /* a lone surrogate: refused as not UTF-8 below */
@@ -259,12 +262,14 @@ static kl_rc read_string(enc &e, kl_buf *b) {
     }
     const char *q = e.p;
     while (q < e.end && *q != '"' && *q != '\\' && (unsigned char)*q >= 0x20) q++;
-    if (kl_buf_append(e.env, b, e.p, (size_t)(q - e.p))) return kl_err_set(e.err, KL_NOMEM, "out of memory");
+    if (kl_buf_append(e.env, b, e.p, (size_t)(q - e.p)))
+      return kl_err_set(e.err, KL_NOMEM, "out of memory");
     e.p = q;
   }
   if (rc) return rc;
   e.p++;
-  if (b->len && !kl_utf8_valid(b->p, b->len)) return syntax(e, "a string that is not UTF-8, ending");
+  if (b->len && !kl_utf8_valid(b->p, b->len))
+    return syntax(e, "a string that is not UTF-8, ending");
   return KL_OK;
 }
 
@@ -298,8 +303,12 @@ static const char *shown(const tok &t, char *b, size_t n) {
     case 't': return "true";
     case 'f': return "false";
     case 'z': return "null";
-    case 'n': snprintf(b, n, "%.*s%s", (int)std::min<size_t>(t.n, 60), t.t, t.n > 60 ? "..." : ""); return b;
-    default: snprintf(b, n, "\"%.*s%s\"", (int)std::min<size_t>(t.n, 60), t.t, t.n > 60 ? "..." : ""); return b;
+    case 'n':
+      snprintf(b, n, "%.*s%s", (int)std::min<size_t>(t.n, 60), t.t, t.n > 60 ? "..." : "");
+      return b;
+    default:
+      snprintf(b, n, "\"%.*s%s\"", (int)std::min<size_t>(t.n, 60), t.t, t.n > 60 ? "..." : "");
+      return b;
   }
 }
 
@@ -365,7 +374,8 @@ static kl_rc int_value(enc &e, const FD *fd, const tok &t, uint8_t *b, size_t *b
   char sh[80];
   const char *type = fd->type_name();
   bool is_text = t.kind == 's' && t.n > 0 && num_len(t.t, t.t + t.n) == t.n;
-  if (t.kind != 'n' && !is_text) return fail(e, "%s is not %s %s", shown(t, sh, sizeof sh), article(type), type);
+  if (t.kind != 'n' && !is_text)
+    return fail(e, "%s is not %s %s", shown(t, sh, sizeof sh), article(type), type);
   bool neg;
   uint64_t mag;
   const char *why = integer(t.t, t.n, &neg, &mag);
@@ -375,7 +385,8 @@ static kl_rc int_value(enc &e, const FD *fd, const tok &t, uint8_t *b, size_t *b
               ty == FD::TYPE_ENUM;
   bool is_signed = fd->cpp_type() == FD::CPPTYPE_INT32 || fd->cpp_type() == FD::CPPTYPE_INT64 ||
                    ty == FD::TYPE_ENUM;
-  uint64_t lim = is_signed ? (is32 ? (uint64_t)INT32_MAX : (uint64_t)INT64_MAX) : (is32 ? UINT32_MAX : UINT64_MAX);
+  uint64_t lim = is_signed ? (is32 ? (uint64_t)INT32_MAX : (uint64_t)INT64_MAX)
+                           : (is32 ? UINT32_MAX : UINT64_MAX);
   if ((neg && mag && !is_signed) || mag > lim + (neg && is_signed ? 1 : 0))
     return fail(e, "%s is out of range for %s", shown(t, sh, sizeof sh), type);
   int64_t s = neg ? (int64_t)(0 - mag) : (int64_t)mag;
@@ -396,14 +407,16 @@ static kl_rc int_value(enc &e, const FD *fd, const tok &t, uint8_t *b, size_t *b
   return KL_OK;
 }
 
-static kl_rc real_value(enc &e, const FD *fd, const tok &t, uint8_t *b, size_t *bn, uint64_t *bits) {
+static kl_rc real_value(enc &e, const FD *fd, const tok &t, uint8_t *b, size_t *bn,
+                        uint64_t *bits) {
   char sh[80];
   double v;
   bool is_text = t.kind == 's' && t.n > 0 && num_len(t.t, t.t + t.n) == t.n;
   if (t.kind == 'n' || is_text) {
     std::string s(t.t, t.n);
     v = strtod(s.c_str(), nullptr);
-    if (std::isinf(v)) return fail(e, "%s is out of range for %s", shown(t, sh, sizeof sh), fd->type_name());
+    if (std::isinf(v))
+      return fail(e, "%s is out of range for %s", shown(t, sh, sizeof sh), fd->type_name());
   } else if (t.kind == 's' && t.n == 3 && !memcmp(t.t, "NaN", 3)) {
     v = NAN;
   } else if (t.kind == 's' && t.n == 8 && !memcmp(t.t, "Infinity", 8)) {
@@ -437,16 +450,21 @@ static kl_rc enum_value(enc &e, const FD *fd, const tok &t, uint8_t *b, size_t *
   if (t.kind == 's' && !(t.n && num_len(t.t, t.t + t.n) == t.n)) {
     e.key.assign(t.t, t.n);
     const gp::EnumValueDescriptor *v = en->FindValueByName(e.key);
-    if (!v) return fail(e, "%s is not a value of enum %s", shown(t, sh, sizeof sh), en->full_name().c_str());
+    if (!v)
+      return fail(e, "%s is not a value of enum %s", shown(t, sh, sizeof sh),
+                  en->full_name().c_str());
     *num = v->number();
     *bn = varint_to(b, (uint64_t)(int64_t)v->number());
     return KL_OK;
   }
-  if (t.kind != 'n' && t.kind != 's') return fail(e, "%s is not a value of enum %s", shown(t, sh, sizeof sh), en->full_name().c_str());
+  if (t.kind != 'n' && t.kind != 's')
+    return fail(e, "%s is not a value of enum %s", shown(t, sh, sizeof sh),
+                en->full_name().c_str());
   kl_rc rc = int_value(e, fd, t, b, bn, num);
   /* a proto2 enum is closed: a reader keeps a number it does not name
   ** among the unknown fields */
-  if (!rc && en->file()->syntax() == gp::FileDescriptor::SYNTAX_PROTO2 && !en->FindValueByNumber((int)*num))
+  if (!rc && en->file()->syntax() == gp::FileDescriptor::SYNTAX_PROTO2 &&
+      !en->FindValueByNumber((int)*num))
     return fail(e, "%s is not a value of enum %s (a proto2 enum takes only its own numbers)",
                 shown(t, sh, sizeof sh), en->full_name().c_str());
   return rc;
@@ -457,12 +475,14 @@ static kl_rc hex_value(enc &e, const tok &t) {
   char sh[80];
   bool ok = t.kind == 's' && t.n % 2 == 0;
   for (size_t i = 0; ok && i < t.n; i++) ok = hexval((unsigned char)t.t[i]) >= 0;
-  if (!ok) return fail(e, "%s is not hex text (bytes are written as hex digits)", shown(t, sh, sizeof sh));
+  if (!ok)
+    return fail(e, "%s is not hex text (bytes are written as hex digits)", shown(t, sh, sizeof sh));
   kl_rc rc = put_varint(e, t.n / 2);
   if (rc == KL_OK && kl_buf_reserve(e.env, e.o, e.o->len + t.n / 2))
     rc = kl_err_set(e.err, KL_NOMEM, "out of memory");
   for (size_t i = 0; rc == KL_OK && i < t.n; i += 2)
-    e.o->p[e.o->len++] = (uint8_t)(hexval((unsigned char)t.t[i]) << 4 | hexval((unsigned char)t.t[i + 1]));
+    e.o->p[e.o->len++] =
+        (uint8_t)(hexval((unsigned char)t.t[i]) << 4 | hexval((unsigned char)t.t[i + 1]));
   return rc;
 }
 
@@ -477,7 +497,10 @@ static kl_rc scalar_put(enc &e, const FD *fd, const tok &t, bool key, bool *isde
   char sh[80];
   kl_rc rc;
   switch (fd->cpp_type()) {
-    case FD::CPPTYPE_INT32: case FD::CPPTYPE_INT64: case FD::CPPTYPE_UINT32: case FD::CPPTYPE_UINT64:
+    case FD::CPPTYPE_INT32:
+    case FD::CPPTYPE_INT64:
+    case FD::CPPTYPE_UINT32:
+    case FD::CPPTYPE_UINT64:
       rc = int_value(e, fd, t, b, &bn, &sv);
       *isdef = fd->cpp_type() == FD::CPPTYPE_INT32   ? sv == fd->default_value_int32()
                : fd->cpp_type() == FD::CPPTYPE_INT64 ? sv == fd->default_value_int64()
@@ -562,7 +585,8 @@ static const char *decimal_digits(const char *t, size_t n, bool *neg, char *dig,
     dig[(*k)++] = *t;
   }
   *scale = frac - exponent(t, end);
-  if (*scale > KL_PROTO_MAX_SCALE || *scale < -KL_PROTO_MAX_SCALE) return "has a scale beyond 1000 either way";
+  if (*scale > KL_PROTO_MAX_SCALE || *scale < -KL_PROTO_MAX_SCALE)
+    return "has a scale beyond 1000 either way";
   return nullptr;
 }
 
@@ -588,7 +612,8 @@ static const char *twos(bool neg, const char *dig, size_t k, uint8_t *out, size_
       if (++m[j] != 0) break;
   }
   size_t s = 0; /* drop the bytes that only repeat the sign */
-  while (s + 1 < mn && ((m[s] == 0 && !(m[s + 1] & 0x80)) || (m[s] == 0xff && (m[s + 1] & 0x80)))) s++;
+  while (s + 1 < mn && ((m[s] == 0 && !(m[s + 1] & 0x80)) || (m[s] == 0xff && (m[s + 1] & 0x80))))
+    s++;
   if (mn - s > KL_PROTO_MAX_DECIMAL) return "takes more than 256 bytes";
   *len = mn - s;
   memcpy(out, m + s, *len);
@@ -602,7 +627,8 @@ static kl_rc decimal(enc &e, const FD *fd) {
   kl_rc rc = read_tok(e, &t);
   if (rc) return rc;
   bool is_text = t.kind == 's' && t.n > 0 && num_len(t.t, t.t + t.n) == t.n;
-  if (t.kind != 'n' && !is_text) return fail(e, "%s is not a decimal number", shown(t, sh, sizeof sh));
+  if (t.kind != 'n' && !is_text)
+    return fail(e, "%s is not a decimal number", shown(t, sh, sizeof sh));
   uint8_t v[KL_PROTO_MAX_DECIMAL];
   char dig[DEC_DIGITS];
   size_t vn = 0, k;
@@ -777,12 +803,16 @@ static kl_rc message(enc &e, const gp::Descriptor *d) {
   if (peek(e) != '{') {
     tok t;
     kl_rc rc = read_tok(e, &t);
-    return rc ? rc : fail(e, "%s is not an object (message %s)", shown(t, sh, sizeof sh), d->full_name().c_str());
+    return rc ? rc
+              : fail(e, "%s is not an object (message %s)", shown(t, sh, sizeof sh),
+                     d->full_name().c_str());
   }
-  if (e.mdepth >= KL_PROTO_MAX_DEPTH) return fail(e, "messages nested deeper than %d", KL_PROTO_MAX_DEPTH);
+  if (e.mdepth >= KL_PROTO_MAX_DEPTH)
+    return fail(e, "messages nested deeper than %d", KL_PROTO_MAX_DEPTH);
   e.p++;
   size_t nf = (size_t)d->field_count(), so = e.seen.len;
-  if (kl_buf_reserve(e.env, &e.seen, so + nf + 1)) return kl_err_set(e.err, KL_NOMEM, "out of memory");
+  if (kl_buf_reserve(e.env, &e.seen, so + nf + 1))
+    return kl_err_set(e.err, KL_NOMEM, "out of memory");
   memset(e.seen.p + so, 0, nf);
   e.seen.len += nf;
   e.mdepth++;
@@ -826,7 +856,8 @@ static kl_rc pick(const gp::FileDescriptor *f, const char *name, const gp::Descr
                   kl_err *err) {
   const gp::Descriptor *d = nullptr;
   if (!name) {
-    if (f->message_type_count() == 0) return kl_err_set(err, KL_NOTFOUND, "the schema defines no message");
+    if (f->message_type_count() == 0)
+      return kl_err_set(err, KL_NOTFOUND, "the schema defines no message");
     *out = f->message_type(0);
     return KL_OK;
   }
@@ -841,8 +872,8 @@ static kl_rc pick(const gp::FileDescriptor *f, const char *name, const gp::Descr
   for (int i = 0; i < f->message_type_count() && i < 10; i++)
     names += (i ? ", " : "") + f->message_type(i)->full_name();
   if (f->message_type_count() > 10) names += ", ...";
-  return kl_err_set(err, KL_NOTFOUND, "message %.200s is not in the schema (its messages: %s)", name,
-                    names.empty() ? "none" : names.c_str());
+  return kl_err_set(err, KL_NOTFOUND, "message %.200s is not in the schema (its messages: %s)",
+                    name, names.empty() ? "none" : names.c_str());
 }
 
 /* Confluent's message-index array of d: its index among the file's
@@ -863,7 +894,8 @@ static kl_rc put_indexes(enc &e, const gp::Descriptor *d) {
   }
   if (path.size() == 1 && path[0] == 0) return put(e, "", 1);
   kl_rc rc = put_varint(e, (uint64_t)path.size() << 1);
-  for (size_t i = 0; rc == KL_OK && i < path.size(); i++) rc = put_varint(e, (uint64_t)path[i] << 1);
+  for (size_t i = 0; rc == KL_OK && i < path.size(); i++)
+    rc = put_varint(e, (uint64_t)path[i] << 1);
   return rc;
 }
 

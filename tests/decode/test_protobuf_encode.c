@@ -251,10 +251,12 @@ static void trip(const char *schema, const char *msg, const char *in, const char
   kl_rc rc = encode(s, msg, in, &out, &err);
   if (rc) fail_msg("%s: %s", in, err.msg);
   char *got = decode(s, out.p, out.len, &err);
-  if (!got || strcmp(got, want) != 0) fail_msg("%s\n  got  %s\n  want %s", in, got ? got : err.msg, want);
+  if (!got || strcmp(got, want) != 0)
+    fail_msg("%s\n  got  %s\n  want %s", in, got ? got : err.msg, want);
   if (whex) {
     char h[512] = "";
-    for (size_t i = 0; i < out.len && 2 * i + 2 < sizeof h; i++) snprintf(h + 2 * i, 3, "%02x", out.p[i]);
+    for (size_t i = 0; i < out.len && 2 * i + 2 < sizeof h; i++)
+      snprintf(h + 2 * i, 3, "%02x", out.p[i]);
     if (strcmp(h, whex) != 0) fail_msg("%s: bytes %s, want %s", in, h, whex);
   }
   free(got);
@@ -296,27 +298,29 @@ static void test_other_forms(void **state) {
         "0206220e0a016110ffffffffffffffffff01");
   /* map keys of every kind, in the order given */
   trip("types.proto", "t.Maps",
-        "{\"names\":{\"-5\":\"x\",\"7\":\"\"},\"flags\":{\"true\":\"GREEN\",\"false\":0},"
-        "\"blobs\":{\"18446744073709551615\":\"AB\"},\"ratios\":{\"-1\":0.5},"
-        "\"items\":{\"k\":{\"sku\":\"s\"}},\"counts\":{\"\":\"-1\"}}",
-        "{\"counts\":{\"\":-1},\"names\":{\"-5\":\"x\",\"7\":\"\"},"
-        "\"flags\":{\"true\":\"GREEN\",\"false\":\"RED\"},\"items\":{\"k\":{\"sku\":\"s\",\"qty\":0}},"
-        "\"blobs\":{\"18446744073709551615\":\"ab\"},\"ratios\":{\"-1\":0.5}}",
-        NULL);
+       "{\"names\":{\"-5\":\"x\",\"7\":\"\"},\"flags\":{\"true\":\"GREEN\",\"false\":0},"
+       "\"blobs\":{\"18446744073709551615\":\"AB\"},\"ratios\":{\"-1\":0.5},"
+       "\"items\":{\"k\":{\"sku\":\"s\"}},\"counts\":{\"\":\"-1\"}}",
+       "{\"counts\":{\"\":-1},\"names\":{\"-5\":\"x\",\"7\":\"\"},"
+       "\"flags\":{\"true\":\"GREEN\",\"false\":\"RED\"},\"items\":{\"k\":{\"sku\":\"s\",\"qty\":0}"
+       "},"
+       "\"blobs\":{\"18446744073709551615\":\"ab\"},\"ratios\":{\"-1\":0.5}}",
+       NULL);
   /* repeated: packed where proto3 packs, each element tagged otherwise */
   trip("types.proto", "t.Lists", "{\"packed_i\":[1,-1],\"unpacked_i\":[2,3],\"names\":[\"a\"]}",
         "{\"packed_i\":[1,-1],\"unpacked_i\":[2,3],\"ds\":[],\"names\":[\"a\"],\"colors\":[],"
         "\"items\":[],\"zs\":[],\"fx\":[],\"flags\":[],\"blobs\":[]}",
         "02020a0b01ffffffffffffffffff0110021003220161");
   /* nested messages, a well-known type as the message it is, recursion */
-  trip("types.proto", "t.Outer",
-        "{\"child\":{\"inner\":{\"deep\":{\"leaf\":\"x\"},\"ns\":[]}},\"at\":{\"seconds\":1700000000,"
-        "\"nanos\":5},\"level\":\"HIGH\",\"price\":{\"units\":\"-3\"}}",
-        "{\"inner\":null,\"at\":{\"seconds\":1700000000,\"nanos\":5},"
-        "\"price\":{\"currency\":\"\",\"units\":-3,\"nanos\":0},"
-        "\"child\":{\"inner\":{\"deep\":{\"leaf\":\"x\"},\"n\":0,\"ns\":[]},\"at\":null,"
-        "\"price\":null,\"child\":null,\"level\":\"LOW\"},\"level\":\"HIGH\"}",
-        NULL);
+  trip(
+      "types.proto", "t.Outer",
+      "{\"child\":{\"inner\":{\"deep\":{\"leaf\":\"x\"},\"ns\":[]}},\"at\":{\"seconds\":1700000000,"
+      "\"nanos\":5},\"level\":\"HIGH\",\"price\":{\"units\":\"-3\"}}",
+      "{\"inner\":null,\"at\":{\"seconds\":1700000000,\"nanos\":5},"
+      "\"price\":{\"currency\":\"\",\"units\":-3,\"nanos\":0},"
+      "\"child\":{\"inner\":{\"deep\":{\"leaf\":\"x\"},\"n\":0,\"ns\":[]},\"at\":null,"
+      "\"price\":null,\"child\":null,\"level\":\"LOW\"},\"level\":\"HIGH\"}",
+      NULL);
   /* proto2: [default = ...] values are not written, a group between its
   ** tags, a required field written even at its default */
   trip("legacy.proto", NULL, "{\"id\":0,\"n\":42,\"k\":\"B\",\"g\":{\"x\":3}}",
@@ -363,7 +367,8 @@ static void test_errors(void **state) {
        "$.u64: 18446744073709551616 is out of range for uint64"},
       {"types.proto", NULL, "{\"i64\":\"9223372036854775808\"}", KL_CORRUPT,
        "$.i64: \"9223372036854775808\" is out of range for int64"},
-      {"types.proto", NULL, "{\"sf32\":1e10}", KL_CORRUPT, "$.sf32: 1e10 is out of range for sfixed32"},
+      {"types.proto", NULL, "{\"sf32\":1e10}", KL_CORRUPT,
+       "$.sf32: 1e10 is out of range for sfixed32"},
       {"types.proto", NULL, "{\"i64\":1.5}", KL_CORRUPT, "$.i64: 1.5 is not an integer: int64"},
       {"types.proto", NULL, "{\"f\":1e39}", KL_CORRUPT, "$.f: 1e39 is out of range for float"},
       {"types.proto", NULL, "{\"d\":1e400}", KL_CORRUPT, "$.d: 1e400 is out of range for double"},
@@ -376,7 +381,8 @@ static void test_errors(void **state) {
        "$.c: 2147483648 is out of range for enum"},
       {"legacy.proto", NULL, "{\"id\":1,\"k\":7}", KL_CORRUPT,
        "$.k: 7 is not a value of enum l.Kind (a proto2 enum takes only its own numbers)"},
-      {"legacy.proto", NULL, "{\"n\":1}", KL_CORRUPT, "$: the required field id of l.Legacy is missing"},
+      {"legacy.proto", NULL, "{\"n\":1}", KL_CORRUPT,
+       "$: the required field id of l.Legacy is missing"},
       {"legacy.proto", NULL, "{\"id\":null}", KL_CORRUPT,
        "$: the required field id of l.Legacy is missing"},
       {"types.proto", "t.Choice", "{\"text\":\"a\",\"number\":1}", KL_CORRUPT,
@@ -414,16 +420,22 @@ static void test_errors(void **state) {
       {"confluent.proto", NULL, "{\"price\":1e-2000}", KL_CORRUPT,
        "$.price: 1e-2000 has a scale beyond 1000 either way"},
       {"types.proto", NULL, "{\"s\":", KL_CORRUPT, "not JSON: a value expected at character 5"},
-      {"types.proto", NULL, "{\"s\":\"a\"} x", KL_CORRUPT, "not JSON: text after the value at character 10"},
-      {"types.proto", NULL, "{\"s\":\"a\" \"i32\":1}", KL_CORRUPT, "not JSON: ',' or '}' expected at character 9"},
-      {"types.proto", NULL, "{\"s\":\"\\ud800\"}", KL_CORRUPT, "not JSON: a string that is not UTF-8"},
+      {"types.proto", NULL, "{\"s\":\"a\"} x", KL_CORRUPT,
+       "not JSON: text after the value at character 10"},
+      {"types.proto", NULL, "{\"s\":\"a\" \"i32\":1}", KL_CORRUPT,
+       "not JSON: ',' or '}' expected at character 9"},
+      {"types.proto", NULL, "{\"s\":\"\\ud800\"}", KL_CORRUPT,
+       "not JSON: a string that is not UTF-8"},
       {"types.proto", NULL, "{\"s\":\"\xff\"}", KL_CORRUPT, "not JSON: a string that is not UTF-8"},
       {"types.proto", NULL, "{\"s\":\"a\\q\"}", KL_CORRUPT, "not JSON: a bad escape in a string"},
-      {"types.proto", NULL, "{\"i32\":01}", KL_CORRUPT, "not JSON: ',' or '}' expected at character 8"},
+      {"types.proto", NULL, "{\"i32\":01}", KL_CORRUPT,
+       "not JSON: ',' or '}' expected at character 8"},
       {"types.proto", NULL, "", KL_CORRUPT, "not JSON: a value expected at character 0"},
       {"types.proto", "t.Nope", "{}", KL_NOTFOUND,
-       "message t.Nope is not in the schema (its messages: t.Scalars, t.Lists, t.Maps, t.Choice, t.Outer)"},
-      {"types.proto", "common.Money", "{}", KL_NOTFOUND, "message common.Money is not in the schema"},
+       "message t.Nope is not in the schema (its messages: t.Scalars, t.Lists, t.Maps, t.Choice, "
+       "t.Outer)"},
+      {"types.proto", "common.Money", "{}", KL_NOTFOUND,
+       "message common.Money is not in the schema"},
       {"types.proto", "t.Maps.CountsEntry", "{}", KL_NOTFOUND, "message t.Maps.CountsEntry is not"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
