@@ -8,6 +8,7 @@
 
 #include "avro_encode.h"
 #include "protobuf.h"
+#include "protobuf_encode.h"
 #include "utf8.h"
 
 /* ---- framing ---- */
@@ -415,17 +416,23 @@ kl_rc kl_decoder_confluent(kl_decoder *d, const uint8_t *p, size_t n, const uint
   return kl_decoder_payload(d, s, f.payload, f.n, json, err);
 }
 
-kl_rc kl_decoder_encode(kl_decoder *d, const kl_reg_schema *s, const char *json, size_t n,
-                        kl_buf *out, kl_err *err) {
+kl_rc kl_decoder_encode(kl_decoder *d, const kl_reg_schema *s, const char *message,
+                        const char *json, size_t n, kl_buf *out, kl_err *err) {
   sc_entry *e;
   kl_err de;
   kl_err_clear(&de);
   kl_rc rc = prepare(d, s, &e, &de);
   uint8_t magic[5] = {0, (uint8_t)((uint32_t)s->id >> 24), (uint8_t)((uint32_t)s->id >> 16),
                       (uint8_t)((uint32_t)s->id >> 8), (uint8_t)s->id};
+  if (rc == KL_OK && message && e->state != SC_PROTO) {
+    rc = kl_err_set(&de, KL_MISUSE, "a message (%.100s) is named, but the schema is %s, not "
+                    "PROTOBUF", message, s->type);
+  }
   if (rc == KL_OK) rc = kl_buf_append(d->env, out, magic, sizeof magic);
   if (rc == KL_OK && e->state == SC_AVRO) {
     rc = kl_avro_encode(e->avro, json, n, d->flags | KL_AVRO_RAW_BYTES, out, &de);
+  } else if (rc == KL_OK && e->state == SC_PROTO) {
+    rc = kl_proto_encode(e->proto, message, json, n, out, &de);
   } else if (rc == KL_OK && e->state == SC_JSON) {
     rc = kl_json_payload(d->env, (const uint8_t *)json, n, out, &de);
   } else if (rc == KL_OK) {

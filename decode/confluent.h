@@ -71,12 +71,16 @@ kl_rc kl_decoder_payload(kl_decoder *d, const kl_reg_schema *s, const uint8_t *p
 ** as Confluent's serializers frame a value: magic byte 0, s's id (4 bytes,
 ** big-endian), the payload, appended to *out.  AVRO: the binary datum
 ** (avro_encode.h; a schema that is the primitive "bytes" takes the bytes
-** raw, without their length); JSON: the text itself, checked to be JSON.
-** KL_CORRUPT with a message naming the schema and what does not match
-** ("schema id 7 (orders-value version 2): $.amount: missing, ..."),
-** KL_UNSUPPORTED for PROTOBUF and unknown types, KL_NOMEM. */
-kl_rc kl_decoder_encode(kl_decoder *d, const kl_reg_schema *s, const char *json, size_t n,
-                        kl_buf *out, kl_err *err);
+** raw, without their length); PROTOBUF: the message-index array and the
+** message called message (NULL: the file's first), protobuf_encode.h;
+** JSON: the text itself, checked to be JSON (not validated against the
+** schema).  message names a Protobuf message only: given for another type
+** it is KL_MISUSE.  KL_CORRUPT with a message naming the schema and what
+** does not match ("schema id 7 (orders-value version 2): $.amount:
+** missing, ..."), KL_NOTFOUND for a message the schema does not define,
+** KL_UNSUPPORTED for unknown types, KL_NOMEM. */
+kl_rc kl_decoder_encode(kl_decoder *d, const kl_reg_schema *s, const char *message,
+                        const char *json, size_t n, kl_buf *out, kl_err *err);
 
 /* Check that the n bytes at p are one JSON text (the JSON Schema rule) and
 ** append them to *json unchanged.  KL_CORRUPT with a message. */

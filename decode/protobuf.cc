@@ -16,9 +16,10 @@
 ** defines a merge), a oneof keeps its last member set, a map its last
 ** entry of each key.
 **
-** Only this file is C++; exceptions never cross the C interface (a
-** std::bad_alloc from the parse is KL_NOMEM), and the decode path calls
-** nothing that throws.
+** This file and its encoder (protobuf_encode.cc) are the C++ that uses
+** libprotobuf; exceptions never cross the C interface (a std::bad_alloc
+** from the parse is KL_NOMEM), and the decode path calls nothing that
+** throws.
 */
 #include <algorithm>
 #include <charconv>
@@ -492,6 +493,9 @@ extern "C" kl_rc kl_proto_schema_parse(const kl_env *env, const char *text, size
 }
 
 extern "C" void kl_proto_schema_free(kl_proto_schema *s) { delete s; }
+
+const gp::FileDescriptor *kl_proto_schema_file(const kl_proto_schema *s) { return s->file; }
+const kl_env *kl_proto_schema_env(const kl_proto_schema *s) { return s->has_env ? &s->env : nullptr; }
 
 /* ---- the walk ---- */
 

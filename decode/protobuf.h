@@ -104,6 +104,18 @@ void kl_proto_schema_free(kl_proto_schema *s);
 
 #ifdef __cplusplus
 }
+
+namespace google {
+namespace protobuf {
+class FileDescriptor;
+}
+}  // namespace google
+
+/* For the encoder (protobuf_encode.h): the schema's file (its pool holds
+** the imports) and the env its allocations go through (NULL: the C
+** allocator's), both borrowed from s. */
+const google::protobuf::FileDescriptor *kl_proto_schema_file(const kl_proto_schema *s);
+const kl_env *kl_proto_schema_env(const kl_proto_schema *s);
 #endif
 
 #endif

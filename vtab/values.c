@@ -19,7 +19,8 @@ int kl_decode_option(kl_decode_opts *o, const char *name, size_t kn, const char 
 #define IS(s) (kn == strlen(s) && memcmp(name, s, kn) == 0)
   char **slot = IS("schemas") ? &o->schemas : IS("key_schema") ? &o->avro[0]
                 : IS("value_schema") ? &o->avro[1] : IS("key_subject") ? &o->subject[0]
-                : IS("value_subject") ? &o->subject[1] : NULL;
+                : IS("value_subject") ? &o->subject[1] : IS("key_message") ? &o->message[0]
+                : IS("value_message") ? &o->message[1] : NULL;
   *rc = SQLITE_OK;
   if (slot) {
     sqlite3_free(*slot);
@@ -71,6 +72,7 @@ void kl_decode_opts_free(kl_decode_opts *o) {
   for (int i = 0; i < 2; i++) {
     sqlite3_free(o->avro[i]);
     sqlite3_free(o->subject[i]);
+    sqlite3_free(o->message[i]);
     kl_avro_schema_free(o->plain[i]);
   }
   memset(o, 0, sizeof *o);
@@ -320,7 +322,7 @@ static kl_rc encode_confluent(kl_conn *conn, const kl_decode_opts *o, int is_key
   kl_rc rc = values_get(conn, src, o->wrap_unions, &vd, err);
   if (rc == KL_OK) {
     const kl_reg_schema *s = kl_registry_latest(kl_decoder_registry(vd->dec), subject);
-    rc = s ? kl_decoder_encode(vd->dec, s, json, n, out, err)
+    rc = s ? kl_decoder_encode(vd->dec, s, o->message[is_key ? 0 : 1], json, n, out, err)
            : kl_err_set(err, KL_NOTFOUND, "subject %s has no live schema in the registry of %s",
                         subject, src);
   }

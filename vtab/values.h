@@ -28,6 +28,7 @@ typedef struct kl_decode_opts {
   char *schemas;            /* schemas=: the registry's source; NULL: the table's path */
   char *avro[2];            /* key_schema=, value_schema=: plain Avro schemas */
   char *subject[2];         /* key_subject=, value_subject=: what INSERT encodes with */
+  char *message[2];         /* key_message=, value_message=: the Protobuf message it encodes */
   int errors_null;          /* decode_errors='null' */
   int wrap_unions;          /* unions='wrapped' */
   kl_avro_schema *plain[2]; /* avro[] parsed (at CREATE) */
@@ -46,7 +47,8 @@ void kl_decode_opts_free(kl_decode_opts *o);
 
 /* The options' names, for messages. */
 #define KL_DECODE_OPTION_NAMES \
-  "schemas, key_schema, value_schema, key_subject, value_subject, decode_errors, unions"
+  "schemas, key_schema, value_schema, key_subject, value_subject, key_message, value_message, " \
+  "decode_errors, unions"
 
 /* The per-connection cache (kl_conn.values); NULL-safe. */
 void kl_values_free(struct kl_values *v);
@@ -91,7 +93,8 @@ int kl_decode_column(sqlite3_context *ctx, kl_conn *conn, const kl_decode_opts *
 ** partition directory): TEXT is JSON encoded, with the latest schema of
 ** the subject (the key_subject / value_subject option, else
 ** "<topic>-key" / "<topic>-value") in the table's registry framed as
-** Confluent's serializers do (confluent.h), or with the plain Avro schema
+** Confluent's serializers do (confluent.h; a Protobuf schema's message:
+** the key_message / value_message option, else its first), or with the plain Avro schema
 ** of key_schema / value_schema.  Returns 1 with the bytes in *out, 0 when v
 ** is stored as it is (NULL; a BLOB, taken to be serialized already), or
 ** -1 with an SQLite error code in *rc and *errmsg (sqlite3_malloc'd)

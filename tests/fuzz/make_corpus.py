@@ -150,11 +150,35 @@ def protobuf_seeds(d, fixtures):
                 put(d, "text-%d" % i, b"\x01" + text + b"\x00" + payload)
 
 
+PROTO_MESSAGES = [("types", "0"), ("types", "1"), ("types", "1,0"), ("types", "2"),
+                  ("types", "3"), ("types", "4"), ("types", "4,0,0"), ("legacy", "0"),
+                  ("order", "0"), ("confluent", "0")]  # fuzz_protobuf_encode.c's, in order
+
+
+def protobuf_encode_seeds(d, fixtures):
+    """The expected JSON of each vector of tests/fixtures/protobuf/vectors.txt,
+    after byte 0 naming its message (by its schema and message index)."""
+    schema = payload = None
+    with open(os.path.join(fixtures, "protobuf", "vectors.txt")) as f:
+        for i, line in enumerate(f):
+            kind, _, rest = line.rstrip("\n").partition(" ")
+            if kind == "schema":
+                schema = rest.split(".")[0]
+            elif kind == "payload":
+                payload = bytes.fromhex(rest)
+            elif kind == "expect" and payload:
+                n = payload[0] >> 1
+                path = ",".join(str(b >> 1) for b in payload[1:1 + n]) if n else "0"
+                if (schema, path) in PROTO_MESSAGES:
+                    put(d, "json-%d" % i, bytes([PROTO_MESSAGES.index((schema, path))]) +
+                        rest.encode())
+
+
 def main():
     fixtures, out = sys.argv[1], sys.argv[2]
     dirs = {k: os.path.join(out, k)
             for k in ("fuzz_batch", "fuzz_index", "fuzz_sql", "fuzz_offsets", "fuzz_txnlog",
-                      "fuzz_metadata", "fuzz_avro", "fuzz_protobuf")}
+                      "fuzz_metadata", "fuzz_avro", "fuzz_protobuf", "fuzz_protobuf_encode")}
     for d in dirs.values():
         os.makedirs(d, exist_ok=True)
     offsets_seeds(dirs["fuzz_offsets"])
@@ -162,6 +186,7 @@ def main():
     metadata_seeds(fixtures, dirs["fuzz_metadata"])
     avro_seeds(dirs["fuzz_avro"], fixtures)
     protobuf_seeds(dirs["fuzz_protobuf"], fixtures)
+    protobuf_encode_seeds(dirs["fuzz_protobuf_encode"], fixtures)
     for fx in sorted(os.listdir(fixtures)):
         exp = os.path.join(fixtures, fx, "expected.json")
         if not os.path.isfile(exp):

@@ -21,14 +21,14 @@ if ! command -v clang >/dev/null 2>&1; then
 fi
 CC=clang CXX=clang++ cmake -S "$here" -B "$build" -DKL_FUZZ=ON -DKL_BENCH=OFF \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j"$(nproc)" --target fuzz_batch fuzz_index fuzz_offsets fuzz_protobuf fuzz_avro fuzz_metadata fuzz_txnlog fuzz_sql >/dev/null
+cmake --build "$build" -j"$(nproc)" --target fuzz_batch fuzz_index fuzz_offsets fuzz_protobuf fuzz_protobuf_encode fuzz_avro fuzz_metadata fuzz_txnlog fuzz_sql >/dev/null
 if [ ! -d "$build/corpus" ] && command -v python3 >/dev/null 2>&1; then
   python3 "$here/tests/fuzz/make_corpus.py" "$here/tests/fixtures" "$build/corpus"
 fi
 export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 status=0
-for t in fuzz_batch fuzz_index fuzz_offsets fuzz_protobuf fuzz_avro fuzz_metadata fuzz_txnlog fuzz_sql; do
+for t in fuzz_batch fuzz_index fuzz_offsets fuzz_protobuf fuzz_protobuf_encode fuzz_avro fuzz_metadata fuzz_txnlog fuzz_sql; do
   reg=$here/tests/fuzz/regressions/$t
   if [ -d "$reg" ] && [ -n "$(ls -A "$reg")" ]; then
     "$build/tests/fuzz/$t" -runs=0 "$reg"/* >/dev/null 2>"$build/$t.regressions.log" ||
