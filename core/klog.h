@@ -145,6 +145,8 @@ typedef struct kl_stats {
                                 ** segments (log directories, partitions) */
   uint64_t partitions_listed;   /* partition entries listings kept */
   uint64_t logs_opened;         /* partition directories opened as logs */
+  uint64_t threads_started;     /* read-ahead workers started (ahead.h):
+                                ** once per table, not once per scan */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ahead.h"
 #include "broker.h"
 #include "codec.h"
 #include "headers.h"
@@ -174,6 +175,14 @@ static int scan_threads(const kl_vcursor *c) {
   return n;
 }
 
+/* The table's read-ahead, made on first use (NULL when out of memory:
+** scans then read alone): one per table, so that its workers start once
+** and not once a scan, and wait parked between scans. */
+static kl_ahead *table_ahead(kl_vtab *vt, int threads) {
+  if (!vt->ra && kl_ahead_new(kl_sqlite_env(), threads, &vt->ra) != KL_OK) return NULL;
+  return vt->ra;
+}
+
 /* Make the chosen partition sel[k] the one read: its log and core cursor
 ** (kept when it is the same as before: a join probes the same partition
 ** once per outer row), and its readable range in c->pbnd (empty when
@@ -209,7 +218,8 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
       return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);
     }
   }
-  kl_cursor_set_threads(c->cur, scan_threads(c));
+  int threads = scan_threads(c);
+  kl_cursor_set_ahead(c->cur, threads ? table_ahead(vt, threads) : NULL, threads);
   c->pbnd = c->bnd;
   /* Records below the log start offset are deleted for every consumer
   ** (core/log.h).  One at the first segment's base, from no checkpoint,

@@ -62,6 +62,9 @@ typedef struct kl_vtab {
   kl_terms_memo plans;      /* the plans decoded last */
   long cpus;                /* cores online when connected (sysconf reads
                             ** a file: not once a query) */
+  kl_ahead *ra;             /* the read-ahead of its scans (core/ahead.h),
+                            ** made on first use: its workers start once
+                            ** and wait parked until the table disconnects */
 } kl_vtab;
 
 /* Partitions whose ordered streams one scan merges at most: one open
