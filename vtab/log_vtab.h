@@ -95,6 +95,12 @@ typedef struct kl_vcursor {
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
   sqlite3_int64 skip;       /* rows to skip first (OFFSET) */
   int64_t pid_lo, pid_hi;   /* producer_id bounds (inclusive) */
+  int batch_terms;          /* producer_id bounds or read_committed: a
+                            ** record may not be a row for its batch
+                            ** (lv_passed_over) */
+  int plain;                /* no LIMIT, OFFSET, DISTINCT, merge, order by
+                            ** timestamp or batch terms: each record the
+                            ** core cursor gives is a row (lv_step) */
   kl_keyset keys;           /* key = ?, key IN (...): the keys sought, which
                             ** bnd.keys points to then (core/keyset.h) */
   int distinct;             /* KL_P_DISTINCT or KL_P_DISTINCT_TOPIC: one row
