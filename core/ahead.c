@@ -48,10 +48,18 @@ struct kl_ahead {
   int busy;                 /* jobs workers are on */
   int stop;                 /* workers leave */
   int nthreads, started;    /* workers wanted; started (-1: could not) */
+  const void *user;         /* the scan that claimed it, or NULL (the
+                            ** callers' side only: no lock) */
+  kl_stats *stats;          /* its counters (workers started), or NULL */
   pthread_t th[KL_AHEAD_MAX_THREADS];
 };
 
 #define SLOT(a, j) (&(a)->ring[(j) % KL_AHEAD_SLOTS])
+
+/* Workers wanted: 1 to KL_AHEAD_MAX_THREADS. */
+static int bounded(int threads) {
+  return threads < 1 ? 1 : threads > KL_AHEAD_MAX_THREADS ? KL_AHEAD_MAX_THREADS : threads;
+}
 
 kl_rc kl_ahead_new(const kl_env *env, int threads, kl_ahead **out) {
   kl_ahead *a = kl_malloc(env, sizeof *a);
@@ -59,7 +67,7 @@ kl_rc kl_ahead_new(const kl_env *env, int threads, kl_ahead **out) {
   if (!a) return KL_NOMEM;
   memset(a, 0, sizeof *a);
   a->env = env;
-  a->nthreads = threads < 1 ? 1 : threads > KL_AHEAD_MAX_THREADS ? KL_AHEAD_MAX_THREADS : threads;
+  a->nthreads = bounded(threads);
   if (pthread_mutex_init(&a->mu, NULL) != 0) {
     kl_free(env, a);
     *out = NULL;
@@ -144,6 +152,7 @@ static int start(kl_ahead *a) {
   int n = 0;
   while (n < a->nthreads && pthread_create(&a->th[n], NULL, worker, a) == 0) n++;
   a->started = n > 0 ? n : -1;
+  if (a->stats) a->stats->threads_started += (uint64_t)n;
   return n > 0;
 }
 
@@ -231,6 +240,50 @@ kl_rc kl_ahead_take(kl_ahead *a, const void *owner, const kl_batch *b, kl_record
   return KL_OK;
 }
 
+/* Stop and join the workers (nothing queued or busy): none runs after. */
+static void join_workers(kl_ahead *a) {
+  pthread_mutex_lock(&a->mu);
+  a->stop = 1;
+  pthread_cond_broadcast(&a->work);
+  pthread_mutex_unlock(&a->mu);
+  for (int i = 0; i < a->started; i++) pthread_join(a->th[i], NULL);
+  a->started = 0;
+  a->stop = 0;
+}
+
+int kl_ahead_claim(kl_ahead *a, const void *user, int threads, kl_stats *stats) {
+  if (a->user && a->user != user) return 0;
+  if (!a->user && bounded(threads) != a->nthreads) {
+    kl_ahead_reset(a);
+    join_workers(a);
+    a->nthreads = bounded(threads);
+  }
+  a->user = user;
+  a->stats = stats;
+  return 1;
+}
+
+const void *kl_ahead_user(const kl_ahead *a) { return a->user; }
+int kl_ahead_threads(const kl_ahead *a) { return a->nthreads; }
+
+/* Every slot's buffers given back (lock held, nothing queued or busy). */
+static void free_slots(kl_ahead *a) {
+  for (int i = 0; i < KL_AHEAD_SLOTS; i++) {
+    kl_buf_free(a->env, &a->ring[i].raw);
+    kl_buf_free(a->env, &a->ring[i].out);
+  }
+}
+
+void kl_ahead_release(kl_ahead *a, const void *user) {
+  if (!a || !user || a->user != user) return;
+  pthread_mutex_lock(&a->mu);
+  drop_all(a);
+  free_slots(a);
+  pthread_mutex_unlock(&a->mu);
+  a->user = NULL;
+  a->stats = NULL;
+}
+
 void kl_ahead_reset(kl_ahead *a) {
   if (!a) return;
   pthread_mutex_lock(&a->mu);
@@ -240,16 +293,9 @@ void kl_ahead_reset(kl_ahead *a) {
 
 void kl_ahead_free(kl_ahead *a) {
   if (!a) return;
-  pthread_mutex_lock(&a->mu);
-  drop_all(a);
-  a->stop = 1;
-  pthread_cond_broadcast(&a->work);
-  pthread_mutex_unlock(&a->mu);
-  for (int i = 0; i < a->started; i++) pthread_join(a->th[i], NULL);
-  for (int i = 0; i < KL_AHEAD_SLOTS; i++) {
-    kl_buf_free(a->env, &a->ring[i].raw);
-    kl_buf_free(a->env, &a->ring[i].out);
-  }
+  kl_ahead_reset(a);
+  join_workers(a);
+  free_slots(a);
   pthread_cond_destroy(&a->done);
   pthread_cond_destroy(&a->work);
   pthread_mutex_destroy(&a->mu);

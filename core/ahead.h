@@ -21,8 +21,17 @@
 ** while the batches done and not yet taken hold less than `budget` bytes,
 ** except the next one to be taken, which is always started.  A slot whose
 ** buffers grew past budget / slots / 2 gives them back when it is reused,
-** so that idle slots keep at most the budget.  Batches smaller than
-** KL_AHEAD_MIN_BATCH are left to the caller.
+** so that idle slots keep at most the budget; a release gives back every
+** slot's buffers, so that between scans the ring holds no batch.  Batches
+** smaller than KL_AHEAD_MIN_BATCH are left to the caller.
+**
+** Lifetime: the workers start on the first push and then wait, parked,
+** for the next job, scan after scan, until kl_ahead_free joins them: a
+** ring is meant to be kept by whoever outlives many scans (a table), since
+** starting and joining a thread costs a short scan more than it saves.
+** One scan at a time uses it: each claims it for itself (kl_ahead_claim)
+** and releases it when it ends; a scan that finds it claimed by another
+** reads on its own.
 **
 ** Thread safety: the env's allocator and system calls are called from the
 ** workers (SQLite's allocator is thread-safe unless SQLite is built or
@@ -52,6 +61,22 @@ enum {
 kl_rc kl_ahead_new(const kl_env *env, int threads, kl_ahead **out);
 /* Drop what is queued, stop and join the workers, free everything. */
 void kl_ahead_free(kl_ahead *a);
+
+/* Claim the ring for user's scan, with `threads` workers (as for
+** kl_ahead_new; a ring holding another count joins its workers first,
+** which start again on the next push), counting the workers it starts
+** into stats (NULL: not counted): 1 when it was free or user's already, 0
+** when another user holds it.  Callers claim and release on their own
+** side (a connection's thread, one at a time). */
+int kl_ahead_claim(kl_ahead *a, const void *user, int threads, kl_stats *stats);
+/* user's scan is done with the ring (nothing if user does not hold it):
+** what is queued is dropped, every slot's buffers are given back, the
+** workers stay parked for the next claim. */
+void kl_ahead_release(kl_ahead *a, const void *user);
+/* The user holding the ring, or NULL. */
+const void *kl_ahead_user(const kl_ahead *a);
+/* The workers wanted (kl_ahead_new's or the last claim's, bounded). */
+int kl_ahead_threads(const kl_ahead *a);
 
 /* Can another batch be queued now? */
 int kl_ahead_room(const kl_ahead *a);

@@ -67,6 +67,9 @@ struct kl_cursor {
   int scanning;             /* sc is live (it may hold the current batch's
                             ** bytes: ended when the next batch is taken) */
   kl_records it;            /* records of the current batch (CS_RECORDS) */
+  int plain;                /* each of them is a row as it decodes: the
+                            ** batch lies within the bounds, no key is
+                            ** sought, nothing is left to learn of it */
   int32_t count_left;       /* rows of the current batch still to produce
                             ** from its header's record count (CS_COUNT) */
   int32_t count_at;         /* the current row's index in that batch */
@@ -92,14 +95,17 @@ struct kl_cursor {
   kl_buf one;               /* the one record a point lookup reads, */
   const kl_segment *one_seg;/* of this segment at this position (a */
   int64_t one_at;           /* lookup of it again reads nothing) */
-  int threads;              /* read-ahead workers wanted (0: none) */
-  kl_ahead *ra;             /* read-ahead, made once a scan opens batch
-                            ** after batch */
+  kl_ahead *ra;             /* the read-ahead lent (kl_cursor_set_ahead),
+                            ** or NULL */
+  int threads;              /* its workers wanted */
+  int ra_held;              /* the scan claimed it (once it proved long) */
   int64_t ra_next;          /* the position the facts chain reaches after
                             ** the batches queued, or -1 */
   const kl_segment *run_seg;/* batches opened one after another: */
   int64_t run_end;          /* where the last one ends, */
-  int run;                  /* how many */
+  int run;                  /* how many, */
+  int64_t run_bytes;        /* and the bytes of their records (decompressed:
+                            ** the work), since kl_cursor_start */
   kl_fact *curfact;         /* the current batch's fact, or NULL, as of */
   uint64_t curfact_gen;     /* this generation of the segment's facts
                             ** (another cursor on the log may add some) */
@@ -152,19 +158,23 @@ kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **ou
   return KL_OK;
 }
 
-void kl_cursor_set_threads(kl_cursor *c, int threads) {
-  if (threads < 0) threads = 0;
-  if (threads != c->threads && c->ra) { /* between scans: nothing is queued */
-    kl_ahead_free(c->ra);
-    c->ra = NULL;
-  }
+/* The scan is done with the read-ahead: another may claim it. */
+static void release_ahead(kl_cursor *c) {
+  if (c->ra_held) kl_ahead_release(c->ra, c);
+  c->ra_held = 0;
+  c->ra_next = -1;
+}
+
+void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads) {
+  if (a != c->ra) release_ahead(c);
+  c->ra = threads > 0 ? a : NULL;
   c->threads = threads;
 }
 
 /* Nothing queued ahead any more: the scan leaves the segment (whose file
 ** may then be closed) or jumps. */
 static void drop_ahead(kl_cursor *c) {
-  kl_ahead_reset(c->ra);
+  if (c->ra_held) kl_ahead_reset(c->ra);
   c->ra_next = -1;
 }
 
@@ -199,7 +209,7 @@ void kl_cursor_free(kl_cursor *c) {
   if (!c) return;
   const kl_env *env = c->rd.env;
   leave_segment(c);
-  kl_ahead_free(c->ra);
+  release_ahead(c);
   kl_reader_free(&c->rd);
   kl_free(env, c->cur.b);
   kl_free(env, c->ahead.b);
@@ -404,6 +414,7 @@ static kl_rc walk_from(kl_cursor *c, kl_segment *s, int64_t pos, int64_t verify_
 /* The rows end: nothing more in the bounds. */
 static void finish(kl_cursor *c) {
   leave_segment(c);
+  release_ahead(c);
   c->state = CS_DONE;
 }
 
@@ -477,21 +488,23 @@ static void note_run(kl_cursor *c) {
   const kl_batch *b = &c->batch;
   int follows = c->run_seg == c->seg ? b->position == c->run_end : b->position == 0;
   c->run = follows ? c->run + 1 : 1;
+  if (!follows) c->run_bytes = 0;
   c->run_seg = c->seg;
   c->run_end = b->position + b->size;
 }
 
 /* Queue the batches the facts say follow the current one, while the
 ** read-ahead has room: those the bounds let through and large enough to
-** be worth a worker, up to the first past hi or the segment's end.  Skip
-** mode keeps to its salvage map and reads on its own; so does a writer's
-** view (the file's tail in memory). */
+** be worth a worker, up to the first past hi or the segment's end.  Only
+** a scan that proved long claims the read-ahead; skip mode keeps to its
+** salvage map and reads on its own; so does a writer's view (the file's
+** tail in memory). */
 static void fill_ahead(kl_cursor *c) {
-  if (c->threads <= 0 || c->rd.skip || c->run < KL_AHEAD_AFTER || c->seg->log.fd < 0 ||
-      c->seg->log.mem) {
+  if (!c->ra || c->rd.skip || c->run < KL_AHEAD_AFTER || c->run_bytes < KL_AHEAD_AFTER_BYTES ||
+      c->seg->log.fd < 0 || c->seg->log.mem) {
     return;
   }
-  if (!c->ra && kl_ahead_new(c->rd.env, c->threads, &c->ra) != KL_OK) return;
+  if (!c->ra_held && !(c->ra_held = kl_ahead_claim(c->ra, c, c->threads, c->rd.stats))) return;
   int64_t pos = c->ra_next;
   if (pos < 0 && !kl_ahead_queued(c->ra)) pos = c->batch.position + c->batch.size;
   while (pos >= 0 && kl_ahead_room(c->ra)) {
@@ -513,7 +526,7 @@ static void fill_ahead(kl_cursor *c) {
 
 /* The current batch's records from the read-ahead, when it has them. */
 static int take_ahead(kl_cursor *c) {
-  if (!c->ra || !kl_ahead_queued(c->ra)) return 0;
+  if (!c->ra_held || !kl_ahead_queued(c->ra)) return 0;
   kl_records it;
   if (kl_ahead_take(c->ra, c->seg, &c->batch, &it, c->rd.stats) != KL_OK) {
     if (!kl_ahead_queued(c->ra)) c->ra_next = -1; /* dropped */
@@ -540,7 +553,11 @@ static kl_rc open_records(kl_cursor *c, kl_err *err) {
     }
   }
   c->recs0 = c->batch.codec == KL_CODEC_NONE ? c->batch.bytes : c->it.p;
-  if (rc == KL_OK) fill_ahead(c);
+  c->plain = !c->bnd.keys && batch_within(c, &c->batch, f);
+  if (rc == KL_OK) {
+    c->run_bytes += c->it.end - c->it.p;
+    fill_ahead(c);
+  }
   return rc;
 }
 
@@ -662,9 +679,14 @@ static void fw_count(kl_cursor *c, int *row) {
 /* CS_RECORDS: decode the next record of the batch; a row when it is in
 ** the bounds.  Past hi the rows end; at the batch's end, what it taught
 ** is kept and the next batch is taken. */
-static kl_rc fw_records(kl_cursor *c, int *row, kl_err *err) {
+static inline kl_rc fw_records(kl_cursor *c, int *row, kl_err *err) {
   assert(c->state == CS_RECORDS);
   kl_rc rc = kl_records_next(&c->it, &c->rec, err);
+  if (rc == KL_OK && c->plain) { /* a full scan's: no check, nothing to note */
+    c->rd.stats->records_decoded++;
+    *row = 1;
+    return KL_OK;
+  }
   if (rc == KL_OK) {
     note_record(c);
     if (c->rec.offset > c->hi) finish(c);
@@ -1003,6 +1025,7 @@ done:
 kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   assert(c && b && c->log);
   leave_segment(c);
+  release_ahead(c); /* a scan claims it again once it proves long */
   c->bnd = *b;
   c->lo = b->off_lo;
   c->hi = b->off_hi;
@@ -1012,6 +1035,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->cts = NULL;
   c->curfact = NULL;
   c->run = 0;
+  c->run_bytes = 0;
   c->fpos = c->yielded = -1;
   c->ci = c->rn = c->ridx = 0;
   c->cur.live = c->ahead.live = 0;
@@ -1189,13 +1213,20 @@ kl_rc kl_cursor_next(kl_cursor *c, kl_err *err) {
   ** backward one in CS_BACKWARD. */
   assert(c->state == CS_DONE || (c->state == CS_BACKWARD) == (c->bnd.desc != 0));
   assert(c->state == CS_DONE || c->state == CS_BACKWARD || c->seg);
+  /* The hot states first, outside the state loop: count(*) spends most
+  ** of its time in CS_COUNT, a scan of values in CS_RECORDS, and the
+  ** loop's dispatch cost count(*) a third more a row. */
+  int row = 0;
   if (c->state == CS_COUNT) {
-    /* The hot state first, outside the state loop: count(*) spends most
-    ** of its time here, and the loop's dispatch cost it a third more a
-    ** row. */
-    int row = 0;
     fw_count(c, &row);
     if (row) return KL_OK;
+  } else if (c->state == CS_RECORDS) {
+    kl_rc rc = fw_records(c, &row, err);
+    if (rc == KL_OK && row) return KL_OK;
+    if (rc != KL_OK) {
+      finish(c);
+      return rc;
+    }
   }
   c->lazy = 0;
   if (c->state == CS_DONE) return KL_DONE;

@@ -20,6 +20,7 @@
 #ifndef KL_CURSOR_H
 #define KL_CURSOR_H
 
+#include "ahead.h"
 #include "batch.h"
 #include "keyset.h"
 #include "log.h"
@@ -72,17 +73,27 @@ void kl_cursor_free(kl_cursor *c);
 void kl_cursor_trim(kl_cursor *c);
 
 /*
-** Decompress ahead on `threads` worker threads (ahead.h; 0, the default:
-** none).  Only a forward scan that opens batch after batch the batch facts
-** know (segment.h) uses them: once it has opened KL_AHEAD_AFTER batches in
-** a row, the batches the facts say come next are queued, within the bounds;
-** lookups and counts, which open one batch or none, start no thread.  The
-** rows, their order and the errors are the same with threads as without;
-** the counters too, but for reads and bytes_read (a worker reads each
-** batch by itself) and batches_ahead.
+** Decompress ahead with read-ahead a (ahead.h) and `threads` workers (0,
+** the default: none, a is not used).  a is the caller's, kept across scans
+** (a table's: its workers start once and wait parked between scans) and
+** must outlive the cursor's use of it.  Only a forward scan that opens
+** batch after batch the batch facts know (segment.h) uses it: once it has
+** opened, since kl_cursor_start, KL_AHEAD_AFTER batches in a row holding
+** KL_AHEAD_AFTER_BYTES of records (decompressed), it claims a (kl_ahead_claim: of cursors lent the
+** same read-ahead, one scan at a time reads ahead, the others alone) and
+** queues the batches the facts say come next, within the bounds; it
+** releases a when the scan ends, starts again or the cursor is freed.
+** Lookups, counts and short windows never claim it, so they start no
+** thread and hand nothing over.  The rows, their order and the errors are
+** the same with threads as without; the counters too, but for reads and
+** bytes_read (a worker reads each batch by itself), batches_ahead and
+** threads_started.
 */
 enum { KL_AHEAD_AFTER = 3 };
-void kl_cursor_set_threads(kl_cursor *c, int threads);
+/* A short window reads less: handing its batches over would cost it more
+** than it gains. */
+#define KL_AHEAD_AFTER_BYTES ((int64_t)1 << 20)
+void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads);
 
 /* The counters the cursor's work went to. */
 const kl_stats *kl_cursor_stats(const kl_cursor *c);

@@ -148,6 +148,8 @@ typedef struct kl_stats {
   uint64_t sort_passes;         /* reads of the matching records' pairs
                                 ** for ORDER BY timestamp (one, unless they
                                 ** outgrow the sort_bytes option) */
+  uint64_t threads_started;     /* read-ahead workers started (ahead.h):
+                                ** once per table, not once per scan */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

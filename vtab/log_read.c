@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "ahead.h"
 #include "broker.h"
 #include "codec.h"
 #include "headers.h"
@@ -156,6 +157,7 @@ kl_rc lv_start_range(kl_vcursor *c, kl_err *err) {
 static kl_rc advance(kl_vcursor *c, kl_err *err) {
   if (c->heap) return lv_merge_next(c, err);
   if (c->tsd) return lv_tsd_next(c, err);
+  if (!c->batch_terms) return kl_cursor_next(c->cur, err); /* a row per record */
   kl_rc rc;
   while ((rc = kl_cursor_next(c->cur, err)) == KL_OK && lv_passed_over(c)) {
   }
@@ -173,6 +175,14 @@ static int scan_threads(const kl_vcursor *c) {
   if (n <= 0 || !sqlite3_threadsafe() || !sqlite3_db_mutex(vt->db)) return 0;
   if (vt->cpus > 0 && n > vt->cpus - 1) n = (int)(vt->cpus - 1);
   return n;
+}
+
+/* The table's read-ahead, made on first use (NULL when out of memory:
+** scans then read alone): one per table, so that its workers start once
+** and not once a scan, and wait parked between scans. */
+static kl_ahead *table_ahead(kl_vtab *vt, int threads) {
+  if (!vt->ra && kl_ahead_new(kl_sqlite_env(), threads, &vt->ra) != KL_OK) return NULL;
+  return vt->ra;
 }
 
 /* Make the chosen partition sel[k] the one read: its log and core cursor
@@ -210,7 +220,8 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
       return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);
     }
   }
-  kl_cursor_set_threads(c->cur, scan_threads(c));
+  int threads = scan_threads(c);
+  kl_cursor_set_ahead(c->cur, threads ? table_ahead(vt, threads) : NULL, threads);
   c->pbnd = c->bnd;
   /* Records below the log start offset are deleted for every consumer
   ** (core/log.h).  One at the first segment's base, from no checkpoint,
@@ -264,7 +275,16 @@ static int scan_end(kl_vcursor *c) {
 /* Move to the next row that the plan admits. */
 int lv_step(kl_vcursor *c) {
   kl_err err; /* per row: set up without clearing its 512 bytes */
-  kl_err_clear(&err);
+  err.rc = KL_OK;
+  err.msg[0] = 0;
+  if (c->plain) { /* the hot path: every record of the partition a row */
+    kl_rc rc = kl_cursor_next(c->cur, &err);
+    if (rc == KL_OK) return SQLITE_OK;
+    if (rc != KL_DONE) {
+      c->eof = 1;
+      return lv_report(c, rc, &err);
+    }
+  }
   for (;;) {
     if (c->limit == 0) {
       c->eof = 1;
@@ -452,6 +472,7 @@ static int start_merge(kl_vcursor *c, int idx) {
   kl_vtab *vt = (kl_vtab *)c->base.pVtab;
   lv_end_partition(c);
   c->merge = 1;
+  c->plain = 0;
   c->by_offset = (idx & KL_P_ORDERED) != 0;
   c->lanes = sqlite3_malloc64((sqlite3_uint64)c->nsel * sizeof *c->lanes);
   if (!c->lanes) return SQLITE_NOMEM;
@@ -485,6 +506,8 @@ static void reset_filter(kl_vcursor *c, int idx) {
   c->row_part = NULL;
   c->pid_lo = INT64_MIN;
   c->pid_hi = INT64_MAX;
+  c->batch_terms = 1; /* until the terms are read */
+  c->plain = 0;
   c->bnd = kl_bounds_all();
   c->bnd.desc = (idx & KL_P_DESC) != 0 && !(idx & KL_P_TS_ORDER);
 }
@@ -544,6 +567,9 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   if (a.in_list && ((rc = read_in_list(c, a.in_list)) != SQLITE_OK || c->n_in == 0)) return rc;
   if ((rc = set_keys(c, &a)) != SQLITE_OK || (a.key && c->keys.n == 0)) return rc;
   c->distinct = idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC);
+  c->batch_terms = c->read_committed || c->pid_lo != INT64_MIN || c->pid_hi != INT64_MAX;
+  c->plain = c->limit < 0 && c->skip == 0 && !c->distinct && !c->batch_terms &&
+             !(idx & KL_P_TS_ORDER);
   if (vt->app) kl_append_scan_begin(vt->app, a.in_list || a.key ? -1 : c->bnd.off_hi);
   c->eof = 0;
   if (idx & KL_P_TS_ORDER) {
@@ -618,8 +644,11 @@ static int column_known(kl_vcursor *c, sqlite3_context *ctx, int col) {
 
 /* Is col read from the record itself (load_row first)? */
 static int is_record_column(int col) {
-  return col == KL_COL_OFFSET || col == KL_COL_TIMESTAMP || col == KL_COL_KEY ||
-         col == KL_COL_VALUE || col == KL_COL_HEADERS || col == KL_COL_SEQUENCE;
+  enum {
+    RECORD = 1u << KL_COL_OFFSET | 1u << KL_COL_TIMESTAMP | 1u << KL_COL_KEY |
+             1u << KL_COL_VALUE | 1u << KL_COL_HEADERS | 1u << KL_COL_SEQUENCE
+  };
+  return col >= 0 && col < 32 && ((RECORD >> col) & 1);
 }
 
 /* The columns of record r, loaded. */
@@ -685,15 +714,14 @@ static void batch_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_
 
 int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   kl_vcursor *c = (kl_vcursor *)cur;
-  const kl_record *r = kl_cursor_record(c->cur);
-  const kl_batch *b = kl_cursor_batch(c->cur);
-  if (column_known(c, ctx, col)) return SQLITE_OK;
-  if (c->on_pair || is_record_column(col)) {
-    int rc = load_row(c);
-    if (rc) return rc;
+  int rc;
+  if (is_record_column(col)) { /* the hot path: a scan's values */
+    if (column_known(c, ctx, col)) return SQLITE_OK;
+    if ((c->on_pair || kl_cursor_lazy(c->cur)) && (rc = load_row(c)) != SQLITE_OK) return rc;
+    return record_column(c, ctx, col, kl_cursor_record(c->cur));
   }
-  if (is_record_column(col)) return record_column(c, ctx, col, r);
-  batch_column(c, ctx, col, b);
+  if (c->on_pair && (rc = load_row(c)) != SQLITE_OK) return rc;
+  batch_column(c, ctx, col, kl_cursor_batch(c->cur));
   return SQLITE_OK;
 }
 

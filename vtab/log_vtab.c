@@ -32,6 +32,7 @@
 
 #include "log_vtab.h"
 
+#include "ahead.h"
 #include "append.h"
 #include "cursor.h"
 #include "glue.h"
@@ -131,6 +132,7 @@ int64_t lv_place(kl_vtab *vt, kl_listref *k, size_t i) {
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
   kl_append_free(vt->app);
+  kl_ahead_free(vt->ra); /* no cursor is open: nothing is queued */
   kl_decode_opts_free(&vt->dec);
   kl_terms_memo_free(&vt->plans);
   /* A message SQLite did not take (xRollback's, whose result it ignores). */

@@ -62,6 +62,9 @@ typedef struct kl_vtab {
   kl_terms_memo plans;      /* the plans decoded last */
   long cpus;                /* cores online when connected (sysconf reads
                             ** a file: not once a query) */
+  kl_ahead *ra;             /* the read-ahead of its scans (core/ahead.h),
+                            ** made on first use: its workers start once
+                            ** and wait parked until the table disconnects */
 } kl_vtab;
 
 /* Partitions whose ordered streams one scan merges at most: one open
@@ -92,6 +95,12 @@ typedef struct kl_vcursor {
   sqlite3_int64 limit;      /* rows still allowed, -1 = no limit */
   sqlite3_int64 skip;       /* rows to skip first (OFFSET) */
   int64_t pid_lo, pid_hi;   /* producer_id bounds (inclusive) */
+  int batch_terms;          /* producer_id bounds or read_committed: a
+                            ** record may not be a row for its batch
+                            ** (lv_passed_over) */
+  int plain;                /* no LIMIT, OFFSET, DISTINCT, merge, order by
+                            ** timestamp or batch terms: each record the
+                            ** core cursor gives is a row (lv_step) */
   kl_keyset keys;           /* key = ?, key IN (...): the keys sought, which
                             ** bnd.keys points to then (core/keyset.h) */
   int distinct;             /* KL_P_DISTINCT or KL_P_DISTINCT_TOPIC: one row

@@ -73,8 +73,10 @@ static const kl_option options[] = {
     {"max_message_bytes", KL_OPT_MAX_MESSAGE_BYTES, 128,
      (int64_t)(KL_V2_HEADER + KL_MAX_BATCH_BYTES), NULL, NULL, 0},
     /* Workers decompressing ahead of a scan; SQLite's own sorter allows 8
-    ** (SQLITE_MAX_WORKER_THREADS), and more than the cores idle do not help. */
-    {"threads", KL_OPT_THREADS, 0, KL_AHEAD_MAX_THREADS, NULL, NULL, 0},
+    ** (SQLITE_MAX_WORKER_THREADS), and more than the cores idle do not help.
+    ** One by default: it is kept per table and only a long scan hands it
+    ** batches (core/cursor.h), so short queries pay nothing for it. */
+    {"threads", KL_OPT_THREADS, 0, KL_AHEAD_MAX_THREADS, NULL, NULL, 1},
     /* What ORDER BY timestamp holds in memory before it sorts in passes;
     ** 8 MiB is about what SQLite's own sorter holds before it spills. */
     {"sort_bytes", KL_OPT_SORT_BYTES, 64, INT64_MAX, NULL, NULL, 8 << 20},

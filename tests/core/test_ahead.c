@@ -3,7 +3,8 @@
 ** order queued hold the records a read on the caller's thread gives, with
 ** the same counters; a take of another batch drops the queue; whatever a
 ** worker cannot do (a read, a CRC, a stream, memory) is left to the
-** caller; at most KL_AHEAD_SLOTS are queued.
+** caller; at most KL_AHEAD_SLOTS are queued; one user at a time claims
+** the ring, whose workers outlive its scans.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -260,6 +261,61 @@ static void test_out_of_memory(void **state) {
   fx_close(&x);
 }
 
+/* One user at a time: a claim by another fails until the holder releases
+** (a release by anyone else does nothing).  The workers start once, on the
+** first push, and stay for the next claims; a release gives back every
+** slot's buffers; a claim with another count of workers restarts them. */
+static void test_claims(void **state) {
+  (void)state;
+  fx x;
+  fx_open(&x);
+  t_failalloc fa;
+  const kl_env *env = t_failenv(&fa, 0);
+  kl_ahead *a;
+  assert_int_equal(kl_ahead_new(env, 1, &a), KL_OK);
+  long bare = fa.live, parked = 0; /* the ring itself; and with a parked worker */
+  int u1, u2;
+  kl_stats st = {0};
+  assert_null(kl_ahead_user(a));
+  assert_true(kl_ahead_claim(a, &u1, 1, &st));
+  assert_true(kl_ahead_claim(a, &u1, 1, &st)); /* already its own */
+  assert_false(kl_ahead_claim(a, &u2, 1, &st));
+  assert_ptr_equal(kl_ahead_user(a), &u1);
+  for (int round = 0; round < 3; round++) {
+    const void *u = round % 2 ? (const void *)&u2 : (const void *)&u1;
+    if (round) assert_true(kl_ahead_claim(a, u, 1, &st));
+    kl_records it;
+    for (int i = 0; i < 6; i++) assert_true(kl_ahead_push(a, &x, &x.f, &x.b[i]));
+    for (int i = 0; i < 6; i++) assert_int_equal(kl_ahead_take(a, &x, &x.b[i], &it, &st), KL_OK);
+    assert_true(fa.live > bare); /* (no job left: the workers allocate nothing now) */
+    for (int i = 6; i < 9; i++) assert_true(kl_ahead_push(a, &x, &x.f, &x.b[i]));
+    assert_int_equal(kl_ahead_take(a, &x, &x.b[6], &it, &st), KL_OK);
+    kl_ahead_release(a, round % 2 ? (const void *)&u1 : (const void *)&u2); /* not the holder */
+    assert_ptr_equal(kl_ahead_user(a), u);
+    assert_int_equal(kl_ahead_queued(a), 2);
+    kl_ahead_release(a, u);
+    assert_null(kl_ahead_user(a));
+    assert_int_equal(kl_ahead_queued(a), 0);
+    /* No batch kept between scans: only the worker's decoder state stays
+    ** (a block or two), not the slots' buffers (two a slot used). */
+    if (round == 0) parked = fa.live;
+    assert_int_equal(fa.live, parked);
+    assert_true(parked - bare < KL_AHEAD_SLOTS);
+  }
+  assert_int_equal(st.threads_started, 1);
+  assert_int_equal(st.batches_ahead, 21);
+  /* Another count: the workers are joined, and started again when pushed to. */
+  assert_true(kl_ahead_claim(a, &u1, 2, &st));
+  assert_int_equal(kl_ahead_threads(a), 2);
+  assert_int_equal(st.threads_started, 1);
+  assert_true(kl_ahead_push(a, &x, &x.f, &x.b[0]));
+  assert_int_equal(st.threads_started, 3);
+  kl_ahead_release(a, &u1);
+  kl_ahead_free(a);
+  assert_int_equal(fa.live, 0);
+  fx_close(&x);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_taken_in_order),
@@ -267,6 +323,7 @@ int main(void) {
       cmocka_unit_test(test_other_batch_drops),
       cmocka_unit_test(test_failures_left_to_caller),
       cmocka_unit_test(test_out_of_memory),
+      cmocka_unit_test(test_claims),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

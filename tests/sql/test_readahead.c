@@ -2,8 +2,10 @@
 ** test_readahead.c - scans that decompress ahead on worker threads (the
 ** threads option, core/ahead.h) give what a scan on one thread gives: the
 ** same rows in the same order, the same error at the same row, the same
-** counters (but reads, bytes_read and batches_ahead); lookups and counts
-** start no worker; the memory the workers hold is bounded.
+** counters (but reads, bytes_read, batches_ahead and threads_started);
+** the workers are the table's, started once and reused scan after scan;
+** lookups, counts and short windows start no worker and hand nothing
+** over; the memory the workers hold is bounded.
 */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -131,7 +133,7 @@ static void test_fixtures_same_rows(void **state) {
 ** thread) give the same rows. */
 static void test_codecs_same_rows(void **state) {
   (void)state;
-  char *dir = codec_log("ahead-rows", 400, 25, 120, 96 * 1024);
+  char *dir = codec_log("ahead-rows", 400, 25, 400, 256 * 1024);
   const char *queries[] = {
       "SELECT " ALL_COLUMNS " FROM kafka_log(?1) WHERE threads = ?2",
       "SELECT offset, length(value), key FROM kafka_log(?1) WHERE threads = ?2"
@@ -172,12 +174,54 @@ static work warm_scan(sqlite3 *db, const char *sql, const char *dir, int threads
   return w;
 }
 
+/* The batches a warm scan of dir reading ahead leaves to the workers:
+** every one after the scan proved long (KL_AHEAD_AFTER batches holding
+** KL_AHEAD_AFTER_BYTES of records, decompressed: cursor.h) but each
+** segment's first, opened before its file is queued from. */
+static int64_t expected_ahead(const char *dir) {
+  sqlite3 *db = st_open();
+  sqlite3_stmt *st = st_prep(db, "SELECT segment FROM kafka_segments(?1) ORDER BY segment", "t",
+                             dir);
+  int64_t n = 0, bytes = 0, ahead = 0;
+  kl_buf scratch = {0};
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    char log[1200];
+    snprintf(log, sizeof log, "%s/%020lld.log", dir, (long long)sqlite3_column_int64(st, 0));
+    size_t len;
+    uint8_t *f = t_read_file(log, &len);
+    assert_non_null(f);
+    for (size_t pos = 0; pos < len;) {
+      kl_batch b = {0};
+      kl_records it;
+      kl_err e = {0};
+      assert_int_equal(kl_batch_parse(f + pos, len - pos, &b, &e), KL_OK);
+      assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &e), KL_OK);
+      if (n >= KL_AHEAD_AFTER && bytes >= KL_AHEAD_AFTER_BYTES && pos > 0 &&
+          b.size >= KL_AHEAD_MIN_BATCH) {
+        ahead++;
+      }
+      n++;
+      bytes += it.end - it.p;
+      pos += (size_t)b.size;
+    }
+    free(f);
+  }
+  kl_buf_free(NULL, &scratch);
+  sqlite3_finalize(st);
+  st_close(db);
+  return ahead;
+}
+
+/* A log of about 2 MiB in 5 segments: long enough for a scan to prove
+** long. */
+static char *long_log(const char *tag) { return codec_log(tag, 300, 20, 400, 512 * 1024); }
+
 /* The counters say the same work was done, by whom: with threads the
-** batches come from the workers, all but the first few of each segment;
-** without, none does. */
+** batches come from the workers, all but those before the scan proved
+** long and the first of each segment; without, none does. */
 static void test_counters(void **state) {
   (void)state;
-  char *dir = codec_log("ahead-counters", 300, 20, 100, 128 * 1024);
+  char *dir = long_log("ahead-counters");
   const char *sql = "SELECT sum(length(value)) FROM kafka_log(?1) WHERE threads = ?2";
   sqlite3 *db0 = st_open(), *db1 = st_open();
   work a = warm_scan(db0, sql, dir, 0), b = warm_scan(db1, sql, dir, 1);
@@ -189,18 +233,112 @@ static void test_counters(void **state) {
   assert_int_equal(a.ahead, 0);
   int64_t segs = st_int(db1, "SELECT count(*) FROM kafka_segments(?1)", "t", dir);
   assert_true(segs >= 3);
-  /* The first KL_AHEAD_AFTER batches are opened before the run is seen,
-  ** and each later segment's first before its file is queued from; every
-  ** other batch was queued (and no worker fails here). */
-  assert_int_equal(b.ahead, b.decoded - KL_AHEAD_AFTER - (segs - 1));
+  int64_t want = expected_ahead(dir);
+  assert_true(want > 100 && want < b.decoded - KL_AHEAD_AFTER - (segs - 1));
+  assert_int_equal(b.ahead, want);
   st_close(db0);
   st_close(db1);
   t_rmdir(dir);
   free(dir);
 }
 
-/* A lookup, a count and a short LIMIT open a batch or none: no worker is
-** started, nothing is read ahead. */
+/* The workers are the table's: the first long scan starts them, and every
+** long scan after it hands its batches to the same ones, parked between
+** scans; short windows, lookups and counts claim nothing, so they start no
+** worker and hand nothing over, before or after; threads = 0 reads alone. */
+static void test_workers_kept_per_table(void **state) {
+  (void)state;
+  char *dir = long_log("ahead-kept");
+  int64_t want = expected_ahead(dir);
+  const char *scan = "SELECT sum(length(value)) FROM kafka_log(?1)"; /* the default */
+  /* About 1,000 records, 50 batches, under KL_AHEAD_AFTER_BYTES. */
+  const char *window = "SELECT count(*), sum(length(value)) FROM kafka_log(?1)"
+                       " WHERE timestamp >= 1700000003000 AND timestamp < 1700000006000";
+  sqlite3 *db = st_open();
+  st_run(db, "SELECT count(value) FROM kafka_log(?1) WHERE threads = 0", "t", dir); /* the facts */
+  assert_int_equal(stat_of(db, "threads_started"), 0);
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  for (int i = 0; i < 20; i++) {
+    assert_int_equal(st_int(db, window, "t", dir), 1000);
+    assert_int_equal(st_int(db, "SELECT length(value) FROM kafka_log(?1) WHERE offset = ?2", "ti",
+                            dir, (int64_t)(i * 271)), 402);
+  }
+  assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1)", "t", dir), 6000);
+  assert_int_equal(stat_of(db, "threads_started"), 0);
+  assert_int_equal(stat_of(db, "batches_ahead"), 0);
+  int64_t sum = st_int(db, scan, "t", dir);
+  assert_int_equal(stat_of(db, "threads_started"), 1);
+  assert_int_equal(stat_of(db, "batches_ahead"), want);
+  for (int i = 0; i < 3; i++) {
+    assert_int_equal(st_int(db, scan, "t", dir), sum);
+    assert_int_equal(st_int(db, window, "t", dir), 1000);
+  }
+  assert_int_equal(stat_of(db, "threads_started"), 1);
+  assert_int_equal(stat_of(db, "batches_ahead"), 4 * want);
+  assert_int_equal(st_int(db, "SELECT sum(length(value)) FROM kafka_log(?1) WHERE threads = 0",
+                          "t", dir), sum);
+  assert_int_equal(stat_of(db, "batches_ahead"), 4 * want);
+  /* Another connection's table has its own. */
+  sqlite3 *other = st_open();
+  st_run(other, scan, "t", dir);
+  st_run(other, scan, "t", dir);
+  assert_true(stat_of(other, "batches_ahead") >= want);
+  assert_int_equal(stat_of(other, "threads_started"), 1);
+  st_close(other);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* Two scans of one table stepped in turn: the first to prove long claims
+** the workers, the other reads alone until they are free; both give the
+** rows of one thread. */
+static void test_two_scans_one_table(void **state) {
+  (void)state;
+  char *dir = long_log("ahead-two");
+  int64_t want = expected_ahead(dir);
+  const char *sql = "SELECT offset, value FROM kafka_log(?1) WHERE threads = ?2";
+  sqlite3 *db = st_open();
+  st_run(db, sql, "ti", dir, (int64_t)0); /* the facts */
+  char *one = render(db, sql, dir, 0);
+  st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+  sqlite3_stmt *st[2] = {st_prep(db, sql, "ti", dir, (int64_t)1), st_prep(db, sql, "ti", dir,
+                                                                          (int64_t)1)};
+  st_buf out[2] = {{0}, {0}};
+  int live = 2;
+  int rc[2] = {SQLITE_ROW, SQLITE_ROW};
+  while (live) {
+    for (int k = 0; k < 2; k++) {
+      if (rc[k] != SQLITE_ROW) continue;
+      if ((rc[k] = sqlite3_step(st[k])) == SQLITE_ROW) {
+        st_render_value(&out[k], st[k], 0);
+        st_buf_printf(&out[k], "|");
+        st_render_value(&out[k], st[k], 1);
+        st_buf_printf(&out[k], "\n");
+      } else {
+        assert_int_equal(rc[k], SQLITE_DONE);
+        live--;
+      }
+    }
+  }
+  for (int k = 0; k < 2; k++) {
+    sqlite3_finalize(st[k]);
+    assert_same_text("two scans", one, out[k].p);
+    st_buf_free(&out[k]);
+  }
+  /* The first scan's batches, and at most a few of the second's once the
+  ** first ended. */
+  int64_t ahead = stat_of(db, "batches_ahead");
+  assert_true(ahead >= want && ahead <= want + KL_AHEAD_SLOTS);
+  assert_int_equal(stat_of(db, "threads_started"), 1);
+  free(one);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* A lookup, a count and a short LIMIT open a batch or none: with the
+** default threads, no worker is started, nothing is read ahead. */
 static void test_lookups_read_nothing_ahead(void **state) {
   (void)state;
   char *dir = codec_log("ahead-lookups", 200, 20, 100, 1 << 20);
@@ -214,6 +352,7 @@ static void test_lookups_read_nothing_ahead(void **state) {
   st_run(db, "SELECT value FROM kafka_log(?1) LIMIT 10", "t", dir);
   st_run(db, "SELECT value FROM kafka_log(?1) WHERE offset IN (5, 500, 3000)", "t", dir);
   assert_int_equal(stat_of(db, "batches_ahead"), 0);
+  assert_int_equal(stat_of(db, "threads_started"), 0);
   st_close(db);
   t_rmdir(dir);
   free(dir);
@@ -239,7 +378,7 @@ static void batch_of(sqlite3 *db, const char *part, int64_t off, int64_t *pos, i
 ** workers met it first and left it to the scan. */
 static void test_bad_batch_same_error(void **state) {
   (void)state;
-  char *dir = codec_log("ahead-damage", 120, 20, 100, 1 << 20);
+  char *dir = codec_log("ahead-damage", 120, 20, 3000, 64 << 20); /* one segment */
   sqlite3 *db = st_open();
   int64_t pos, size;
   char log[1200];
@@ -334,9 +473,8 @@ static void test_threads_option(void **state) {
   char path[1024];
   snprintf(path, sizeof path, "%s/c-gzip/orders-0", KL_FIXTURES);
   sqlite3 *db = st_open();
-  /* Off unless asked for: a worker's start costs more than a short scan
-  ** repeated many times wins back. */
-  assert_int_equal(st_int(db, "SELECT threads FROM kafka_log(?1) LIMIT 1", "t", path), 0);
+  /* One by default: kept per table, it costs short scans nothing. */
+  assert_int_equal(st_int(db, "SELECT threads FROM kafka_log(?1) LIMIT 1", "t", path), 1);
   assert_int_equal(st_int(db, "SELECT threads FROM kafka_log(?1) WHERE threads = 2 LIMIT 1", "t",
                           path), 2);
   sqlite3_stmt *st = st_prep(db, "SELECT count(*) FROM kafka_log(?1) WHERE threads = 17", "t",
@@ -363,6 +501,8 @@ int main(void) {
       cmocka_unit_test(test_fixtures_same_rows),
       cmocka_unit_test(test_codecs_same_rows),
       cmocka_unit_test(test_counters),
+      cmocka_unit_test(test_workers_kept_per_table),
+      cmocka_unit_test(test_two_scans_one_table),
       cmocka_unit_test(test_lookups_read_nothing_ahead),
       cmocka_unit_test(test_bad_batch_same_error),
       cmocka_unit_test(test_memory_bounded),
