@@ -255,6 +255,20 @@ static inline char *st_plan(sqlite3 *db, const char *sql, const char *dir) {
   return b.p;
 }
 
+/* sql with every word "T" replaced by from (sqlite3_malloc'd). */
+static inline char *st_with_from(const char *sql, const char *from) {
+  st_buf b = {0};
+  st_buf_printf(&b, "%s", "");
+  for (const char *p = sql; *p; p++) {
+    int word = *p == 'T' && (p == sql || p[-1] == ' ') && (p[1] == ' ' || !p[1]);
+    if (word) st_buf_printf(&b, "%s", from);
+    else st_buf_printf(&b, "%c", *p);
+  }
+  char *r = sqlite3_mprintf("%s", b.p);
+  st_buf_free(&b);
+  return r;
+}
+
 /* Print every row of a query (diagnostics). */
 static inline void st_print_rows(sqlite3 *db, const char *title, const char *sql,
                                  const char *fmt, ...) {

@@ -117,19 +117,6 @@ static char *make_logdir(void) {
   return root;
 }
 
-/* sql with every word "T" replaced by from (sqlite3_malloc'd). */
-static char *with_from(const char *sql, const char *from) {
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  for (const char *p = sql; *p; p++) {
-    if (*p == 'T' && (p == sql || p[-1] == ' ') && (p[1] == ' ' || !p[1])) st_buf_printf(&b, "%s", from);
-    else st_buf_printf(&b, "%c", *p);
-  }
-  char *r = sqlite3_mprintf("%s", b.p);
-  st_buf_free(&b);
-  return r;
-}
-
 /* The rows of the log directory in a native table n (keys as BLOBs, as
 ** kafka_log gives them). */
 static void make_native(sqlite3 *db, const char *root) {
@@ -216,7 +203,7 @@ static void test_key_search_exact(void **state) {
       const char *shape = shapes[k] + sqlite_compares;
       char *ps = sqlite3_mprintf(shape, values[v][0], values[v][0]);
       char *ns = sqlite3_mprintf(shape, values[v][sqlite_compares ? 0 : 1], values[v][0]);
-      char *pushed = with_from(ps, "kafka_log(?1)"), *native = with_from(ns, "n");
+      char *pushed = st_with_from(ps, "kafka_log(?1)"), *native = st_with_from(ns, "n");
       char *a = st_answer(db, pushed, root), *b = st_answer(db, native, NULL);
       if (strcmp(a, b)) fail_msg("%s:\n%s\nbut a native table gives:\n%s", pushed, a, b);
       free(a);
@@ -413,7 +400,7 @@ static void test_distinct_from_listing(void **state) {
       "SELECT topic, partition FROM T GROUP BY partition, topic HAVING count(*) > 100",
   };
   for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
-    char *pushed = with_from(shapes[k], "kafka_log(?1)"), *native = with_from(shapes[k], "n");
+    char *pushed = st_with_from(shapes[k], "kafka_log(?1)"), *native = st_with_from(shapes[k], "n");
     char *a = st_answer(db, pushed, root), *b = st_answer(db, native, NULL);
     if (strcmp(a, b)) fail_msg("%s:\n%s\nbut a native table gives:\n%s", pushed, a, b);
     free(a);

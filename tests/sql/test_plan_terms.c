@@ -98,19 +98,6 @@ static void test_producer_id_skips_batches(void **state) {
   t_drop_partition(dir);
 }
 
-/* sql with every "T" replaced by from (sqlite3_malloc'd). */
-static char *with_from(const char *sql, const char *from) {
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  for (const char *p = sql; *p; p++) {
-    if (*p == 'T' && (p == sql || p[-1] == ' ') && (p[1] == ' ' || !p[1])) st_buf_printf(&b, "%s", from);
-    else st_buf_printf(&b, "%c", *p);
-  }
-  char *r = sqlite3_mprintf("%s", b.p);
-  st_buf_free(&b);
-  return r;
-}
-
 /* The same rows whatever the plan: each query with producer_id = v pushed
 ** down gives what SQLite gives on a native table of the same rows, and for
 ** a number what it gives checking producer_id + 0 = v itself. */
@@ -144,12 +131,12 @@ static void test_producer_id_exact(void **state) {
       char *eq = sqlite3_mprintf("= %s", values[v]);
       char *plus = sqlite3_mprintf("+ 0 = %s", values[v]);
       char *shape = sqlite3_mprintf(shapes[k], eq, eq);
-      char *pushed = with_from(shape, "kafka_log(?1)"), *native = with_from(shape, "n");
+      char *pushed = st_with_from(shape, "kafka_log(?1)"), *native = st_with_from(shape, "n");
       char *a = st_answer(db, pushed, dir), *b = st_answer(db, native, NULL);
       if (strcmp(a, b)) fail_msg("%s:\n%s\nbut a native table gives:\n%s", pushed, a, b);
       if (values[v][0] != '\'' && values[v][0] != 'x') {
         char *pshape = sqlite3_mprintf(shapes[k], plus, plus);
-        char *checked = with_from(pshape, "kafka_log(?1)");
+        char *checked = st_with_from(pshape, "kafka_log(?1)");
         char *c = st_answer(db, checked, dir);
         if (strcmp(a, c)) fail_msg("%s:\n%s\nbut SQLite's check gives:\n%s", pushed, a, c);
         free(c);
