@@ -284,6 +284,20 @@ void kl_listref_release(kl_listref *k) {
   }
 }
 
+uint32_t *kl_listref_place(kl_listref *k, size_t i) {
+  if (!k->place) {
+    size_t n = kl_broker_count(k->b);
+    if (!(k->place = kl_malloc(k->env, n * sizeof *k->place + 1))) return NULL;
+    memset(k->place, 0, n * sizeof *k->place);
+  }
+  return &k->place[i];
+}
+
+void kl_listref_forget_places(kl_listref *k) {
+  kl_free(k->env, k->place);
+  k->place = NULL;
+}
+
 /* Are the log directories unchanged since they were listed?  Kafka
 ** replaces a checkpoint by renaming a new file over it, and adds or
 ** removes partitions as directories: each changes the directory's mtime.

@@ -112,6 +112,14 @@ int kl_listref_whole(const kl_listref *k);
 int kl_listref_serves(const kl_listref *k, const kl_part_name *named);
 void kl_listref_release(kl_listref *k);
 
+/* The slot of partition i (below kl_broker_count) in k's place array:
+** its place + 1, 0 until the table gives it one (log_vtab.h).  The array
+** is k's, allocated through k's env on first use (zeroed) and freed with
+** k.  NULL when out of memory. */
+uint32_t *kl_listref_place(kl_listref *k, size_t i);
+/* Forget every place k holds (its table numbers partitions afresh). */
+void kl_listref_forget_places(kl_listref *k);
+
 typedef struct kl_logcache kl_logcache;
 
 /* A cache whose logs are opened through env and keep their segments in

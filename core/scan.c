@@ -625,13 +625,34 @@ kl_rc kl_scan_salvage(kl_reader *rd, kl_segment *s, kl_err *err) {
 /* ---- where walks start ---- */
 
 /*
+** Does legacy compressed wrapper b (its bytes readable, its CRC checked)
+** start at or below target?  Its header knows only its last offset, and
+** the index entry naming it cannot stand for its first: an entry of a
+** segment renamed below its base (or of an index copied from elsewhere) is
+** off by the difference, and agrees with the header all the same.  The
+** first offset is in its records, opened into the reader's scratch, where
+** the walk finds them again.  Records that do not decode make it not
+** start there: the walk from earlier meets that damage itself.
+*/
+static kl_rc wrapper_starts_by(kl_reader *rd, kl_segment *s, const kl_batch *b, int64_t target,
+                               int *holds, kl_err *err) {
+  kl_records it;
+  kl_err e = {0};
+  kl_rc rc = kl_reader_records(rd, s, b, &it, &e);
+  if (rc == KL_CORRUPT) return KL_OK;
+  if (rc) return kl_err_set(err, rc, "%s", e.msg);
+  *holds = it.b.base_offset <= target;
+  return KL_OK;
+}
+
+/*
 ** Is the offset index entry in slot usable for a walk towards target?  The
 ** batch it points to must be intact and must not start after target: then,
 ** offsets being increasing in a log, nothing at or above target lies before
-** it.  For a legacy compressed wrapper the first offset is unknown without
-** decompressing, so the entry must agree with both index generations
-** instead (key = first offset before Kafka 2.0, last offset since).  In
-** skip mode the batch must also be one the canonical walk keeps.
+** it.  For a legacy compressed wrapper the header tells that much when its
+** last offset is at or below target; otherwise the first offset is read
+** from its records (wrapper_starts_by).  In skip mode the batch must also
+** be one the canonical walk keeps.
 **
 ** "Intact" is the CRC, unless the entry witnesses the header: since Kafka
 ** 2.0 an entry's key is the last offset of the batch it points to, written
@@ -673,9 +694,10 @@ static kl_rc entry_holds(kl_reader *rd, kl_segment *s, kl_index *ix, int64_t slo
   }
   int ok;
   if (!f && ((rc = verify(rd, s, &b, &ok, msg, sizeof msg, err)) != KL_OK || !ok)) return rc;
-  if (b.first_known) *holds = b.base_offset <= target;
-  else *holds = b.last_offset >= key && (slot == 0 || b.last_offset > kl_index_offset_at(ix, slot - 1));
-  return KL_OK;
+  *holds = (b.first_known ? b.base_offset : b.last_offset) <= target;
+  if (*holds || b.first_known) return KL_OK;
+  if (f && ((rc = verify(rd, s, &b, &ok, msg, sizeof msg, err)) != KL_OK || !ok)) return rc;
+  return wrapper_starts_by(rd, s, &b, target, holds, err);
 }
 
 static void seek_none(kl_segment *s, kl_seek *out) {

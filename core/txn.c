@@ -229,9 +229,101 @@ static kl_producer snapshot_entry(const uint8_t *e) {
   return p;
 }
 
-/* The newest producer snapshot at or below leo that Kafka would load
-** (version 1, CRC-32C of the rest holding), its entries put in *s; *from =
-** its offset, or -1 when there is none to use.
+/* Read the producer snapshot at path into *s: *ok when Kafka would load it
+** (version 1, CRC-32C of the rest holding, whole entries), else *ok = 0
+** and s empty (Kafka deletes a snapshot it cannot read and tries the one
+** before).  KL_NOMEM, KL_IO. */
+static kl_rc read_snapshot(const kl_env *env, const char *path, open_set *s, int *ok,
+                           kl_err *err) {
+  uint8_t *p;
+  size_t n;
+  *ok = 0;
+  s->n = 0;
+  kl_err re = {0};
+  kl_rc rc = read_all(env, path, &p, &n, &re);
+  if (rc == KL_NOTFOUND || rc == KL_CORRUPT) return KL_OK; /* gone, or too large to be one */
+  if (rc) return kl_err_set(err, rc, "%s", re.msg);
+  *ok = n >= KL_SNAP_HEADER && kl_get_i16(p) == 1 &&
+        kl_get_u32(p + 2) == kl_crc32c(0, p + 6, n - 6);
+  int32_t count = *ok ? kl_get_i32(p + 6) : 0;
+  *ok = *ok && count >= 0 && (size_t)count == (n - KL_SNAP_HEADER) / KL_SNAP_ENTRY &&
+        (n - KL_SNAP_HEADER) % KL_SNAP_ENTRY == 0;
+  for (int32_t i = 0; *ok && rc == KL_OK && i < count; i++) {
+    kl_producer e = snapshot_entry(p + KL_SNAP_HEADER + (size_t)i * KL_SNAP_ENTRY);
+    if (open_add(env, s, &e) != KL_OK) {
+      rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
+    }
+  }
+  kl_free(env, p);
+  if (!*ok) s->n = 0;
+  return rc;
+}
+
+static int cmp_i64_desc(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return (x < y) - (x > y);
+}
+
+/* The offsets of the producer snapshots Kafka's loader keeps for log, the
+** newest first, into *out (kl_malloc'd, NULL when none): those at a
+** segment's base offset, and of the others (strays) only the largest, when
+** it is at or above every segment's base (the one a clean shutdown writes
+** at the log end) (ProducerStateManager.removeStraySnapshots); then none
+** above leo (truncateAndReload).  KL_NOMEM. */
+static kl_rc snapshot_offsets(kl_log *log, int64_t leo, int64_t **out, size_t *n, kl_err *err) {
+  const kl_env *env = kl_log_env(log);
+  *out = NULL;
+  *n = 0;
+  void *d = kl_os_opendir(env, kl_log_dir(log));
+  if (!d) return KL_OK; /* the walk from the start finds the same */
+  int64_t *o = NULL, stray = -1, off;
+  size_t cap = 0;
+  const char *name;
+  int isdir;
+  kl_rc rc = KL_OK;
+  while (rc == KL_OK && kl_os_readdir(env, d, &name, &isdir) > 0) {
+    if (isdir || !kl_offset_file_name(name, ".snapshot", &off)) continue;
+    const kl_segment *s = kl_log_floor(log, off);
+    if (!s || s->base != off) {
+      if (off > stray) stray = off;
+      continue;
+    }
+    if (*n == cap) {
+      size_t c = cap ? cap * 2 : 8;
+      int64_t *q = kl_realloc(env, o, (c + 1) * sizeof *q);
+      if (!q) {
+        rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", kl_log_dir(log));
+        break;
+      }
+      o = q;
+      cap = c;
+    }
+    if (off <= leo) o[(*n)++] = off;
+  }
+  kl_os_closedir(env, d);
+  const kl_segment *last = kl_log_last(log);
+  if (rc == KL_OK && stray >= 0 && stray <= leo && (!last || stray >= last->base)) {
+    if (!o && !(o = kl_malloc(env, sizeof *o))) {
+      rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", kl_log_dir(log));
+    } else {
+      o[(*n)++] = stray; /* room: cap + 1 slots, or the one just made */
+    }
+  }
+  if (rc) {
+    kl_free(env, o);
+    *n = 0;
+    return rc;
+  }
+  if (*n > 1) qsort(o, *n, sizeof *o, cmp_i64_desc);
+  *out = o;
+  return KL_OK;
+}
+
+/* The newest producer snapshot at or below leo that Kafka would load, its
+** entries put in *s; *from = its offset, or -1 when there is none to use.
+** Kafka loads the newest it keeps (snapshot_offsets) and, when that one
+** does not read, deletes it and tries the one before, down to none (the
+** state is then rebuilt from the log start).
 **   +-------------+-----------+-------------+------------------------+
 **   | version i16 | crc32c u32| count i32   | count x 46-byte entry  |
 **   +-------------+-----------+-------------+------------------------+
@@ -239,39 +331,16 @@ static kl_producer snapshot_entry(const uint8_t *e) {
 static kl_rc load_snapshot(kl_log *log, int64_t leo, open_set *s, int64_t *from, kl_err *err) {
   const kl_env *env = kl_log_env(log);
   *from = -1;
-  void *d = kl_os_opendir(env, kl_log_dir(log));
-  if (!d) return KL_OK; /* the walk from the start finds the same */
-  int64_t best = -1, off;
-  const char *name;
-  int isdir;
-  while (kl_os_readdir(env, d, &name, &isdir) > 0) {
-    if (kl_offset_file_name(name, ".snapshot", &off) && off <= leo && off > best) best = off;
-  }
-  kl_os_closedir(env, d);
-  if (best < 0) return KL_OK;
-  char path[4096];
-  snprintf(path, sizeof path, "%s/%020lld.snapshot", kl_log_dir(log), (long long)best);
-  uint8_t *p;
+  int64_t *o;
   size_t n;
-  kl_rc rc = read_all(env, path, &p, &n, err);
-  if (rc == KL_NOTFOUND) return KL_OK;
-  if (rc) return rc;
-  /* Kafka deletes a snapshot it cannot read and rebuilds from the log: so
-  ** does this, by walking from the start. */
-  int ok = n >= KL_SNAP_HEADER && kl_get_i16(p) == 1 &&
-           kl_get_u32(p + 2) == kl_crc32c(0, p + 6, n - 6);
-  int32_t count = ok ? kl_get_i32(p + 6) : 0;
-  ok = ok && count >= 0 && (size_t)count == (n - KL_SNAP_HEADER) / KL_SNAP_ENTRY &&
-       (n - KL_SNAP_HEADER) % KL_SNAP_ENTRY == 0;
-  for (int32_t i = 0; ok && rc == KL_OK && i < count; i++) {
-    kl_producer e = snapshot_entry(p + KL_SNAP_HEADER + (size_t)i * KL_SNAP_ENTRY);
-    if (open_add(env, s, &e) != KL_OK) {
-      rc = kl_err_set(err, KL_NOMEM, "out of memory reading %s", path);
-    }
+  kl_rc rc = snapshot_offsets(log, leo, &o, &n, err);
+  for (size_t i = 0; rc == KL_OK && i < n && *from < 0; i++) {
+    char path[4096];
+    int ok;
+    snprintf(path, sizeof path, "%s/%020lld.snapshot", kl_log_dir(log), (long long)o[i]);
+    if ((rc = read_snapshot(env, path, s, &ok, err)) == KL_OK && ok) *from = o[i];
   }
-  kl_free(env, p);
-  if (ok && rc == KL_OK) *from = best;
-  if (!ok) s->n = 0;
+  kl_free(env, o);
   return rc;
 }
 

@@ -18,9 +18,11 @@
 ** still open: transactional batches of a producer after its last marker.
 ** Both come from one walk of every batch from the log start (the first
 ** record of each control batch is read, data batches are not decoded); the
-** newest producer snapshot (<offset>.snapshot, the producers' open
-** transactions at that offset) is the state there, as Kafka's broker
-** restores it: it knows the transactions begun before the log start.
+** newest producer snapshot Kafka's loader keeps and can read
+** (<offset>.snapshot at a segment's base, or the last one beyond every
+** base; one that does not read gives way to the one before) is the state
+** there, as Kafka's broker restores it: it knows the transactions begun
+** before the log start.
 */
 #ifndef KL_TXN_H
 #define KL_TXN_H

@@ -33,10 +33,7 @@ int lv_open(sqlite3_vtab *base, sqlite3_vtab_cursor **out) {
   ** again when no statement reads it. */
   if (vt->cursors++ == 0 && kl_places_count(vt->places) > KL_PLACES_MAX / 2) {
     kl_places_clear(vt->places);
-    if (vt->bk) {
-      sqlite3_free(vt->bk->place);
-      vt->bk->place = NULL;
-    }
+    if (vt->bk) kl_listref_forget_places(vt->bk);
   }
   *out = &c->base;
   return SQLITE_OK;

@@ -111,18 +111,14 @@ int lv_listing_serves(const kl_listref *k, const kl_part_filter *f) {
 
 int64_t lv_place(kl_vtab *vt, kl_listref *k, size_t i) {
   if (kl_broker_single(k->b)) return 0; /* the rowid is the offset */
-  if (!k->place) {
-    size_t n = kl_broker_count(k->b);
-    k->place = sqlite3_malloc64((sqlite3_uint64)n * sizeof *k->place + 1);
-    if (!k->place) return -1;
-    memset(k->place, 0, n * sizeof *k->place);
-  }
-  if (!k->place[i]) {
+  uint32_t *slot = kl_listref_place(k, i);
+  if (!slot) return -1;
+  if (!*slot) {
     int64_t p = kl_places_get(vt->places, kl_broker_part(k->b, i)->dir);
     if (p < 0) return -1;
-    k->place[i] = (uint32_t)p + 1;
+    *slot = (uint32_t)p + 1;
   }
-  return (int64_t)k->place[i] - 1;
+  return (int64_t)*slot - 1;
 }
 
 /* ---- create / connect / disconnect ---- */

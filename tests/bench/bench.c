@@ -367,11 +367,6 @@ static long op_tail(work *w) {
 
 typedef long (*op_fn)(work *w);
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 typedef struct rate {
   double ops_s;             /* operations per second (median of 3) */
   double rows_s;            /* rows per second (same run) */
@@ -401,7 +396,7 @@ static void measure_pair(op_fn f, work w[2], double min_time, rate out[2]) {
   }
   for (int i = 0; i < 2; i++) {
     double o[3] = {ops[i][0], ops[i][1], ops[i][2]};
-    qsort(o, 3, sizeof *o, cmp_double);
+    qsort(o, 3, sizeof *o, cmp_doubles);
     out[i].ops_s = o[1];
     out[i].rows_s = 0;
     for (int r = 0; r < 3; r++) {
@@ -453,7 +448,7 @@ static double first_answer_median(const char *dir, const char *dbpath, int64_t o
     v[n] = first_answer(dir, dbpath, off + n);
     n++;
   }
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, cmp_doubles);
   return v[n / 2];
 }
 

@@ -2,14 +2,18 @@
 ** benchutil.h - what the benchmark programs share: a fatal error that
 ** names the program, the monotonic clock every figure is timed with, the
 ** xorshift64* generator their parameters are drawn from (fixed seed: runs
-** draw the same parameters), their connections, their data directory
-** (made, then removed) and the CPU's name for the report.  Header-only: each program is one file.
+** draw the same parameters) and the splitmix64 finaliser their data is
+** made with, their connections and statements that must succeed, their
+** data directory (made, then removed), the order medians are taken in, the
+** JSON values of their reports and the CPU's name for them.  Header-only:
+** each program is one file (static inline: a program uses some of it).
 */
 #ifndef KL_BENCHUTIL_H
 #define KL_BENCHUTIL_H
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -49,6 +53,39 @@ static uint64_t rnd(void) {
   return g_rng * UINT64_C(2685821657736338717);
 }
 
+/* splitmix64's finaliser: record contents are drawn from it, seeded by
+** what they belong to, so that the log and the native table hold the
+** same records. */
+static inline uint64_t mix(uint64_t z) {
+  z += UINT64_C(0x9e3779b97f4a7c15);
+  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
+  return z ^ (z >> 31);
+}
+
+/* qsort order of doubles, ascending. */
+static inline int cmp_doubles(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+/* A JSON string of s, and a JSON number of v (null when negative or NaN:
+** a figure not measured). */
+static inline void json_string(FILE *j, const char *s) {
+  fputc('"', j);
+  for (; *s; s++) {
+    if (*s == '"' || *s == '\\') fprintf(j, "\\%c", *s);
+    else if ((unsigned char)*s < 0x20) fprintf(j, "\\u%04x", *s);
+    else fputc(*s, j);
+  }
+  fputc('"', j);
+}
+
+static inline void json_number(FILE *j, double v) {
+  if (v < 0 || isnan(v)) fprintf(j, "null");
+  else fprintf(j, "%.6g", v);
+}
+
 int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines *api);
 
 /* A connection with the module registered (linked in, not loaded). */
@@ -58,6 +95,12 @@ static sqlite3 *open_kafka(void) {
   char *err = NULL;
   if (sqlite3_kafkalog_init(db, &err, NULL) != SQLITE_OK) die("kafkalog init: %s", err);
   return db;
+}
+
+/* Run sql on db, or stop naming it. */
+static inline void exec_or_die(sqlite3 *db, const char *sql) {
+  char *err = NULL;
+  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
 }
 
 /* The native side's database, read-only. */

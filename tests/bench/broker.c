@@ -102,12 +102,6 @@ static volatile int64_t g_sink; /* keeps answers alive */
 
 /* Record contents from a generator of their own, seeded by what they
 ** belong to, so that the log and the table hold the same records. */
-static uint64_t mix(uint64_t z) {
-  z += UINT64_C(0x9e3779b97f4a7c15);
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
 
 static long part_records(const opts *o, int gi) {
   return o->rmin + (long)(mix((uint64_t)gi * 7919 + 1) % (uint64_t)(o->rmax - o->rmin + 1));
@@ -130,11 +124,6 @@ static int rec_value(char *v, int64_t off, int gi) {
     v[n++] = (char)('a' + s % 26);
   }
   return len;
-}
-
-static void sql_exec(sqlite3 *db, const char *sql) {
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
 }
 
 /* ---- writing the log directory and the native table ---- */
@@ -175,9 +164,9 @@ static void write_data(dataset *ds, const opts *o, const char *data) {
   if (!ds->nrec) die("out of memory");
   sqlite3 *db;
   if (sqlite3_open(ds->db, &db) != SQLITE_OK) die("open %s", ds->db);
-  sql_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
-               "CREATE TABLE t(topic TEXT, partition INTEGER, offset INTEGER, timestamp INTEGER,"
-               " value BLOB, PRIMARY KEY(topic, partition, offset)) WITHOUT ROWID;");
+  exec_or_die(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
+                  "CREATE TABLE t(topic TEXT, partition INTEGER, offset INTEGER, timestamp INTEGER,"
+                  " value BLOB, PRIMARY KEY(topic, partition, offset)) WITHOUT ROWID;");
   sqlite3_stmt *ins;
   if (sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?1,?2,?3,?4,?5)", -1, &ins, NULL)) {
     die("prepare: %s", sqlite3_errmsg(db));
@@ -226,7 +215,7 @@ static void write_data(dataset *ds, const opts *o, const char *data) {
     }
   }
   sqlite3_finalize(ins);
-  sql_exec(db, "CREATE INDEX t_ts ON t(timestamp); COMMIT;");
+  exec_or_die(db, "CREATE INDEX t_ts ON t(timestamp); COMMIT;");
   sqlite3_close(db);
   write_checkpoint(ds->logdir, "log-start-offset-checkpoint", o, ds->nrec, 0);
   write_checkpoint(ds->logdir, "replication-offset-checkpoint", o, ds->nrec, 1);
@@ -382,13 +371,8 @@ static sqlite3_stmt *prep_or_die(sqlite3 *db, const char *sql) {
   return st;
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 static double median(double *v, int n) {
-  qsort(v, (size_t)n, sizeof *v, cmp_double);
+  qsort(v, (size_t)n, sizeof *v, cmp_doubles);
   return n ? v[n / 2] : -1;
 }
 
@@ -666,21 +650,6 @@ static void print_probe(const char *what, const probe *p) {
   printf("  %-44s at the peak: %d .log, %d .index, %d .timeindex, %d directories, %d other\n",
          "", p->kinds[FD_LOG], p->kinds[FD_INDEX], p->kinds[FD_TIMEINDEX], p->kinds[FD_DIR],
          p->kinds[FD_OTHER]);
-}
-
-static void json_str(FILE *j, const char *s) {
-  fputc('"', j);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(j, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(j, "\\u%04x", *s);
-    else fputc(*s, j);
-  }
-  fputc('"', j);
-}
-
-static void json_num(FILE *j, double v) {
-  if (v < 0 || isnan(v)) fprintf(j, "null");
-  else fprintf(j, "%.6g", v);
 }
 
 static void json_probe(FILE *j, const char *name, const probe *p, int last) {
@@ -1003,10 +972,10 @@ int main(int argc, char **argv) {
   FILE *j = fopen(path, "w");
   if (!j) die("%s: %s", path, strerror(errno));
   fprintf(j, "{\n  \"machine\": {\"cpu\": ");
-  json_str(j, cpu);
+  json_string(j, cpu);
   fprintf(j, ", \"cpus\": %ld, \"kernel\": \"%s %s\", \"sqlite\": \"%s\", \"kafkalog\": ", ncpu,
           un.sysname, un.release, sqlite3_libversion());
-  json_str(j, version);
+  json_string(j, version);
   fprintf(j, ", \"loadavg_start\": %.2f, \"loadavg_end\": %.2f},\n", load0[0], load1[0]);
   fprintf(j,
           "  \"config\": {\"topics\": %d, \"partitions_per_topic\": %d, \"partitions\": %ld, "
@@ -1022,33 +991,33 @@ int main(int argc, char **argv) {
   for (int i = 0; i < g_nfig; i++) {
     figure *f = &g_fig[i];
     fprintf(j, "%s\n    {\"id\": \"%s\", \"what\": ", i ? "," : "", f->id);
-    json_str(j, f->label);
+    json_string(j, f->label);
     fprintf(j, ", \"sql_kafka_log\": ");
-    json_str(j, f->sql_k);
+    json_string(j, f->sql_k);
     fprintf(j, ", \"sql_native\": ");
-    if (f->sql_n[0]) json_str(j, f->sql_n);
+    if (f->sql_n[0]) json_string(j, f->sql_n);
     else fprintf(j, "null");
     fprintf(j, ", \"unit\": \"%s\", \"kafka_log_s\": ", f->unit);
-    json_num(j, f->k);
+    json_number(j, f->k);
     fprintf(j, ", \"native_s\": ");
-    json_num(j, f->n);
+    json_number(j, f->n);
     fprintf(j, ", \"ratio\": ");
-    json_num(j, ratio(f));
+    json_number(j, ratio(f));
     if (f->per > 0) {
       fprintf(j, ", \"rows_per_s_kafka_log\": ");
-      json_num(j, f->k > 0 ? f->per / f->k : -1);
+      json_number(j, f->k > 0 ? f->per / f->k : -1);
       fprintf(j, ", \"rows_per_s_native\": ");
-      json_num(j, f->n > 0 ? f->per / f->n : -1);
+      json_number(j, f->n > 0 ? f->per / f->n : -1);
     }
     char gl[32];
     goal_text(f, gl, sizeof gl);
     fprintf(j, ", \"goal\": ");
     if (f->goal_kind == G_NONE) fprintf(j, "null");
-    else json_str(j, gl);
+    else json_string(j, gl);
     fprintf(j, ", \"verdict\": \"%s\"", verdict(f));
     fprintf(j, ", \"same_answers\": %s, \"note\": ",
             f->correct < 0 ? "null" : f->correct ? "true" : "false");
-    json_str(j, f->note);
+    json_string(j, f->note);
     fprintf(j, "}");
   }
   fprintf(j, "\n  ],\n  \"descriptors\": {\n");

@@ -101,18 +101,6 @@ typedef struct opts {
 
 static volatile int64_t g_sink;
 
-static uint64_t mix(uint64_t z) {
-  z += UINT64_C(0x9e3779b97f4a7c15);
-  z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-  z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-  return z ^ (z >> 31);
-}
-
-static void sql_exec(sqlite3 *db, const char *sql) {
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
-}
-
 static int customer_key(char *b, long c) { return snprintf(b, KEY_MAX, "cust-%06ld", c); }
 
 /* ---- writing a log directory and its native twin ---- */
@@ -235,10 +223,10 @@ static void write_dataset(dataset *ds, const char *data, long records, long cust
   double t0 = now();
   sqlite3 *db;
   if (sqlite3_open(ds->db, &db) != SQLITE_OK) die("open %s", ds->db);
-  sql_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-262144;"
-               "BEGIN; CREATE TABLE t(topic TEXT, partition INTEGER, offset INTEGER,"
-               " timestamp INTEGER, key BLOB, value BLOB,"
-               " PRIMARY KEY(topic, partition, offset)) WITHOUT ROWID;");
+  exec_or_die(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; PRAGMA cache_size=-262144;"
+                  "BEGIN; CREATE TABLE t(topic TEXT, partition INTEGER, offset INTEGER,"
+                  " timestamp INTEGER, key BLOB, value BLOB,"
+                  " PRIMARY KEY(topic, partition, offset)) WITHOUT ROWID;");
   sqlite3_stmt *ins;
   if (sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?1,?2,?3,?4,?5,?6)", -1, &ins, NULL)) {
     die("prepare: %s", sqlite3_errmsg(db));
@@ -248,7 +236,7 @@ static void write_dataset(dataset *ds, const char *data, long records, long cust
     write_topic(ds, t, n, customers, segment_bytes, ins, bufs);
   }
   sqlite3_finalize(ins);
-  sql_exec(db, "CREATE INDEX t_key ON t(key); COMMIT;");
+  exec_or_die(db, "CREATE INDEX t_key ON t(key); COMMIT;");
   sqlite3_close(db);
   write_checkpoint(ds, "log-start-offset-checkpoint", 0);
   write_checkpoint(ds, "replication-offset-checkpoint", 1);
@@ -342,11 +330,6 @@ static void side_init(side *s, const char *name, sqlite3 *db, const char *sql,
   }
 }
 
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
-}
-
 /* Seconds per execution of each side that prepared (others -1): median of
 ** 3 runs of at least min_time, the sides alternating. */
 static void measure(side *s[], int n, double min_time, double out[]) {
@@ -368,7 +351,7 @@ static void measure(side *s[], int n, double min_time, double out[]) {
     }
   }
   for (int i = 0; i < n; i++) {
-    qsort(v[i], 3, sizeof v[i][0], cmp_double);
+    qsort(v[i], 3, sizeof v[i][0], cmp_doubles);
     out[i] = s[i]->st ? v[i][1] : -1;
   }
 }
@@ -408,7 +391,7 @@ static void sides_done(side *s[], int n) {
 
 /* One statement's batches decoded (kafka_log_stats()), -1 when unknown. */
 static double batches_decoded(side *s, uint64_t draw) {
-  sql_exec(s->db, "SELECT kafka_log_stats_reset()");
+  exec_or_die(s->db, "SELECT kafka_log_stats_reset()");
   run_draw(s, draw);
   sqlite3_stmt *st;
   double v = -1;
@@ -754,21 +737,6 @@ static void warm(const dataset *ds) {
 
 /* ---- output ---- */
 
-static void json_str(FILE *j, const char *s) {
-  fputc('"', j);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(j, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(j, "\\u%04x", *s);
-    else fputc(*s, j);
-  }
-  fputc('"', j);
-}
-
-static void json_num(FILE *j, double v) {
-  if (v < 0 || isnan(v)) fprintf(j, "null");
-  else fprintf(j, "%.6g", v);
-}
-
 static void print_table(void) {
   printf("\n%-58s %12s %12s %8s %9s %s\n", "figure", "kafka_log", "native", "ratio", "goal", "");
   for (int i = 0; i < g_nfig; i++) {
@@ -809,7 +777,7 @@ static void write_json(const opts *o, const dataset *ds[2], const char *cpu, dou
   FILE *j = fopen(path, "w");
   if (!j) die("%s: %s", path, strerror(errno));
   fprintf(j, "{\n  \"machine\": {\"cpu\": ");
-  json_str(j, cpu);
+  json_string(j, cpu);
   fprintf(j, ", \"cpus\": %ld, \"sqlite\": \"%s\", \"loadavg_start\": %.2f, "
           "\"loadavg_end\": %.2f},\n  \"config\": {\"customers\": %ld, \"segment_bytes\": %ld, "
           "\"batch_records\": %d, \"min_time_s\": %g, \"logs\": {",
@@ -832,24 +800,24 @@ static void write_json(const opts *o, const dataset *ds[2], const char *cpu, dou
     char gl[32];
     goal_text(f, gl, sizeof gl);
     fprintf(j, "%s\n    {\"id\": \"%s\", \"what\": ", i ? "," : "", f->id);
-    json_str(j, f->label);
+    json_string(j, f->label);
     fprintf(j, ", \"sql\": ");
-    json_str(j, f->sql);
+    json_string(j, f->sql);
     fprintf(j, ", \"unit\": \"%s\", \"kafka_log\": ", f->unit ? f->unit : "s");
-    json_num(j, f->k);
+    json_number(j, f->k);
     fprintf(j, ", \"native\": ");
-    json_num(j, f->n);
+    json_number(j, f->n);
     if (f->k_name) fprintf(j, ", \"columns\": [\"%s\", \"%s\"]", f->k_name, f->n_name);
     double q = fig_ratio(f);
     if (f->goal_kind == G_RATIO_LE && q > 0) q = 1 / q;
     fprintf(j, ", \"ratio\": ");
-    json_num(j, q);
+    json_number(j, q);
     fprintf(j, ", \"goal\": ");
     if (f->goal_kind == G_NONE) fprintf(j, "null");
-    else json_str(j, gl);
+    else json_string(j, gl);
     fprintf(j, ", \"verdict\": \"%s\", \"same_answers\": %s, \"note\": ", verdict(f),
             f->correct < 0 ? "null" : f->correct ? "true" : "false");
-    json_str(j, f->note);
+    json_string(j, f->note);
     fprintf(j, "}");
   }
   fprintf(j, "\n  ]\n}\n");

@@ -149,6 +149,48 @@ static void test_listing(void **state) {
   free(root);
 }
 
+/* A listing's place array is its own: allocated through its env on first
+** use, zeroed, kept across calls, forgotten on demand and freed with the
+** listing; an allocation that fails gives NULL and leaves nothing. */
+static void test_places(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("lc_places");
+  char dir[4200];
+  snprintf(dir, sizeof dir, "%s/a-0", root);
+  append(dir, 0, 2);
+  snprintf(dir, sizeof dir, "%s/b-0", root);
+  append(dir, 0, 2);
+  t_failalloc fa;
+  const kl_env *env = t_failenv(&fa, 0);
+  kl_listref *cache = NULL, *k = NULL;
+  kl_err err = {0};
+  assert_int_equal(kl_listref_get(env, &cache, root, 0, NULL, NULL, &k, &err), KL_OK);
+  assert_int_equal(kl_broker_count(k->b), 2);
+  long live = fa.live, calls = fa.calls;
+  uint32_t *p = kl_listref_place(k, 1);
+  assert_non_null(p);
+  assert_int_equal(*p, 0);
+  assert_int_equal(fa.live, live + 1);
+  *p = 7;
+  assert_int_equal(*kl_listref_place(k, 1), 7);
+  assert_int_equal(*kl_listref_place(k, 0), 0);
+  assert_int_equal(fa.calls, calls + 1); /* one array, allocated once */
+  kl_listref_forget_places(k);
+  assert_int_equal(fa.live, live);
+  assert_int_equal(*kl_listref_place(k, 1), 0);
+  kl_listref_forget_places(k);
+  fa.fail_at = fa.calls + 1;
+  assert_null(kl_listref_place(k, 0));
+  assert_int_equal(fa.live, live);
+  fa.fail_at = 0;
+  assert_non_null(kl_listref_place(k, 0));
+  kl_listref_release(k);
+  kl_listref_release(cache);
+  assert_int_equal(fa.live, 0);
+  t_rmdir(root);
+  free(root);
+}
+
 /* A writer's view is opened afresh each time and never cached. */
 static void test_view_not_cached(void **state) {
   (void)state;
@@ -222,6 +264,7 @@ int main(void) {
       cmocka_unit_test(test_unwatched_logs),
       cmocka_unit_test(test_empty_and_missing),
       cmocka_unit_test(test_listing),
+      cmocka_unit_test(test_places),
       cmocka_unit_test(test_view_not_cached),
       cmocka_unit_test(test_allocation_failures),
   };

@@ -2,7 +2,7 @@
 ** test_txn.c - what read_committed rests on: .txnindex entries as Kafka
 ** reads them, the rule that puts a batch in an aborted transaction, and
 ** the last stable offset from the log's markers and from a producer
-** snapshot (taken when valid, ignored when its CRC fails); each
+** snapshot (the newest Kafka keeps that reads, else the one before); each
 ** producer's state as the broker rebuilds it (epoch, sequence, offsets,
 ** timestamps, coordinator epoch) from batches and from a snapshot's
 ** entries.
@@ -137,6 +137,61 @@ static void test_last_stable_offset(void **state) {
   ** the snapshot's). */
   put_snapshot(dir, 6, 9, -1, 0);
   assert_int_equal(lso_of(dir), 9);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* Kafka keeps several snapshots and loads the newest it keeps that reads;
+** one that does not read gives way to the one before.  It keeps those at a
+** segment's base offset and, of the others (strays), only the largest when
+** it is at or above every base; none above the log end. */
+static void test_several_snapshots(void **state) {
+  (void)state;
+  char *dir = t_mkdtemp("txnsnaps");
+  kw_options o = {1, 4096, 0, KL_CODEC_NONE}; /* every batch rolls a segment */
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  assert_int_equal(kw_append_txn(w, 7, 3), 0);    /* 0-2 */
+  assert_int_equal(kw_append_marker(w, 7, 1), 0); /* 3, COMMIT */
+  assert_int_equal(kw_append_txn(w, 9, 2), 0);    /* 4-5, producer 9, left open */
+  assert_int_equal(kw_append_txn(w, 7, 2), 0);    /* 6-7 */
+  assert_int_equal(kw_append_marker(w, 7, 0), 0); /* 8, ABORT */
+  assert_int_equal(kw_close(w), 0);
+  kl_log *log;
+  kl_err err = {0};
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
+  assert_int_equal(kl_log_segment_count(log), 5); /* bases 0, 3, 4, 6, 8 */
+  assert_int_equal(kl_log_last(log)->base, 8);
+  kl_log_close(log);
+  assert_int_equal(lso_of(dir), 4);
+  /* Two snapshots at segment bases: the newest, 6, says producer 9 is open
+  ** since 2; the one at 3 says since 1. */
+  put_snapshot(dir, 3, 9, 1, 0);
+  put_snapshot(dir, 6, 9, 2, 0);
+  assert_int_equal(lso_of(dir), 2);
+  /* The newest does not read: the one before it is the state. */
+  put_snapshot(dir, 6, 9, 2, 1);
+  assert_int_equal(lso_of(dir), 1);
+  /* Neither reads: the log from its start. */
+  put_snapshot(dir, 3, 9, 1, 1);
+  assert_int_equal(lso_of(dir), 4);
+  put_snapshot(dir, 3, 9, 1, 0);
+  /* A stray below the last base (5: no segment starts there) is deleted
+  ** by Kafka's loader, however new. */
+  put_snapshot(dir, 5, 9, 0, 0);
+  assert_int_equal(lso_of(dir), 1);
+  /* The largest stray at or above every base (9, the log end, as a clean
+  ** shutdown writes it) is kept, and is the newest. */
+  put_snapshot(dir, 9, 9, 0, 0);
+  assert_int_equal(lso_of(dir), 0);
+  put_snapshot(dir, 9, 9, 0, 1);
+  assert_int_equal(lso_of(dir), 1);
+  /* A stray beyond the log end is the largest one, which leaves 9 a
+  ** stray to delete; and it is then deleted itself for being past the
+  ** end. */
+  put_snapshot(dir, 9, 9, 0, 0);
+  put_snapshot(dir, 12, 9, 0, 0);
+  assert_int_equal(lso_of(dir), 1);
   t_rmdir(dir);
   free(dir);
 }
@@ -378,6 +433,7 @@ int main(void) {
       cmocka_unit_test(test_entry),
       cmocka_unit_test(test_aborted),
       cmocka_unit_test(test_last_stable_offset),
+      cmocka_unit_test(test_several_snapshots),
       cmocka_unit_test(test_aborted_from_markers),
       cmocka_unit_test(test_producer_state),
       cmocka_unit_test(test_producer_state_from_snapshot),

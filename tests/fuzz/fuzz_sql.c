@@ -4,17 +4,26 @@
 ** kafka_log (ascending, descending, by offset, by timestamp, with
 ** on_corrupt='skip', read_committed), kafka_batches, kafka_segments,
 ** kafka_log_check, and over the log directory holding it, kafka_log by
-** topic and partition and kafka_partitions; then a named table appends to
-** the directory (recovery or adoption of whatever the input holds, two
-** records, a read back) and removes a prefix.  Errors are fine; crashes,
-** sanitizer reports and leaks are findings.
+** topic and partition and kafka_partitions; Kafka's own state over the
+** same bytes: kafka_producers and kafka_hanging_transactions (with the
+** partition's producer snapshot), kafka_metadata, kafka_topics and
+** kafka_partitions_metadata (the partition read as __cluster_metadata),
+** and, over a second log directory where the .log is partition 0 of
+** __transaction_state and of __consumer_offsets, kafka_transactions,
+** kafka_transaction_log and kafka_consumer_offsets; then a named table
+** appends to the directory (recovery or adoption of whatever the input
+** holds, two records, a read back) and removes a prefix.  Errors are fine;
+** crashes, sanitizer reports and leaks are findings.
 **
-** Input: up to six sections separated by "\n--KLSEP--\n": the .log, the
+** Input: up to seven sections separated by "\n--KLSEP--\n": the .log, the
 ** .index, the .timeindex and the .txnindex of segment 0, the log
-** directory's log-start-offset-checkpoint and the commit record
-** kafkalog.commit (a missing section means a missing file).  Each run uses a fresh partition directory "t-<run>"
-** under a log directory in $TMPDIR (default /dev/shm), so the module's log
-** cache never sees a file changed in place.
+** directory's log-start-offset-checkpoint, the commit record
+** kafkalog.commit and the producer snapshot 00000000000000000001.snapshot
+** (a missing section means a missing file, and so does an empty
+** checkpoint or commit section, so that a snapshot can be given alone).
+** Each run uses a fresh partition directory "t-<run>" under a log
+** directory in $TMPDIR (default /dev/shm), so the module's log cache never
+** sees a file changed in place.
 */
 #include <stdint.h>
 #include <stdio.h>
@@ -30,7 +39,7 @@ int sqlite3_kafkalog_init(sqlite3 *db, char **errmsg, const sqlite3_api_routines
 
 static const char SEP[] = "\n--KLSEP--\n";
 static sqlite3 *db;         /* table-valued queries, statements kept prepared */
-#define NQ 24
+#define NQ 33
 static sqlite3_stmt *stmts[NQ];
 static const char *const queries[NQ] = {
     "SELECT count(*), sum(offset), sum(length(value)), max(headers) FROM kafka_log(?1)",
@@ -59,8 +68,21 @@ static const char *const queries[NQ] = {
     "SELECT topic, partition, count(*), min(offset) FROM kafka_log(?2) GROUP BY 1, 2",
     "SELECT offset, value FROM kafka_log(?2) WHERE topic = 't' AND partition = ?3 AND offset >= 2 LIMIT 3",
     "SELECT offset FROM kafka_log(?2) WHERE isolation = 'read_committed' ORDER BY offset DESC LIMIT 3",
-    "SELECT * FROM kafka_partitions(?2)"};
+    "SELECT * FROM kafka_partitions(?2)",
+    /* Kafka's own state: ?4 is the log directory of __transaction_state-0
+    ** and __consumer_offsets-0, both the input's .log. */
+    "SELECT * FROM kafka_producers(?1)",
+    "SELECT * FROM kafka_hanging_transactions(?2, 1800000000000, 0)",
+    "SELECT * FROM kafka_metadata(?1) LIMIT 200",
+    "SELECT * FROM kafka_topics(?1)",
+    "SELECT * FROM kafka_partitions_metadata(?1)",
+    "SELECT * FROM kafka_transactions(?4)",
+    ("SELECT * FROM kafka_transaction_log(?4) WHERE record_timestamp > 0 ORDER BY "
+     "state_partition, record_offset DESC LIMIT 20"),
+    "SELECT * FROM kafka_hanging_transactions(?4)",
+    "SELECT * FROM kafka_consumer_offsets(?4)"};
 static char root[512];
+static char sroot[540];     /* where the runs' second log directories go */
 static unsigned long runs;
 
 static void put(const char *dir, const char *name, const uint8_t *p, size_t n) {
@@ -70,6 +92,20 @@ static void put(const char *dir, const char *name, const uint8_t *p, size_t n) {
   if (!f) abort();
   if (n && fwrite(p, 1, n, f) != n) abort();
   fclose(f);
+}
+
+/* Remove dir and the files in it. */
+static void rm_dir(const char *dir) {
+  DIR *d = opendir(dir);
+  struct dirent *de;
+  while (d && (de = readdir(d)) != NULL) {
+    if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
+    unlink(path);
+  }
+  if (d) closedir(d);
+  rmdir(dir);
 }
 
 static void step_all(sqlite3_stmt *st) {
@@ -84,6 +120,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv) {
   if (!tmp || access("/dev/shm", W_OK) == 0) tmp = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
   snprintf(root, sizeof root, "%s/kl-fuzz-sql-XXXXXX", tmp);
   if (!mkdtemp(root)) abort();
+  snprintf(sroot, sizeof sroot, "%s-state", root);
+  if (mkdir(sroot, 0700) != 0) abort();
   if (sqlite3_open(":memory:", &db) != SQLITE_OK) abort();
   if (sqlite3_kafkalog_init(db, NULL, NULL) != SQLITE_OK) abort();
   for (int i = 0; i < NQ; i++) {
@@ -97,25 +135,43 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   unsigned long run = runs++;
   snprintf(dir, sizeof dir, "%s/t-%lu", root, run);
   if (mkdir(dir, 0700) != 0) return 0;
-  static const char *names[6] = {"00000000000000000000.log", "00000000000000000000.index",
+  static const char *names[7] = {"00000000000000000000.log", "00000000000000000000.index",
                                  "00000000000000000000.timeindex", "00000000000000000000.txnindex",
-                                 "../log-start-offset-checkpoint", "kafkalog.commit"};
-  const uint8_t *p = data, *end = data + size;
-  int written = 0;
-  for (int k = 0; k < 6 && p; k++) {
+                                 "../log-start-offset-checkpoint", "kafkalog.commit",
+                                 "00000000000000000001.snapshot"};
+  const uint8_t *p = data, *end = data + size, *log = data;
+  size_t log_n = 0;
+  for (int k = 0; k < 7 && p; k++) {
     const uint8_t *q = memmem(p, (size_t)(end - p), SEP, sizeof SEP - 1);
     size_t n = q ? (size_t)(q - p) : (size_t)(end - p);
-    put(dir, names[k], p, n);
-    written = k + 1;
+    if (k == 0) log_n = n;
+    if (n || (k != 4 && k != 5)) put(dir, names[k], p, n);
     p = q ? q + sizeof SEP - 1 : NULL;
   }
+  /* The second log directory: the .log as Kafka's internal topics. */
+  char state[600], part[700];
+  snprintf(state, sizeof state, "%s/s-%lu", sroot, run);
+  if (mkdir(state, 0700) != 0) abort();
+  static const char *const internal[2] = {"__transaction_state-0", "__consumer_offsets-0"};
+  for (int k = 0; k < 2; k++) {
+    snprintf(part, sizeof part, "%s/%s", state, internal[k]);
+    if (mkdir(part, 0700) != 0) abort();
+    put(part, names[0], log, log_n);
+  }
   for (int i = 0; i < NQ; i++) {
+    int np = sqlite3_bind_parameter_count(stmts[i]);
     sqlite3_bind_text(stmts[i], 1, dir, -1, SQLITE_STATIC);
-    if (sqlite3_bind_parameter_count(stmts[i]) >= 2) sqlite3_bind_text(stmts[i], 2, root, -1, SQLITE_STATIC);
-    if (sqlite3_bind_parameter_count(stmts[i]) >= 3) sqlite3_bind_int64(stmts[i], 3, (sqlite3_int64)run);
+    if (np >= 2) sqlite3_bind_text(stmts[i], 2, root, -1, SQLITE_STATIC);
+    if (np >= 3) sqlite3_bind_int64(stmts[i], 3, (sqlite3_int64)run);
+    if (np >= 4) sqlite3_bind_text(stmts[i], 4, state, -1, SQLITE_STATIC);
     step_all(stmts[i]);
     sqlite3_reset(stmts[i]);
   }
+  for (int k = 0; k < 2; k++) {
+    snprintf(part, sizeof part, "%s/%s", state, internal[k]);
+    rm_dir(part);
+  }
+  rmdir(state);
   /* Writing: whatever the files hold, an error or a log that reads back. */
   char *sql = sqlite3_mprintf(
       "CREATE VIRTUAL TABLE temp.w USING kafka_log(%Q, mode='write', segment_bytes=4096,"
@@ -131,19 +187,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   sqlite3_free(sql);
   sqlite3_exec(db, "ROLLBACK", NULL, NULL, NULL); /* if a statement failed inside */
   sqlite3_exec(db, "DROP TABLE IF EXISTS temp.w", NULL, NULL, NULL);
-  (void)written;
-  DIR *d = opendir(dir);
-  struct dirent *de;
-  while (d && (de = readdir(d)) != NULL) {
-    if (de->d_name[0] == '.' && (!de->d_name[1] || (de->d_name[1] == '.' && !de->d_name[2]))) continue;
-    char path[1024];
-    snprintf(path, sizeof path, "%s/%s", dir, de->d_name);
-    unlink(path);
-  }
-  if (d) closedir(d);
+  rm_dir(dir);
   char ck[1024];
   snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint", root);
   unlink(ck);
-  rmdir(dir);
   return 0;
 }

@@ -227,6 +227,32 @@ def main():
                 put(dirs["fuzz_sql"], f"{fx}-{si}", log[:n] + SQL_SEP + oi + SQL_SEP + ti)
                 put(dirs["fuzz_sql"], f"{fx}-{si}-nolog-index", log[:n])
 
+    state_seeds(fixtures, dirs["fuzz_sql"])
+
+
+def state_seeds(fixtures, d):
+    """fuzz_sql seeds for Kafka's own state: txn-broker's partitions, each
+    with the producer snapshot of orders-0 as the seventh section (empty
+    index, checkpoint and commit sections: no such files), and its
+    __transaction_state partitions, which fuzz_sql also reads as such; and
+    the KRaft metadata logs."""
+    root = os.path.join(fixtures, "txn-broker")
+    snap = open(os.path.join(root, "orders-0", "%020d.snapshot" % 2), "rb").read()
+    for part in sorted(os.listdir(root)):
+        p = os.path.join(root, part)
+        if not os.path.isdir(p):
+            continue
+        for name in sorted(os.listdir(p)):
+            if name.endswith(".log"):
+                log = open(os.path.join(p, name), "rb").read()
+                put(d, f"state-{part}", log + SQL_SEP * 6 + snap)
+    # The metadata tables over a KRaft metadata partition's records.
+    for fx in ("kraft", "kraft-full"):
+        p = os.path.join(fixtures, fx, "__cluster_metadata-0")
+        for name in sorted(os.listdir(p)):
+            if name.endswith(".log"):
+                put(d, f"state-{fx}", open(os.path.join(p, name), "rb").read())
+
 
 if __name__ == "__main__":
     main()

@@ -106,6 +106,14 @@ static inline char *st_expect_rc(sqlite3 *db, const char *sql, int want) {
   return m;
 }
 
+/* sql fails with want (st_expect_rc) saying what (a part of its message);
+** else the current test fails, showing the message. */
+static inline void st_expect_error(sqlite3 *db, const char *sql, int want, const char *what) {
+  char *m = st_expect_rc(db, sql, want);
+  if (!strstr(m, what)) fail_msg("%s\n  said: %s\n  not: %s", sql, m, what);
+  free(m);
+}
+
 static inline void st_vbind(sqlite3_stmt *st, const char *fmt, va_list ap) {
   for (int i = 0; fmt && fmt[i]; i++) {
     int rc;
@@ -222,6 +230,43 @@ static inline long st_render(sqlite3 *db, sqlite3_stmt *st, st_buf *b) {
   sqlite3_finalize(st);
   if (!b->p) st_buf_printf(b, "%s", "");
   return rows;
+}
+
+/* The rows of sql as st_render gives them, ?1 bound to dir unless it is
+** NULL (malloc'd). */
+static inline char *st_answer(sqlite3 *db, const char *sql, const char *dir) {
+  st_buf b = {0};
+  st_render(db, dir ? st_prep(db, sql, "t", dir) : st_prep(db, sql, NULL), &b);
+  return b.p;
+}
+
+/* EXPLAIN QUERY PLAN of sql, its details one a line, ?1 bound to dir
+** unless it is NULL (malloc'd). */
+static inline char *st_plan(sqlite3 *db, const char *sql, const char *dir) {
+  char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
+  sqlite3_stmt *st = dir ? st_prep(db, q, "t", dir) : st_prep(db, q, NULL);
+  st_buf b = {0};
+  st_buf_printf(&b, "%s", "");
+  while (sqlite3_step(st) == SQLITE_ROW) {
+    st_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 3));
+  }
+  sqlite3_finalize(st);
+  sqlite3_free(q);
+  return b.p;
+}
+
+/* sql with every word "T" replaced by from (sqlite3_malloc'd). */
+static inline char *st_with_from(const char *sql, const char *from) {
+  st_buf b = {0};
+  st_buf_printf(&b, "%s", "");
+  for (const char *p = sql; *p; p++) {
+    int word = *p == 'T' && (p == sql || p[-1] == ' ') && (p[1] == ' ' || !p[1]);
+    if (word) st_buf_printf(&b, "%s", from);
+    else st_buf_printf(&b, "%c", *p);
+  }
+  char *r = sqlite3_mprintf("%s", b.p);
+  st_buf_free(&b);
+  return r;
 }
 
 /* Print every row of a query (diagnostics). */

@@ -117,41 +117,6 @@ static char *make_logdir(void) {
   return root;
 }
 
-/* The rows of sql (?1 the path, when dir) as text. */
-static char *answer(sqlite3 *db, const char *sql, const char *dir) {
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  st_render(db, dir ? st_prep(db, sql, "t", dir) : st_prep(db, sql, NULL), &b);
-  return b.p;
-}
-
-/* EXPLAIN QUERY PLAN of sql, its details one a line. */
-static char *plan_of(sqlite3 *db, const char *sql, const char *dir) {
-  char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
-  sqlite3_stmt *st = dir ? st_prep(db, q, "t", dir) : st_prep(db, q, NULL);
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    st_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 3));
-  }
-  sqlite3_finalize(st);
-  sqlite3_free(q);
-  return b.p;
-}
-
-/* sql with every word "T" replaced by from (sqlite3_malloc'd). */
-static char *with_from(const char *sql, const char *from) {
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  for (const char *p = sql; *p; p++) {
-    if (*p == 'T' && (p == sql || p[-1] == ' ') && (p[1] == ' ' || !p[1])) st_buf_printf(&b, "%s", from);
-    else st_buf_printf(&b, "%c", *p);
-  }
-  char *r = sqlite3_mprintf("%s", b.p);
-  st_buf_free(&b);
-  return r;
-}
-
 /* The rows of the log directory in a native table n (keys as BLOBs, as
 ** kafka_log gives them). */
 static void make_native(sqlite3 *db, const char *root) {
@@ -162,7 +127,7 @@ static void make_native(sqlite3 *db, const char *root) {
 }
 
 static void expect_plan(sqlite3 *db, const char *sql, const char *dir, const char *want, int has) {
-  char *p = plan_of(db, sql, dir);
+  char *p = st_plan(db, sql, dir);
   if ((strstr(p, want) != NULL) != has) {
     fail_msg("%s:\n%s\n%s \"%s\"", sql, p, has ? "lacks" : "has", want);
   }
@@ -238,8 +203,8 @@ static void test_key_search_exact(void **state) {
       const char *shape = shapes[k] + sqlite_compares;
       char *ps = sqlite3_mprintf(shape, values[v][0], values[v][0]);
       char *ns = sqlite3_mprintf(shape, values[v][sqlite_compares ? 0 : 1], values[v][0]);
-      char *pushed = with_from(ps, "kafka_log(?1)"), *native = with_from(ns, "n");
-      char *a = answer(db, pushed, root), *b = answer(db, native, NULL);
+      char *pushed = st_with_from(ps, "kafka_log(?1)"), *native = st_with_from(ns, "n");
+      char *a = st_answer(db, pushed, root), *b = st_answer(db, native, NULL);
       if (strcmp(a, b)) fail_msg("%s:\n%s\nbut a native table gives:\n%s", pushed, a, b);
       free(a);
       free(b);
@@ -267,7 +232,7 @@ static void test_key_search_exact(void **state) {
   };
 #undef TX
   for (size_t k = 0; k < sizeof text_shapes / sizeof *text_shapes; k++) {
-    char *a = answer(db, text_shapes[k][0], root), *b = answer(db, text_shapes[k][1], root);
+    char *a = st_answer(db, text_shapes[k][0], root), *b = st_answer(db, text_shapes[k][1], root);
     if (strcmp(a, b)) fail_msg("%s:\n%s\nbut SQLite's check gives:\n%s", text_shapes[k][0], a, b);
     assert_true(strlen(a) > 0);
     free(a);
@@ -275,14 +240,14 @@ static void test_key_search_exact(void **state) {
   }
   /* A TEXT value finds a BLOB key: the pushed form compares bytes, where
   ** SQLite's own check (BLOB against TEXT) finds nothing. */
-  char *a = answer(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c42'", root);
-  char *b = answer(db, "SELECT count(*) FROM n WHERE key = CAST('c42' AS BLOB)", NULL);
+  char *a = st_answer(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c42'", root);
+  char *b = st_answer(db, "SELECT count(*) FROM n WHERE key = CAST('c42' AS BLOB)", NULL);
   assert_string_equal(a, b);
   assert_string_not_equal(a, "0\n");
   free(a);
   free(b);
-  a = answer(db, "SELECT count(*) FROM kafka_log(?1) WHERE key || '' = 'c42'", root);
-  b = answer(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c42'", root);
+  a = st_answer(db, "SELECT count(*) FROM kafka_log(?1) WHERE key || '' = 'c42'", root);
+  b = st_answer(db, "SELECT count(*) FROM kafka_log(?1) WHERE key = 'c42'", root);
   assert_string_equal(a, b);
   free(a);
   free(b);
@@ -304,11 +269,11 @@ static void test_repeated_search_skips_batches(void **state) {
   int64_t holders = st_int(db, "SELECT count(DISTINCT topic || partition || '@' || segment ||"
                                " position) FROM kafka_log(?1) WHERE key || '' = 'c42'", "t", root);
   st_run(db, "SELECT kafka_log_stats_reset()", NULL);
-  char *first = answer(db, q, root);
+  char *first = st_answer(db, q, root);
   st_stats s1 = st_get_stats(db);
   st_print_stats("first search", &s1);
   st_run(db, "SELECT kafka_log_stats_reset()", NULL);
-  char *again = answer(db, q, root);
+  char *again = st_answer(db, q, root);
   st_stats s2 = st_get_stats(db);
   st_print_stats("repeated search", &s2);
   assert_string_equal(first, again);
@@ -333,7 +298,7 @@ static void test_repeated_search_skips_batches(void **state) {
                                " %s)) ORDER BY 1, 2, 3",
                                i == 0 ? "('c7')" : i == 1 ? "('c1'), ('c2'), (x'ff007a')"
                                         : i == 2 ? "('')" : "('zz')");
-    char *a = answer(db, pq, root), *b = answer(db, cq, root);
+    char *a = st_answer(db, pq, root), *b = st_answer(db, cq, root);
     if (strcmp(a, b)) fail_msg("%s:\n%s\nbut SQLite's check gives:\n%s", pq, a, b);
     free(a);
     free(b);
@@ -360,17 +325,17 @@ static void test_search_after_append(void **state) {
   st_exec(db, "WITH RECURSIVE i(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM i WHERE x < 199)"
               " INSERT INTO t(key, value) SELECT 'k' || (x % 20), 'v' || x FROM i");
   const char *q = "SELECT group_concat(offset) FROM t WHERE key = 'new'";
-  char *a = answer(db, q, NULL);
+  char *a = st_answer(db, q, NULL);
   assert_string_equal(a, "NULL\n");
   free(a);
-  a = answer(db, q, NULL);
+  a = st_answer(db, q, NULL);
   assert_string_equal(a, "NULL\n");
   free(a);
   st_exec(db, "INSERT INTO t(key, value) VALUES ('new', 'x'), ('k1', 'y'), ('new', 'z')");
-  a = answer(db, q, NULL);
+  a = st_answer(db, q, NULL);
   assert_string_equal(a, "'200,202'\n");
   free(a);
-  a = answer(db, "SELECT count(*) FROM t WHERE key = 'k1'", NULL);
+  a = st_answer(db, "SELECT count(*) FROM t WHERE key = 'k1'", NULL);
   assert_string_equal(a, "11\n");
   free(a);
   st_close(db);
@@ -435,8 +400,8 @@ static void test_distinct_from_listing(void **state) {
       "SELECT topic, partition FROM T GROUP BY partition, topic HAVING count(*) > 100",
   };
   for (size_t k = 0; k < sizeof shapes / sizeof *shapes; k++) {
-    char *pushed = with_from(shapes[k], "kafka_log(?1)"), *native = with_from(shapes[k], "n");
-    char *a = answer(db, pushed, root), *b = answer(db, native, NULL);
+    char *pushed = st_with_from(shapes[k], "kafka_log(?1)"), *native = st_with_from(shapes[k], "n");
+    char *a = st_answer(db, pushed, root), *b = st_answer(db, native, NULL);
     if (strcmp(a, b)) fail_msg("%s:\n%s\nbut a native table gives:\n%s", pushed, a, b);
     free(a);
     free(b);
@@ -453,22 +418,22 @@ static void test_distinct_from_listing(void **state) {
   expect_plan(db, "SELECT DISTINCT topic, partition FROM kafka_log(?1) WHERE length(value) > 6",
               root, "DISTINCT topic", 0);
   sqlite3 *fresh = st_open();
-  char *a = answer(fresh, q, root);
+  char *a = st_answer(fresh, q, root);
   assert_string_equal(a, "'events'|0\n'orders'|0\n'orders'|1\n'orders'|2\n'orders'|3\n");
   st_stats s = st_get_stats(fresh);
   st_print_stats("DISTINCT, fresh", &s);
   assert_true(s.batches_decoded <= 6);
   free(a);
   /* Once the first batches are known, nothing is read. */
-  free(answer(fresh, "SELECT count(*) FROM kafka_log(?1)", root));
+  free(st_answer(fresh, "SELECT count(*) FROM kafka_log(?1)", root));
   st_run(fresh, "SELECT kafka_log_stats_reset()", NULL);
-  free(answer(fresh, q, root));
+  free(st_answer(fresh, q, root));
   s = st_get_stats(fresh);
   st_print_stats("DISTINCT, known", &s);
   assert_int_equal(s.batches_decoded, 0);
   assert_int_equal(s.bytes_read, 0);
   st_run(fresh, "SELECT kafka_log_stats_reset()", NULL);
-  a = answer(fresh, "SELECT DISTINCT topic FROM kafka_log(?1)", root);
+  a = st_answer(fresh, "SELECT DISTINCT topic FROM kafka_log(?1)", root);
   assert_string_equal(a, "'events'\n'orders'\n");
   s = st_get_stats(fresh);
   assert_int_equal(s.batches_decoded, 0);
@@ -497,12 +462,12 @@ static void test_partitions_records(void **state) {
   const char *want_q = "SELECT dir, (SELECT count(*) FROM kafka_log(p.dir)) FROM"
                        " kafka_partitions(?1) p ORDER BY dir";
   for (size_t i = 0; i < np; i++) {
-    char *a = answer(db, got_q, paths[i]), *b = answer(db, want_q, paths[i]);
+    char *a = st_answer(db, got_q, paths[i]), *b = st_answer(db, want_q, paths[i]);
     if (strcmp(a, b)) fail_msg("%s:\n%s\nbut kafka_log counts:\n%s", paths[i], a, b);
     free(a);
     free(b);
   }
-  char *a = answer(db, "SELECT topic, partition, records FROM kafka_partitions(?1)"
+  char *a = st_answer(db, "SELECT topic, partition, records FROM kafka_partitions(?1)"
                        " WHERE topic = 'events'", root);
   assert_string_equal(a, "'events'|0|53\n'events'|1|0\n'events'|2|0\n");
   free(a);

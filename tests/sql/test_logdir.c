@@ -80,18 +80,6 @@ static kw_writer *open_part(const char *root, const char *name, int64_t segment_
   return w;
 }
 
-static void write_part(const char *root, const char *name, int n, int64_t ts0) {
-  kw_writer *w = open_part(root, name, 4096);
-  put_records(w, n, 5, ts0, NULL);
-  assert_int_equal(kw_close(w), 0);
-}
-
-static void put_file(const char *root, const char *name, const char *text) {
-  char p[4096];
-  snprintf(p, sizeof p, "%s/%s", root, name);
-  assert_int_equal(t_write_file(p, text, strlen(text)), 0);
-}
-
 static void copy_fixture(const char *set, const char *root, const char *name) {
   char p[4096];
   snprintf(p, sizeof p, "%s/%s", root, name);
@@ -104,18 +92,18 @@ static void copy_fixture(const char *set, const char *root, const char *name) {
 ** __consumer_offsets-0; and what is not a partition. */
 static char *make_root(void) {
   char *root = t_mkdtemp("logdir");
-  write_part(root, "orders-0", 100, 1000000);
-  write_part(root, "orders-1", 250, 2000000);
-  write_part(root, "orders-10", 7, 3000000);
-  write_part(root, "clicks-0", 30, 4000000);
-  write_part(root, "orders-2.0a1b2c3d4e5f60718293a4b5c6d7e8f9-delete", 40, 5000000);
-  write_part(root, "orders-3.0a1b2c3d4e5f60718293a4b5c6d7e8f9-future", 40, 5000000);
+  kw_make_part(root, "orders-0", 100, 1000000, "value-");
+  kw_make_part(root, "orders-1", 250, 2000000, "value-");
+  kw_make_part(root, "orders-10", 7, 3000000, "value-");
+  kw_make_part(root, "clicks-0", 30, 4000000, "value-");
+  kw_make_part(root, "orders-2.0a1b2c3d4e5f60718293a4b5c6d7e8f9-delete", 40, 5000000, "value-");
+  kw_make_part(root, "orders-3.0a1b2c3d4e5f60718293a4b5c6d7e8f9-future", 40, 5000000, "value-");
   copy_fixture("b-multi-segment", root, "events-0");
   copy_fixture("a-tiny", root, "__consumer_offsets-0");
   char p[4096];
   snprintf(p, sizeof p, "%s/lost+found", root);
   assert_int_equal(mkdir(p, 0755), 0);
-  put_file(root, "meta.properties", "version=1\n");
+  t_put_file(root, "meta.properties", "version=1\n");
   return root;
 }
 
@@ -253,7 +241,7 @@ static void test_order_and_dirs(void **state) {
   (void)state;
   char *root = make_root();
   char *root2 = t_mkdtemp("logdir2");
-  write_part(root2, "orders-4", 60, 6000000);
+  kw_make_part(root2, "orders-4", 60, 6000000, "value-");
   copy_fixture("g-transactions", root2, "payments-0");
   sqlite3 *db = st_open();
   /* log.dirs: both log directories, comma-separated. */
@@ -326,9 +314,9 @@ static int64_t passes(sqlite3 *db) {
 static void test_order_by_timestamp_in_passes(void **state) {
   (void)state;
   char *root = t_mkdtemp("passes");
-  write_part(root, "a-0", 37, 1000000);
-  write_part(root, "b-0", 23, 1000000);
-  write_part(root, "c-0", 11, 1000005);
+  kw_make_part(root, "a-0", 37, 1000000, "value-");
+  kw_make_part(root, "b-0", 23, 1000000, "value-");
+  kw_make_part(root, "c-0", 11, 1000005, "value-");
   sqlite3 *db = st_open();
   static const char *const q[][2] = {
       {"SELECT group_concat(topic || '.' || offset || '@' || timestamp) FROM (SELECT "
@@ -398,12 +386,17 @@ static void test_parameter_path_order_by_offset(void **state) {
   (void)state;
   char broker[4096];
   snprintf(broker, sizeof broker, "%s/broker", KL_FIXTURES);
-  /* Compressed partitions: several codecs, gzip, transactions. */
+  /* A partition for each way batches come written (several codecs, gzip,
+  ** transactions, legacy wrappers...): "<set>-0". */
   char *mixed = t_mkdtemp("codecs");
-  copy_fixture("j-mixed-codecs", mixed, "mixed-0");
-  copy_fixture("c-gzip", mixed, "gzip-0");
-  copy_fixture("b-multi-segment", mixed, "plain-0");
-  copy_fixture("g-transactions", mixed, "payments-0");
+  const char *sets[16];
+  size_t nsets = t_fixture_names(T_FIX_SAMPLE, 0, sets, 16);
+  assert_true(nsets >= 4 && nsets < 16);
+  for (size_t k = 0; k < nsets; k++) {
+    char name[128];
+    snprintf(name, sizeof name, "%s-0", sets[k]);
+    copy_fixture(sets[k], mixed, name);
+  }
   const char *paths[] = {broker, mixed};
   /* {parameter form, literal form with the ties' order spelt out} */
   static const char *const q[][2] = {
@@ -481,7 +474,7 @@ static void test_parameter_path_order_many_partitions(void **state) {
   for (int i = 0; i < 24; i++) {
     char name[32];
     snprintf(name, sizeof name, "t-%d", i);
-    write_part(root, name, 20 + 3 * i, 1000000 + 7 * i);
+    kw_make_part(root, name, 20 + 3 * i, 1000000 + 7 * i, "value-");
   }
   struct rlimit was, low;
   assert_int_equal(getrlimit(RLIMIT_NOFILE, &was), 0);
@@ -521,7 +514,7 @@ static void test_checkpoints(void **state) {
   char *root = make_root();
   char one[4096];
   snprintf(one, sizeof one, "%s/orders-1", root);
-  put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\nclicks 0 0\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\nclicks 0 0\n");
   sqlite3 *db = st_open();
   /* Records below the log start offset are deleted for every consumer,
   ** through the log directory and through the partition alone. */
@@ -540,7 +533,7 @@ static void test_checkpoints(void **state) {
                           "t", root), 100);
   /* A checkpoint rewritten (Kafka renames a new one over it) is seen by
   ** the next query on the same connection. */
-  put_file(root, "log-start-offset-checkpoint.tmp", "0\n1\norders 1 100\n");
+  t_put_file(root, "log-start-offset-checkpoint.tmp", "0\n1\norders 1 100\n");
   char a[4096], b[4096];
   snprintf(a, sizeof a, "%s/log-start-offset-checkpoint.tmp", root);
   snprintf(b, sizeof b, "%s/log-start-offset-checkpoint", root);
@@ -548,7 +541,7 @@ static void test_checkpoints(void **state) {
   assert_int_equal(st_int(db, "SELECT min(offset) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
                           "t", root), 100);
   /* Malformed: an error naming the file and the line, never a guess. */
-  put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\n");
   char *q = sqlite3_mprintf("SELECT count(*) FROM kafka_log(%Q)", root);
   sqlite3_stmt *st;
   assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
@@ -557,7 +550,7 @@ static void test_checkpoints(void **state) {
   assert_non_null(strstr(sqlite3_errmsg(db), "log-start-offset-checkpoint:4: expected 2 entries"));
   sqlite3_finalize(st);
   sqlite3_free(q);
-  put_file(root, "log-start-offset-checkpoint", "0\n1\norders one 40\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n1\norders one 40\n");
   q = sqlite3_mprintf("SELECT count(*) FROM kafka_log(%Q)", one);
   assert_int_equal(sqlite3_prepare_v2(db, q, -1, &st, NULL), SQLITE_OK);
   assert_int_equal(sqlite3_step(st), SQLITE_CORRUPT);
@@ -627,7 +620,7 @@ static void test_unreadable_checkpoint(void **state) {
                      " AND partition = 1", paths[i], SQLITE_CANTOPEN, "log-start-offset-checkpoint");
   }
   assert_int_equal(rmdir(ck), 0);
-  put_file(root, "log-start-offset-checkpoint", "0\n1\norders 1 40\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n1\norders 1 40\n");
   for (int i = 0; i < 4; i++) {
     assert_int_equal(st_int(db, "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'orders' AND partition = 1",
                             "t", paths[i]), 210);
@@ -670,7 +663,7 @@ static void test_logdir_listed_twice(void **state) {
 static void test_malformed_checkpoint_ignore(void **state) {
   (void)state;
   char *root = make_root();
-  put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 40\n");
   char ck[4200];
   snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint:4: expected 2 entries", root);
   sqlite3 *db = st_open();
@@ -710,9 +703,9 @@ static void test_malformed_checkpoint_ignore(void **state) {
 static void test_topic_not_utf8(void **state) {
   (void)state;
   char *root = t_mkdtemp("utf8");
-  write_part(root, "\xff" "a-0", 3, 1000);
-  write_part(root, "\xf0\x9f\x98\x80-0", 4, 1000);
-  write_part(root, "b\xc3\x28-1", 5, 1000);
+  kw_make_part(root, "\xff" "a-0", 3, 1000, "value-");
+  kw_make_part(root, "\xf0\x9f\x98\x80-0", 4, 1000, "value-");
+  kw_make_part(root, "b\xc3\x28-1", 5, 1000, "value-");
   sqlite3 *db = st_open();
   static const struct { const char *topic; int64_t part, n; } want[] = {
       {"b\xef\xbf\xbd(", 1, 5}, {"\xef\xbf\xbd" "a", 0, 3}, {"\xf0\x9f\x98\x80", 0, 4}};
@@ -979,7 +972,7 @@ static void test_read_committed_written(void **state) {
   s = st_text(db, rc_sql, "t", dir);
   assert_string_equal(s, "0,1,2,3,4,10,11,12,13,14,16,17,18");
   free(s);
-  put_file(root, "replication-offset-checkpoint", "0\n1\npay 0 13\n");
+  t_put_file(root, "replication-offset-checkpoint", "0\n1\npay 0 13\n");
   s = st_text(db, rc_sql, "t", dir);
   assert_string_equal(s, "0,1,2,3,4,10,11,12");
   free(s);
@@ -1005,9 +998,9 @@ static void test_partitions_table(void **state) {
     snprintf(name, sizeof name, "%s-0", sets[i]);
     copy_fixture(sets[i], root, name);
   }
-  put_file(root, "replication-offset-checkpoint", "0\n1\na-tiny 0 7\n");
-  put_file(root, "recovery-point-offset-checkpoint", "0\n1\nc-gzip 0 3\n");
-  put_file(root, "log-start-offset-checkpoint", "0\n1\nb-multi-segment 0 12345\n");
+  t_put_file(root, "replication-offset-checkpoint", "0\n1\na-tiny 0 7\n");
+  t_put_file(root, "recovery-point-offset-checkpoint", "0\n1\nc-gzip 0 3\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n1\nb-multi-segment 0 12345\n");
   sqlite3 *db = st_open();
   for (int i = 0; sets[i]; i++) {
     uint8_t *json;
@@ -1146,9 +1139,9 @@ static const struct {
 ** segments. */
 static char *make_listing_root(void) {
   char *root = t_mkdtemp("listing");
-  write_part(root, "orders-0", 100, 1000000);
-  write_part(root, "orders-1", 250, 2000000);
-  write_part(root, "clicks-0", 30, 4000000);
+  kw_make_part(root, "orders-0", 100, 1000000, "value-");
+  kw_make_part(root, "orders-1", 250, 2000000, "value-");
+  kw_make_part(root, "clicks-0", 30, 4000000, "value-");
   copy_fixture("g-transactions", root, "payments-0");
   char p[4096];
   snprintf(p, sizeof p, "%s/empty-0", root);
@@ -1261,7 +1254,7 @@ static void test_listing_tables(void **state) {
   /* Comma-separated log directories: both listings, partition after
   ** partition. */
   char *root2 = t_mkdtemp("listing2");
-  write_part(root2, "orders-4", 60, 6000000);
+  kw_make_part(root2, "orders-4", 60, 6000000, "value-");
   char *dirs = sqlite3_mprintf("%s,%s", root, root2);
   char *runs = partition_runs(db, "SELECT topic, partition FROM kafka_segments(?1)", dirs);
   assert_string_equal(runs, "clicks-0,orders-0,orders-1,orders-4,payments-0");
@@ -1273,7 +1266,7 @@ static void test_listing_tables(void **state) {
   free(root2);
   /* kafka_batches is the dump of what is on disk: batches below the log
   ** start offset are rows too (kafka_log does not read them). */
-  put_file(root, "log-start-offset-checkpoint", "0\n1\norders 1 40\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n1\norders 1 40\n");
   assert_int_equal(st_int(db, "SELECT min(base_offset) FROM kafka_batches(?1) WHERE topic = 'orders' AND"
                               " partition = 1", "t", root), 0);
   assert_int_equal(st_int(db, "SELECT min(offset) FROM kafka_log(?1) WHERE topic = 'orders' AND"
@@ -1354,7 +1347,7 @@ static void test_listing_errors(void **state) {
   sqlite3 *db = st_open();
   char missing[4200];
   snprintf(missing, sizeof missing, "%s/nope", root);
-  put_file(root, "replication-offset-checkpoint", "0\n2\norders 1 40\n");
+  t_put_file(root, "replication-offset-checkpoint", "0\n2\norders 1 40\n");
   const char *tabs[] = {"kafka_log", "kafka_batches", "kafka_segments", "kafka_log_check"};
   for (size_t t = 0; t < 4; t++) {
     char *sql = sqlite3_mprintf("SELECT count(*) FROM %s(?1)", tabs[t]);

@@ -20,37 +20,12 @@
 #define TOPICS 30
 #define PARTS 10
 
-/* n records at offsets 0.., timestamps ts0 + 10 * offset, 5 a batch. */
+/* n records at offsets 0.., timestamps ts0 + 10 * offset, 5 a batch, the
+** values naming the partition. */
 static void write_part(const char *root, const char *name, int n, int64_t ts0) {
-  char p[4096];
-  snprintf(p, sizeof p, "%s/%s", root, name);
-  assert_int_equal(mkdir(p, 0755), 0);
-  kw_options o = {4096, 512, 0, KL_CODEC_NONE};
-  kw_writer *w = kw_open(p, &o);
-  assert_non_null(w);
-  kl_rec_in r[5];
-  char vals[5][64];
-  for (int64_t base = 0; base < n; base += 5) {
-    int k = n - base < 5 ? (int)(n - base) : 5;
-    for (int i = 0; i < k; i++) {
-      int len = snprintf(vals[i], sizeof vals[i], "%.40s@%lld", name, (long long)(base + i));
-      assert_true(len > 0 && (size_t)len < sizeof vals[i]);
-      memset(&r[i], 0, sizeof r[i]);
-      r[i].timestamp = ts0 + 10 * (base + i);
-      r[i].key = "k";
-      r[i].key_len = 1;
-      r[i].value = vals[i];
-      r[i].value_len = (int32_t)strlen(vals[i]);
-    }
-    assert_int_equal(kw_append(w, NULL, r, k), 0);
-  }
-  assert_int_equal(kw_close(w), 0);
-}
-
-static void put_file(const char *root, const char *name, const char *text) {
-  char p[4096];
-  snprintf(p, sizeof p, "%s/%s", root, name);
-  assert_int_equal(t_write_file(p, text, strlen(text)), 0);
+  char prefix[48];
+  snprintf(prefix, sizeof prefix, "%.40s@", name);
+  kw_make_part(root, name, n, ts0, prefix);
 }
 
 /* TOPICS x PARTS partitions topic-TT-P of 20 + P records, and what a
@@ -73,9 +48,9 @@ static char *make_root(void) {
   char p[4096];
   snprintf(p, sizeof p, "%s/lost+found", root);
   assert_int_equal(mkdir(p, 0755), 0);
-  put_file(root, "meta.properties", "version=1\n");
-  put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 15\ntopic-03 4 6\n");
-  put_file(root, "replication-offset-checkpoint", "0\n1\norders 1 40\n");
+  t_put_file(root, "meta.properties", "version=1\n");
+  t_put_file(root, "log-start-offset-checkpoint", "0\n2\norders 1 15\ntopic-03 4 6\n");
+  t_put_file(root, "replication-offset-checkpoint", "0\n1\norders 1 40\n");
   return root;
 }
 
@@ -204,7 +179,7 @@ static void test_same_errors(void **state) {
   (void)state;
   char *root = make_root();
   /* A malformed line far from the topic asked for. */
-  put_file(root, "replication-offset-checkpoint", "0\n2\norders 1 40\nzzz x 1\n");
+  t_put_file(root, "replication-offset-checkpoint", "0\n2\norders 1 40\nzzz x 1\n");
   const char *named = "SELECT count(*) FROM kafka_log(?1) WHERE topic = 'topic-01' AND partition = 1";
   const char *whole = "SELECT count(*) FROM kafka_log(?1) WHERE +topic = 'topic-01' AND partition + 0 = 1";
   char msg[2][512];
@@ -232,7 +207,7 @@ static void test_same_errors(void **state) {
   assert_string_equal(msg[0], msg[1]);
   sqlite3_free(gone);
   /* A partition directory given alone: its own name, or nothing. */
-  put_file(root, "replication-offset-checkpoint", "0\n0\n");
+  t_put_file(root, "replication-offset-checkpoint", "0\n0\n");
   char *one = sqlite3_mprintf("%s/topic-01-1", root);
   sqlite3 *db = st_open();
   assert_int_equal(st_int(db, named, "t", one), 21);

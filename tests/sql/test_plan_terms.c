@@ -49,27 +49,6 @@ static char *make_producers_log(void) {
   return dir;
 }
 
-/* The rows of sql (?1 the path, when dir) as text. */
-static char *answer(sqlite3 *db, const char *sql, const char *dir) {
-  st_buf b = {0};
-  st_render(db, dir ? st_prep(db, sql, "t", dir) : st_prep(db, sql, NULL), &b);
-  return b.p;
-}
-
-/* EXPLAIN QUERY PLAN of sql, its details one a line. */
-static char *plan_of(sqlite3 *db, const char *sql, const char *dir) {
-  char *q = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", sql);
-  sqlite3_stmt *st = dir ? st_prep(db, q, "t", dir) : st_prep(db, q, NULL);
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  while (sqlite3_step(st) == SQLITE_ROW) {
-    st_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 3));
-  }
-  sqlite3_finalize(st);
-  sqlite3_free(q);
-  return b.p;
-}
-
 /* producer_id = ? reads only that producer's batches: the others are
 ** passed over on their headers, none of their records decoded (once the
 ** first scan has decoded each batch, as the core does to check it). */
@@ -79,16 +58,16 @@ static void test_producer_id_skips_batches(void **state) {
   sqlite3 *db = st_open();
   const char *q = "SELECT count(*), sum(length(value)), min(offset), max(offset)"
                   " FROM kafka_log(?1) WHERE producer_id = 102";
-  char *p = plan_of(db, q, dir);
+  char *p = st_plan(db, q, dir);
   assert_non_null(strstr(p, "INDEX 0:dir=? producer_id=?"));
   free(p);
   /* A first scan learns each batch's facts (core/segment.h); from then
   ** on a batch that is not read is not decoded. */
-  char *got = answer(db, "SELECT count(*) FROM kafka_log(?1)", dir);
+  char *got = st_answer(db, "SELECT count(*) FROM kafka_log(?1)", dir);
   assert_string_equal(got, "400\n");
   free(got);
   st_run(db, "SELECT kafka_log_stats_reset()", NULL);
-  got = answer(db, q, dir);
+  got = st_answer(db, q, dir);
   st_stats s = st_get_stats(db);
   st_print_stats("producer_id = 102", &s);
   /* Batches 2, 6, ..., 38: 10 of them, offsets 20 to 389, values of 8
@@ -101,7 +80,7 @@ static void test_producer_id_skips_batches(void **state) {
   ** decoded, one batch is (offsets 100 to 109, the producer's 21st to
   ** 30th records). */
   st_run(db, "SELECT kafka_log_stats_reset()", NULL);
-  got = answer(db, "SELECT offset, CAST(value AS TEXT) FROM kafka_log(?1) WHERE producer_id = 102"
+  got = st_answer(db, "SELECT offset, CAST(value AS TEXT) FROM kafka_log(?1) WHERE producer_id = 102"
                    " LIMIT 2 OFFSET 20", dir);
   s = st_get_stats(db);
   assert_string_equal(got, "100|'value-100'\n101|'value-101'\n");
@@ -109,7 +88,7 @@ static void test_producer_id_skips_batches(void **state) {
   free(got);
   /* No batch of a producer that did not write: nothing decoded. */
   st_run(db, "SELECT kafka_log_stats_reset()", NULL);
-  got = answer(db, "SELECT count(*), sum(length(value)) FROM kafka_log(?1) WHERE producer_id = 7",
+  got = st_answer(db, "SELECT count(*), sum(length(value)) FROM kafka_log(?1) WHERE producer_id = 7",
                dir);
   s = st_get_stats(db);
   assert_string_equal(got, "0|NULL\n");
@@ -117,19 +96,6 @@ static void test_producer_id_skips_batches(void **state) {
   free(got);
   st_close(db);
   t_drop_partition(dir);
-}
-
-/* sql with every "T" replaced by from (sqlite3_malloc'd). */
-static char *with_from(const char *sql, const char *from) {
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  for (const char *p = sql; *p; p++) {
-    if (*p == 'T' && (p == sql || p[-1] == ' ') && (p[1] == ' ' || !p[1])) st_buf_printf(&b, "%s", from);
-    else st_buf_printf(&b, "%c", *p);
-  }
-  char *r = sqlite3_mprintf("%s", b.p);
-  st_buf_free(&b);
-  return r;
 }
 
 /* The same rows whatever the plan: each query with producer_id = v pushed
@@ -165,13 +131,13 @@ static void test_producer_id_exact(void **state) {
       char *eq = sqlite3_mprintf("= %s", values[v]);
       char *plus = sqlite3_mprintf("+ 0 = %s", values[v]);
       char *shape = sqlite3_mprintf(shapes[k], eq, eq);
-      char *pushed = with_from(shape, "kafka_log(?1)"), *native = with_from(shape, "n");
-      char *a = answer(db, pushed, dir), *b = answer(db, native, NULL);
+      char *pushed = st_with_from(shape, "kafka_log(?1)"), *native = st_with_from(shape, "n");
+      char *a = st_answer(db, pushed, dir), *b = st_answer(db, native, NULL);
       if (strcmp(a, b)) fail_msg("%s:\n%s\nbut a native table gives:\n%s", pushed, a, b);
       if (values[v][0] != '\'' && values[v][0] != 'x') {
         char *pshape = sqlite3_mprintf(shapes[k], plus, plus);
-        char *checked = with_from(pshape, "kafka_log(?1)");
-        char *c = answer(db, checked, dir);
+        char *checked = st_with_from(pshape, "kafka_log(?1)");
+        char *c = st_answer(db, checked, dir);
         if (strcmp(a, c)) fail_msg("%s:\n%s\nbut SQLite's check gives:\n%s", pushed, a, c);
         free(c);
         sqlite3_free(checked);
@@ -217,7 +183,7 @@ static void test_plan_text(void **state) {
       {"SELECT * FROM kafka_consumer_offsets(?1)", "INDEX 0:dir=?"},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    char *p = plan_of(db, cases[i].sql, dir);
+    char *p = st_plan(db, cases[i].sql, dir);
     print_message("  %s\n    %s", cases[i].sql, p);
     if (!strstr(p, cases[i].want)) fail_msg("%s: plan\n%swithout %s", cases[i].sql, p, cases[i].want);
     free(p);
@@ -226,7 +192,7 @@ static void test_plan_text(void **state) {
   char *q = sqlite3_mprintf("SELECT offset, value FROM kafka_log(%Q) WHERE offset >= 100 AND"
                             " timestamp >= 1700000001000 ORDER BY offset DESC LIMIT 5 OFFSET 2",
                             t_fixture("b-multi-segment"));
-  char *p = plan_of(db, q, NULL);
+  char *p = st_plan(db, q, NULL);
   assert_string_equal(p, "SCAN kafka_log VIRTUAL TABLE INDEX 3:dir=? offset>=? timestamp>=? ORDER"
                          " BY offset DESC LIMIT ? OFFSET ?\n");
   free(p);

@@ -419,16 +419,9 @@ static void test_version(void **state) {
 
 /* EXPLAIN QUERY PLAN output, one detail per line. */
 static char *plan(sqlite3 *db, const char *query, const char *dir) {
-  char *sql = sqlite3_mprintf("EXPLAIN QUERY PLAN %s", query);
-  sqlite3_stmt *st = st_prep(db, sql, "t", dir);
-  st_buf b = {0};
-  st_buf_printf(&b, "%s", "");
-  while (sqlite3_step(st) == SQLITE_ROW)
-    st_buf_printf(&b, "%s\n", (const char *)sqlite3_column_text(st, 3));
-  sqlite3_finalize(st);
-  sqlite3_free(sql);
-  print_message("  %s\n    %s", query, b.p);
-  return b.p;
+  char *p = st_plan(db, query, dir);
+  print_message("  %s\n    %s", query, p);
+  return p;
 }
 
 static void test_query_plan(void **state) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "testutil.h"
 
@@ -233,6 +234,28 @@ char *kw_make_log(const char *tag, int batches, int per_batch, int64_t segment_b
   }
   assert_int_equal(kw_close(w), 0);
   return dir;
+}
+
+void kw_make_part(const char *root, const char *name, int n, int64_t ts0, const char *prefix) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", root, name);
+  assert_int_equal(mkdir(p, 0755), 0);
+  kw_options o = {4096, 512, 0, KL_CODEC_NONE};
+  kw_writer *w = kw_open(p, &o);
+  assert_non_null(w);
+  kl_rec_in r[5];
+  char v[5][120];
+  for (int64_t base = 0; base < n; base += 5) {
+    int k = n - base < 5 ? (int)(n - base) : 5;
+    for (int i = 0; i < k; i++) {
+      int len = snprintf(v[i], sizeof v[i], "%s%lld", prefix, (long long)(base + i));
+      assert_true(len > 0 && (size_t)len < sizeof v[i]);
+      kl_rec_in x = {ts0 + 10 * (base + i), "k", 1, v[i], len, NULL, 0};
+      r[i] = x;
+    }
+    assert_int_equal(kw_append(w, NULL, r, k), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
 }
 
 char *kw_make_log_single(const char *tag, int n, int64_t segment_bytes) {

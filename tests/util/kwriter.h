@@ -55,6 +55,12 @@ int kw_close(kw_writer *w);
 ** bytes.  Fails the current test when it cannot. */
 char *kw_make_log(const char *tag, int batches, int per_batch, int64_t segment_bytes,
                   int64_t interval, int value_len, int64_t ts0, int64_t ts_step);
+/* The partition directory root/name, made, holding n records in batches of
+** 5 (the last may be fewer) in segments of about 4 KiB with an index entry
+** every 512 bytes: the record at offset o with key "k", value
+** "<prefix><o>" and timestamp ts0 + 10 * o.  Fails the current test when
+** it cannot. */
+void kw_make_part(const char *root, const char *name, int n, int64_t ts0, const char *prefix);
 /* kw_make_log of n batches of one record each, segments of about
 ** segment_bytes, an index entry every 256 bytes, short values and
 ** timestamps 1700000000000 + offset. */

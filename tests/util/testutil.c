@@ -91,6 +91,12 @@ int t_write_file(const char *path, const void *p, size_t n) {
   return w == n ? 0 : -1;
 }
 
+void t_put_file(const char *dir, const char *name, const char *text) {
+  char p[4096];
+  snprintf(p, sizeof p, "%s/%s", dir, name);
+  assert_int_equal(t_write_file(p, text, strlen(text)), 0);
+}
+
 int t_copy_dir(const char *src, const char *dst) {
   DIR *d = opendir(src);
   if (!d) return -1;

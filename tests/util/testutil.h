@@ -37,6 +37,8 @@ void t_rmdir(const char *path);
 /* Read a whole file (malloc'd, *n set) or NULL; write bytes to a file. */
 uint8_t *t_read_file(const char *path, size_t *n);
 int t_write_file(const char *path, const void *p, size_t n);
+/* Write text as the file dir/name; fails the current test when it cannot. */
+void t_put_file(const char *dir, const char *name, const char *text);
 
 /* Copy every regular file of src into dst (dst must exist). */
 int t_copy_dir(const char *src, const char *dst);
