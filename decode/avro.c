@@ -1026,6 +1026,17 @@ static inline const uint8_t *vlong(const uint8_t *p, const uint8_t *end, int64_t
   } else if (end - p >= 2 && p[1] < 0x80) {
     v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
     p += 2;
+  } else if (end - p >= 10) { /* no bound to check byte by byte */
+    v = 0;
+    for (int i = 0;; i++) {
+      uint8_t b = p[i];
+      if (i == 9 && (b & 0xfe)) return NULL; /* past 64 bits, or past 10 bytes */
+      v |= (uint64_t)(b & 0x7f) << (7 * i);
+      if (!(b & 0x80)) {
+        p += i + 1;
+        break;
+      }
+    }
   } else {
     return vlong_slow(p, end, out);
   }
@@ -1156,7 +1167,8 @@ static kl_rc run_union(av_dec *d, const av_node *nd, int depth) {
     return KL_CORRUPT;
   }
   const av_node *k = nd->kids[b];
-  if (!(d->flags & KL_AVRO_WRAP_UNIONS) || k->type == AV_NULL) return run(d, k->code, depth + 1);
+  if (k->type == AV_NULL) return put(d, "null", 4);
+  if (!(d->flags & KL_AVRO_WRAP_UNIONS)) return run(d, k->code, depth + 1);
   const char *name = branch_name(k);
   kl_rc rc;
   if ((rc = putc_(d, '{')) || (rc = put_string(d, (const uint8_t *)name, strlen(name))) ||

@@ -64,6 +64,14 @@ static void test_scalars(void **state) {
   OK("\"long\"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", "-9223372036854775808");
   BAD("\"long\"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", "varint longer than 64 bits");
   BAD("\"long\"", "\xff\xff", "varint runs past the end");
+  /* the same with bytes after them (read without a bound per byte) */
+  BAD("[\"long\",\"null\"]", "\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", "varint longer than 64 bits");
+  BAD("[\"long\",\"null\"]", "\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x81\x00",
+      "varint longer than 10 bytes");
+  OK("{\"type\":\"array\",\"items\":\"long\"}",
+     "\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00", "[-9223372036854775808]");
+  OK("{\"type\":\"array\",\"items\":\"long\"}",
+     "\x08\x80\x89\x7a\x80\x89\x7a\x80\x89\x7a\x7f\x00", "[1000000,1000000,1000000,-64]");
   BAD("\"int\"", "\x80\x80\x80\x80\x20", "int out of range");
   OK("\"boolean\"", "\x01", "true");
   BAD("\"boolean\"", "\x02", "boolean byte 2");
