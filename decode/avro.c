@@ -832,11 +832,12 @@ static kl_rc datum(av_dec *d, const av_node *nd) {
 ** whatever reason, is decoded again by the walk, which finds the error and
 ** says where.  The steps therefore never accept what the walk refuses and
 ** write what it writes (the fuzz target decodes every value both ways);
-** they need not say why they refuse.  Limits of their own, past which they
-** hand over to the walk: a list lays at most AV_INLINE steps of nested
-** records in line and AV_LEVELS records deep; nodes further than
+** they need not say why they refuse.  Bounds of their own: a list lays at
+** most AV_INLINE fields of nested records in line, AV_LEVELS records deep
+** (further records run their own lists), so that compiling stays linear in
+** the schema's size whatever its nesting; nodes further than
 ** KL_AVRO_MAX_DEPTH from the root through arrays, maps and unions are not
-** compiled.
+** compiled, and the walk decodes the values that reach them.
 */
 
 #define AV_INLINE 64
@@ -865,6 +866,7 @@ struct av_code {
   kl_buf text;              /* the constant texts, KL_KEY_PAD zeros after */
   size_t room;              /* room the whole list takes at most, bar variable values */
   int levels;               /* records laid in line, nested (0: the node is no record) */
+  size_t laid;              /* fields laid, those of the records in line too */
   int done;                 /* 0 while being compiled (a recursive type) */
 };
 
@@ -937,13 +939,15 @@ static kl_rc lay(av_comp *cp, av_code *c, av_node *nd, int level, int depth) {
   for (size_t i = 0; rc == KL_OK && i < nd->n; i++) {
     av_node *k = nd->kids[i];
     if ((rc = kl_buf_append(cp->env, &cp->pend, nd->keys[i], nd->key_len[i]))) break;
+    c->laid++;
     if (k->type != AV_RECORD) {
       rc = lay(cp, c, k, level + 1, depth);
       continue;
     }
     /* in line when it is small and not being compiled (no recursion) */
     if ((rc = compile(cp, k, depth + 1))) break;
-    if (k->code && k->code->done && level + 2 <= AV_LEVELS && c->n + k->code->n <= AV_INLINE) {
+    if (k->code && k->code->done && level + 2 <= AV_LEVELS &&
+        c->laid + k->code->laid <= AV_INLINE) {
       rc = lay(cp, c, k, level + 1, depth);
     } else {
       rc = emit(cp, c, k->code ? OP_RECORD : OP_SLOW, level + 1, k);

@@ -227,6 +227,25 @@ static void test_hostile(void **state) {
   strcat(deep, "\"int\"");
   for (int i = 0; i < 200; i++) strcat(deep, "}");
   BAD(deep, "", "nested deeper than 128");
+  /* records of 40 fields of records of 40 fields ..., 7 levels, of a record
+  ** of nothing: 40^7 fields in all, compiled in time linear in the text */
+  char wide[32768] = "{\"type\":\"record\",\"name\":\"T\",\"fields\":[{\"name\":\"z\","
+                     "\"type\":{\"type\":\"record\",\"name\":\"E0\",\"fields\":[]}}";
+  for (int lv = 1; lv <= 7; lv++) {
+    sprintf(wide + strlen(wide), ",{\"name\":\"l%d\",\"type\":{\"type\":\"record\",\"name\":"
+            "\"E%d\",\"fields\":[", lv, lv);
+    for (int i = 0; i < 40; i++) {
+      sprintf(wide + strlen(wide), "%s{\"name\":\"f%d\",\"type\":\"E%d\"}", i ? "," : "", i, lv - 1);
+    }
+    strcat(wide, "]}}");
+  }
+  strcat(wide, "]}");
+  kl_avro_text t = {wide, strlen(wide)};
+  kl_avro_schema *s = NULL;
+  kl_err e;
+  kl_err_clear(&e);
+  assert_int_equal(kl_avro_schema_parse(NULL, &t, 1, &s, &e), KL_OK);
+  kl_avro_schema_free(s);
 }
 
 static void test_schemas(void **state) {
