@@ -24,6 +24,9 @@ const char *const kl_avro_type_names[] = {
 
 /* ---- parsing ---- */
 
+static kl_rc compile_schema(kl_avro_schema *s);
+static void code_free(const kl_env *env, av_code *c);
+
 typedef struct av_parse {
   kl_avro_schema *s;
   kl_err *err;
@@ -374,6 +377,7 @@ kl_rc kl_avro_schema_parse(const kl_env *env, const kl_avro_text *texts, size_t 
     min_bytes(s->nodes[i]);
     rc = make_keys(s, s->nodes[i], err);
   }
+  if (rc == KL_OK) rc = compile_schema(s);
   if (rc) {
     if (err && err->rc == KL_OK) kl_err_set(err, rc, "schema: %s", kl_rc_name(rc));
     kl_avro_schema_free(s);
@@ -397,6 +401,7 @@ void kl_avro_schema_free(kl_avro_schema *s) {
     kl_free(env, nd->key_len);
     kl_free(env, nd->kids);
     kl_free(env, nd->name);
+    code_free(env, nd->code);
     kl_free(env, nd);
   }
   kl_free(env, s->nodes);
@@ -811,6 +816,494 @@ static kl_rc datum(av_dec *d, const av_node *nd) {
   return rc;
 }
 
+/* ---- compiled decoding ----
+**
+** Each node a datum can start at is compiled once, with its schema, into a
+** list of steps run by one loop (run): a step writes a constant text (the
+** field names with their quotes, commas and colons, the brackets of
+** records), then decodes one value.  The fields of a nested record are laid
+** in line, so a record costs no call and its constant texts merge: the
+** items of the bench's order, {"sku":..,"qty":..}, are two steps.  Arrays,
+** maps, unions and the records not laid in line run their own lists.  The
+** output's room for the constant texts and the fixed-size values of a list
+** is made once at its start, and again after each value of variable size.
+**
+** The tree walk above stays the reference: a value the steps refuse, for
+** whatever reason, is decoded again by the walk, which finds the error and
+** says where.  The steps therefore never accept what the walk refuses and
+** write what it writes (the fuzz target decodes every value both ways);
+** they need not say why they refuse.  Bounds of their own: a list lays at
+** most AV_INLINE fields of nested records in line, AV_LEVELS records deep
+** (further records run their own lists), so that compiling stays linear in
+** the schema's size whatever its nesting; nodes further than
+** KL_AVRO_MAX_DEPTH from the root through arrays, maps and unions are not
+** compiled, and the walk decodes the values that reach them.
+*/
+
+#define AV_INLINE 64
+#define AV_LEVELS 8
+
+typedef enum av_op {
+  OP_END, OP_SLOW, OP_NULL, OP_BOOLEAN, OP_INT, OP_LONG, OP_FLOAT, OP_DOUBLE, OP_ENUM,
+  OP_BYTES, OP_STRING, OP_FIXED, OP_ARRAY, OP_MAP, OP_UNION, OP_RECORD
+} av_op;
+
+typedef struct av_step {
+  uint8_t op;               /* av_op */
+  uint8_t level;            /* records laid in line open around the step */
+  uint32_t lit_n;           /* the constant text written first */
+  union {
+    size_t off;             /* while compiling: its offset in the list's text */
+    const char *p;          /* then: KL_KEY_PAD bytes readable past it */
+  } lit;
+  size_t rest;              /* room the steps after this one take at most */
+  const av_node *nd;        /* what the value is */
+} av_step;
+
+struct av_code {
+  av_step *steps;
+  size_t n, cap;
+  kl_buf text;              /* the constant texts, KL_KEY_PAD zeros after */
+  size_t room;              /* room the whole list takes at most, bar variable values */
+  int levels;               /* records laid in line, nested (0: the node is no record) */
+  size_t laid;              /* fields laid, those of the records in line too */
+  int done;                 /* 0 while being compiled (a recursive type) */
+};
+
+/* The room a step's value takes at most when its size is fixed; 0 for the
+** values that make their own room. */
+static size_t fixed_room(const av_step *st) {
+  switch ((av_op)st->op) {
+    case OP_NULL: return 4;
+    case OP_BOOLEAN: return 5;
+    case OP_INT: case OP_LONG: return 21;
+    case OP_FLOAT: case OP_DOUBLE: return KL_SHORTEST_MAX;
+    case OP_ENUM: {
+      size_t m = 0;
+      for (size_t i = 0; i < st->nd->n; i++) m = st->nd->key_len[i] > m ? st->nd->key_len[i] : m;
+      return m;
+    }
+    default: return 0;
+  }
+}
+
+typedef struct av_comp {
+  const kl_env *env;
+  kl_buf pend;              /* constant text for the next step */
+} av_comp;
+
+static kl_rc emit(av_comp *cp, av_code *c, av_op op, int level, const av_node *nd) {
+  if (c->n == c->cap) {
+    size_t cap = c->cap ? 2 * c->cap : 8;
+    av_step *v = kl_realloc(cp->env, c->steps, cap * sizeof *v);
+    if (!v) return KL_NOMEM;
+    c->steps = v;
+    c->cap = cap;
+  }
+  if (cp->pend.len > UINT32_MAX) return KL_NOMEM;
+  av_step *st = &c->steps[c->n++];
+  memset(st, 0, sizeof *st);
+  st->op = (uint8_t)op;
+  st->level = (uint8_t)level;
+  st->nd = nd;
+  st->lit.off = c->text.len;
+  st->lit_n = (uint32_t)cp->pend.len;
+  kl_rc rc = cp->pend.len ? kl_buf_append(cp->env, &c->text, cp->pend.p, cp->pend.len) : KL_OK;
+  cp->pend.len = 0;
+  return rc;
+}
+
+static kl_rc compile(av_comp *cp, av_node *nd, int depth);
+
+static const av_op scalar_op[] = {
+    [AV_NULL] = OP_NULL,     [AV_BOOLEAN] = OP_BOOLEAN, [AV_INT] = OP_INT,
+    [AV_LONG] = OP_LONG,     [AV_FLOAT] = OP_FLOAT,     [AV_DOUBLE] = OP_DOUBLE,
+    [AV_BYTES] = OP_BYTES,   [AV_STRING] = OP_STRING,   [AV_ENUM] = OP_ENUM,
+    [AV_FIXED] = OP_FIXED};
+
+/* The steps of a datum of nd into c, its records open level deep. */
+static kl_rc lay(av_comp *cp, av_code *c, av_node *nd, int level, int depth) {
+  kl_rc rc = KL_OK;
+  if (is_scalar(nd)) return emit(cp, c, scalar_op[nd->type], level, nd);
+  if (nd->type != AV_RECORD) {
+    /* the lists of the items, the values, the branches */
+    for (size_t i = 0; rc == KL_OK && i < (nd->type == AV_UNION ? nd->n : 1); i++) {
+      rc = compile(cp, nd->kids[i], depth + 1);
+      if (rc == KL_OK && !nd->kids[i]->code) return emit(cp, c, OP_SLOW, level, nd);
+    }
+    av_op op = nd->type == AV_UNION ? OP_UNION : nd->type == AV_MAP ? OP_MAP : OP_ARRAY;
+    return rc ? rc : emit(cp, c, op, level, nd);
+  }
+  if (level + 1 > c->levels) c->levels = level + 1;
+  if ((rc = kl_buf_append(cp->env, &cp->pend, "{", 1))) return rc;
+  for (size_t i = 0; rc == KL_OK && i < nd->n; i++) {
+    av_node *k = nd->kids[i];
+    if ((rc = kl_buf_append(cp->env, &cp->pend, nd->keys[i], nd->key_len[i]))) break;
+    c->laid++;
+    if (k->type != AV_RECORD) {
+      rc = lay(cp, c, k, level + 1, depth);
+      continue;
+    }
+    /* in line when it is small and not being compiled (no recursion) */
+    if ((rc = compile(cp, k, depth + 1))) break;
+    if (k->code && k->code->done && level + 2 <= AV_LEVELS &&
+        c->laid + k->code->laid <= AV_INLINE) {
+      rc = lay(cp, c, k, level + 1, depth);
+    } else {
+      rc = emit(cp, c, k->code ? OP_RECORD : OP_SLOW, level + 1, k);
+    }
+  }
+  return rc ? rc : kl_buf_append(cp->env, &cp->pend, "}", 1);
+}
+
+static void code_free(const kl_env *env, av_code *c) {
+  if (!c) return;
+  kl_free(env, c->steps);
+  kl_buf_free(env, &c->text);
+  kl_free(env, c);
+}
+
+/* The texts' places, and the room after each step. */
+static kl_rc finish(av_comp *cp, av_code *c) {
+  static const char pad[KL_KEY_PAD];
+  kl_rc rc = kl_buf_append(cp->env, &c->text, pad, sizeof pad);
+  if (rc) return rc;
+  size_t rest = KL_KEY_PAD;
+  for (size_t i = c->n; i-- > 0;) {
+    av_step *st = &c->steps[i];
+    st->lit.p = (const char *)c->text.p + st->lit.off;
+    st->rest = rest;
+    rest += st->lit_n + fixed_room(st);
+  }
+  c->room = rest;
+  c->done = 1;
+  return KL_OK;
+}
+
+/* nd->code, unless nd is compiled or being compiled, or lies too deep (it
+** is then left NULL: the walk decodes it). */
+static kl_rc compile(av_comp *cp, av_node *nd, int depth) {
+  if (nd->code || depth > KL_AVRO_MAX_DEPTH) return KL_OK;
+  av_code *c = kl_malloc(cp->env, sizeof *c);
+  if (!c) return KL_NOMEM;
+  memset(c, 0, sizeof *c);
+  nd->code = c;
+  kl_buf saved = cp->pend; /* a list compiled while another's text waits */
+  memset(&cp->pend, 0, sizeof cp->pend);
+  kl_rc rc = lay(cp, c, nd, 0, depth);
+  if (rc == KL_OK) rc = emit(cp, c, OP_END, 0, nd);
+  if (rc == KL_OK) rc = finish(cp, c);
+  kl_buf_free(cp->env, &cp->pend);
+  cp->pend = saved;
+  return rc;
+}
+
+static kl_rc compile_schema(kl_avro_schema *s) {
+  av_comp cp;
+  cp.env = s->env;
+  memset(&cp.pend, 0, sizeof cp.pend);
+  return compile(&cp, s->root, 0);
+}
+
+/* Varints without a message (the walk gives it); a value of one or two
+** bytes without a loop.  NULL when the walk would refuse it. */
+static const uint8_t *vlong_slow(const uint8_t *p, const uint8_t *end, int64_t *out) {
+  uint64_t v = 0;
+  for (int shift = 0; shift < 64; shift += 7) {
+    if (p >= end) return NULL;
+    uint8_t b = *p++;
+    if (shift == 63 && (b & 0x7e)) return NULL;
+    v |= (uint64_t)(b & 0x7f) << shift;
+    if (!(b & 0x80)) {
+      *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+      return p;
+    }
+  }
+  return NULL;
+}
+
+static inline const uint8_t *vlong(const uint8_t *p, const uint8_t *end, int64_t *out) {
+  uint64_t v;
+  if (p < end && p[0] < 0x80) {
+    v = p[0];
+    p += 1;
+  } else if (end - p >= 2 && p[1] < 0x80) {
+    v = (uint64_t)(p[0] & 0x7f) | (uint64_t)p[1] << 7;
+    p += 2;
+  } else if (end - p >= 10) { /* no bound to check byte by byte */
+    v = 0;
+    for (int i = 0;; i++) {
+      uint8_t b = p[i];
+      if (i == 9 && (b & 0xfe)) return NULL; /* past 64 bits, or past 10 bytes */
+      v |= (uint64_t)(b & 0x7f) << (7 * i);
+      if (!(b & 0x80)) {
+        p += i + 1;
+        break;
+      }
+    }
+  } else {
+    return vlong_slow(p, end, out);
+  }
+  *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
+  return p;
+}
+
+static inline const uint8_t *vint(const uint8_t *p, const uint8_t *end, int64_t *out) {
+  const uint8_t *q = vlong(p, end, out);
+  if (!q || q - p > 5 || *out < INT32_MIN || *out > INT32_MAX) return NULL;
+  return q;
+}
+
+/* put_long's digits, the room made. */
+static inline uint8_t *write_long(uint8_t *w, int64_t v) {
+  uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+  if (v < 0) *w++ = '-';
+  if (u < 10) {
+    *w = (uint8_t)('0' + u);
+    return w + 1;
+  }
+  char t[20];
+  size_t k = sizeof t;
+  for (; u; u /= 10) t[--k] = (char)('0' + u % 10);
+  memcpy(w, t + k, sizeof t - k);
+  return w + (sizeof t - k);
+}
+
+static inline uint8_t *write_real(uint8_t *w, double v, int is_float) {
+  if (isnan(v)) return (uint8_t *)memcpy(w, "\"NaN\"", 5) + 5;
+  if (isinf(v)) {
+    return v > 0 ? (uint8_t *)memcpy(w, "\"Infinity\"", 10) + 10
+                 : (uint8_t *)memcpy(w, "\"-Infinity\"", 11) + 11;
+  }
+  return w + kl_shortest(v, is_float, (char *)w);
+}
+
+static kl_rc run(av_dec *d, const av_code *c, int depth);
+
+/* A string's or bytes' length, checked against what is left. */
+static inline const uint8_t *vlen(const uint8_t *p, const uint8_t *end, size_t *n) {
+  int64_t len = 0;
+  p = vlong(p, end, &len);
+  if (!p || len < 0 || (uint64_t)len > (uint64_t)(end - p)) return NULL;
+  *n = (size_t)len;
+  return p;
+}
+
+/* Copy the n bytes at p to w when they are ASCII a JSON string holds as
+** they are (else 0, w's bytes undefined): eight at a time, and the last
+** few as a word too when the payload goes on past them (end), the bytes
+** past the string taken as spaces by a mask (in memory order, as the
+** string's).  Writes up to 7 bytes past w + n. */
+static inline int copy_plain(uint8_t *w, const uint8_t *p, size_t n, const uint8_t *end) {
+  static const uint8_t keep[16] = {255, 255, 255, 255, 255, 255, 255, 255};
+  const uint64_t high = 0x8080808080808080ull, spaces = 0x2020202020202020ull;
+  size_t j = 0;
+  uint64_t x, m;
+  for (; j + 8 <= n; j += 8) {
+    memcpy(&x, p + j, 8);
+    if (special8(x, high)) return 0;
+    memcpy(w + j, &x, 8);
+  }
+  if (j == n) return 1;
+  if ((size_t)(end - (p + j)) < 8) {
+    if (!plain_ascii(p + j, n - j)) return 0;
+    memcpy(w + j, p + j, n - j);
+    return 1;
+  }
+  memcpy(&x, p + j, 8);
+  memcpy(&m, keep + 8 - (n - j), 8);
+  x = (x & m) | (spaces & ~m);
+  if (special8(x, high)) return 0;
+  memcpy(w + j, &x, 8);
+  return 1;
+}
+
+/* A string (a map's key), with the room of what follows. */
+static kl_rc run_string(av_dec *d, size_t rest) {
+  size_t n = 0;
+  const uint8_t *p = vlen(d->p, d->end, &n);
+  if (!p) return KL_CORRUPT;
+  d->p = p + n;
+  kl_buf *o = d->o;
+  if (o->cap - o->len < 6 * n + 2 + rest && kl_buf_reserve(d->env, o, o->len + 6 * n + 2 + rest)) {
+    return KL_NOMEM;
+  }
+  uint8_t *w = o->p + o->len;
+  if (!copy_plain(w + 1, p, n, d->end)) return put_string(d, p, n);
+  w[0] = '"';
+  w[n + 1] = '"';
+  o->len += n + 2;
+  return KL_OK;
+}
+
+/* Arrays and maps (blocks), by the walk's rules. */
+static kl_rc run_blocks(av_dec *d, const av_node *nd, int depth) {
+  if (depth >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+  int is_map = nd->type == AV_MAP;
+  const av_code *item = nd->kids[0]->code;
+  size_t per = nd->kids[0]->min_bytes + (is_map ? 1 : 0);
+  kl_rc rc = putc_(d, is_map ? '{' : '[');
+  for (int64_t idx = 0; rc == KL_OK;) {
+    int64_t count = 0, size = 0;
+    if (!(d->p = vlong(d->p, d->end, &count))) return KL_CORRUPT;
+    if (count == 0) break;
+    if (count < 0) {
+      if (count == INT64_MIN) return KL_CORRUPT;
+      count = -count;
+      if (!(d->p = vlong(d->p, d->end, &size)) || size < 0) return KL_CORRUPT;
+    }
+    if (per > 0 && (uint64_t)count > (uint64_t)(d->end - d->p) / per) return KL_CORRUPT;
+    if (per == 0 && (uint64_t)count > KL_AVRO_MAX_EMPTY_ITEMS - d->empty_items) return KL_CORRUPT;
+    if (per == 0) d->empty_items += (size_t)count;
+    for (int64_t i = 0; rc == KL_OK && i < count; i++, idx++) {
+      if (idx && (rc = putc_(d, ','))) break;
+      if (is_map && ((rc = run_string(d, KL_KEY_PAD)) || (rc = putc_(d, ':')))) break;
+      rc = run(d, item, depth + 1);
+    }
+  }
+  return rc ? rc : putc_(d, is_map ? '}' : ']');
+}
+
+static kl_rc run_union(av_dec *d, const av_node *nd, int depth) {
+  int64_t b = 0;
+  if (depth >= KL_AVRO_MAX_DEPTH || !(d->p = vlong(d->p, d->end, &b)) || b < 0 ||
+      (uint64_t)b >= nd->n) {
+    return KL_CORRUPT;
+  }
+  const av_node *k = nd->kids[b];
+  if (k->type == AV_NULL) return put(d, "null", 4);
+  if (!(d->flags & KL_AVRO_WRAP_UNIONS)) return run(d, k->code, depth + 1);
+  const char *name = branch_name(k);
+  kl_rc rc;
+  if ((rc = putc_(d, '{')) || (rc = put_string(d, (const uint8_t *)name, strlen(name))) ||
+      (rc = putc_(d, ':')) || (rc = run(d, k->code, depth + 1))) {
+    return rc;
+  }
+  return putc_(d, '}');
+}
+
+/* The steps whose values have no fixed size, at d->p and d->o's end. */
+static kl_rc run_variable(av_dec *d, const av_step *st, int depth) {
+  const av_node *nd = st->nd;
+  size_t n = 0;
+  const uint8_t *p;
+  switch ((av_op)st->op) {
+    case OP_BYTES:
+      if (!(p = vlen(d->p, d->end, &n))) return KL_CORRUPT;
+      d->p = p + n;
+      return bytes_like(d, nd, p, n);
+    case OP_FIXED:
+      if ((size_t)(d->end - d->p) < (size_t)nd->size) return KL_CORRUPT;
+      p = d->p;
+      d->p += nd->size;
+      return bytes_like(d, nd, p, (size_t)nd->size);
+    case OP_ARRAY: case OP_MAP: return run_blocks(d, nd, depth + st->level);
+    case OP_UNION: return run_union(d, nd, depth + st->level);
+    case OP_RECORD: return run(d, nd->code, depth + st->level);
+    default: return KL_CORRUPT; /* OP_SLOW */
+  }
+}
+
+/* A float or double at *pp, its text at w; NULL when the bytes run out. */
+static inline uint8_t *step_real(const uint8_t **pp, const uint8_t *end, uint8_t *w, int is_float) {
+  const uint8_t *p = *pp;
+  size_t k = is_float ? 4 : 8;
+  if ((size_t)(end - p) < k) return NULL;
+  uint64_t u = 0;
+  for (size_t i = k; i-- > 0;) u = u << 8 | p[i];
+  *pp = p + k;
+  if (!is_float) {
+    double f;
+    memcpy(&f, &u, 8);
+    return write_real(w, f, 0);
+  }
+  uint32_t u32 = (uint32_t)u;
+  float f;
+  memcpy(&f, &u32, 4);
+  return write_real(w, f, 1);
+}
+
+/* A string at *pp, written at *ww with the room of the steps after it;
+** both moved past it. */
+static inline kl_rc step_string(av_dec *d, const av_step *st, const uint8_t **pp, uint8_t **ww) {
+  size_t n = 0;
+  const uint8_t *q = vlen(*pp, d->end, &n);
+  if (!q) return KL_CORRUPT;
+  kl_buf *o = d->o;
+  size_t need = 6 * n + 2 + st->rest, at = (size_t)(*ww - o->p);
+  if (o->cap - at < need && kl_buf_reserve(d->env, o, at + need)) return KL_NOMEM;
+  uint8_t *w = o->p + at;
+  *pp = q + n;
+  if (copy_plain(w + 1, q, n, d->end)) {
+    w[0] = '"';
+    w[n + 1] = '"';
+    *ww = w + n + 2;
+    return KL_OK;
+  }
+  o->len = at;
+  kl_rc rc = put_string(d, q, n); /* escapes, or past ASCII: the room is made */
+  *ww = o->p + o->len;
+  return rc;
+}
+
+/* One list of steps, for a datum met depth deep (the walk's d->depth). */
+static kl_rc run(av_dec *d, const av_code *c, int depth) {
+  if (c->levels && depth + c->levels - 1 >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+  kl_buf *o = d->o;
+  if (o->cap - o->len < c->room && kl_buf_reserve(d->env, o, o->len + c->room)) return KL_NOMEM;
+  const uint8_t *p = d->p, *end = d->end;
+  uint8_t *w = o->p + o->len;
+  for (const av_step *st = c->steps;; st++) {
+    if (st->lit_n <= KL_KEY_PAD) {
+      memcpy(w, st->lit.p, 8);
+      memcpy(w + 8, st->lit.p + 8, 8);
+    } else {
+      memcpy(w, st->lit.p, st->lit_n);
+    }
+    w += st->lit_n;
+    int64_t v = 0;
+    switch ((av_op)st->op) {
+      case OP_END:
+        d->p = p;
+        o->len = (size_t)(w - o->p);
+        return KL_OK;
+      case OP_NULL: w = (uint8_t *)memcpy(w, "null", 4) + 4; continue;
+      case OP_BOOLEAN:
+        if (p == end || *p > 1) return KL_CORRUPT;
+        w = *p++ ? (uint8_t *)memcpy(w, "true", 4) + 4 : (uint8_t *)memcpy(w, "false", 5) + 5;
+        continue;
+      case OP_INT: case OP_LONG:
+        if (!(p = st->op == OP_INT ? vint(p, end, &v) : vlong(p, end, &v))) return KL_CORRUPT;
+        w = write_long(w, v);
+        continue;
+      case OP_FLOAT: case OP_DOUBLE:
+        if (!(w = step_real(&p, end, w, st->op == OP_FLOAT))) return KL_CORRUPT;
+        continue;
+      case OP_STRING: {
+        kl_rc rc = step_string(d, st, &p, &w);
+        if (rc) return rc;
+        continue;
+      }
+      case OP_ENUM:
+        if (!(p = vint(p, end, &v)) || v < 0 || (uint64_t)v >= st->nd->n) return KL_CORRUPT;
+        memcpy(w, st->nd->keys[v], st->nd->key_len[v] <= KL_KEY_PAD ? KL_KEY_PAD
+                                                                    : st->nd->key_len[v]);
+        w += st->nd->key_len[v];
+        continue;
+      default: break;
+    }
+    d->p = p;
+    o->len = (size_t)(w - o->p);
+    kl_rc rc = run_variable(d, st, depth);
+    if (rc) return rc;
+    if (o->cap - o->len < st->rest && kl_buf_reserve(d->env, o, o->len + st->rest)) {
+      return KL_NOMEM;
+    }
+    p = d->p;
+    w = o->p + o->len;
+  }
+}
+
 kl_rc kl_avro_decode(const kl_avro_schema *s, const uint8_t *p, size_t n, unsigned flags,
                      kl_buf *json, kl_err *err) {
   av_dec d;
@@ -824,6 +1317,18 @@ kl_rc kl_avro_decode(const kl_avro_schema *s, const uint8_t *p, size_t n, unsign
   d.empty_items = 0;
   if ((flags & KL_AVRO_RAW_BYTES) && s->root->type == AV_BYTES) {
     return bytes_like(&d, s->root, p, n);
+  }
+  if (!(flags & KL_AVRO_TREE) && s->root->code) {
+    size_t at = json->len;
+    d.err = NULL; /* a refusal is the walk's to explain */
+    kl_rc rc = run(&d, s->root->code, 0);
+    if (rc == KL_OK && d.p == d.end) return KL_OK;
+    if (rc == KL_NOMEM) return kl_err_set(err, rc, "out of memory");
+    json->len = at;
+    d.p = p;
+    d.err = err;
+    d.depth = 0;
+    d.empty_items = 0;
   }
   kl_rc rc = datum(&d, s->root);
   if (rc == KL_OK && d.p != d.end) {

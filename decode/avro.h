@@ -38,6 +38,11 @@
 ** unscaled value is at most KL_AVRO_MAX_DECIMAL bytes.  The JSON written is
 ** thus bounded by a constant times the payload's size.
 **
+** Decoding runs steps compiled once per schema, at parse (avro.c, "compiled
+** decoding"); the walk over the schema's tree is the reference they answer
+** to, and decodes again whatever they refuse, so that the error and its
+** path are the walk's.
+**
 ** Why written here rather than with Debian's libavro (avro-c 1.11): its
 ** schema parser keeps no logical types (decimals and uuids would come out
 ** as bytes), offers no way to see named types defined by another schema

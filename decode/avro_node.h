@@ -20,6 +20,7 @@ typedef enum av_logical { AV_PLAIN, AV_DECIMAL, AV_UUID } av_logical;
 #define KL_KEY_PAD 16
 
 typedef struct av_node av_node;
+typedef struct av_code av_code;
 struct av_node {
   av_type type;
   av_logical logical;
@@ -34,6 +35,7 @@ struct av_node {
   size_t *key_len;
   size_t min_bytes;         /* the smallest encoding of a datum */
   int sized;                /* min_bytes is known (recursion guard) */
+  av_code *code;            /* the datum's decoding as steps (avro.c), or NULL */
 };
 
 struct kl_avro_schema {
@@ -42,6 +44,10 @@ struct kl_avro_schema {
   av_node **nodes;          /* every node, for the free */
   size_t nnodes, cap;
 };
+
+/* kl_avro_decode's flag for the tree walk alone, without the compiled
+** steps: the reference the steps are checked against (tests, fuzzing). */
+#define KL_AVRO_TREE 0x100
 
 /* The spec's name of each av_type ("null" ... "fixed"). */
 extern const char *const kl_avro_type_names[];

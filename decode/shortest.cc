@@ -59,22 +59,21 @@ size_t few_decimals(double v, char *out) {
     double x = v * pow10[dec]; /* |x| < 2^51: x +- 0.5 is exact, and so is r */
     int64_t r = (int64_t)(x < 0 ? x - 0.5 : x + 0.5);
     if ((double)r / pow10[dec] != v) continue;
-    char d[24];
-    size_t nd = put_digits(r < 0 ? (uint64_t)0 - (uint64_t)r : (uint64_t)r, d), k = 0;
-    if (v < 0) out[k++] = '-';
-    if (nd <= (size_t)dec) { /* 0.0ddd */
-      out[k++] = '0';
-      out[k++] = '.';
-      for (size_t i = nd; i < (size_t)dec; i++) out[k++] = '0';
-      std::memcpy(out + k, d, nd);
-      k += nd;
-    } else {
-      std::memcpy(out + k, d, nd - dec);
-      k += nd - dec;
-      out[k++] = '.';
-      std::memcpy(out + k, d + nd - dec, dec);
-      k += dec;
-    }
+    /* the digits from the last, the point after dec of them (0.0ddd when
+    ** fewer), in a word-sized copy: at most 18 bytes (2^51 / 10^4 has 12
+    ** digits) */
+    char t[64], *e = t + 40, *q = e;
+    std::memset(e, 0, 24); /* copied past the text, then overwritten */
+    uint64_t u = r < 0 ? (uint64_t)0 - (uint64_t)r : (uint64_t)r;
+    for (int i = 0; i < dec; i++, u /= 10) *--q = (char)('0' + u % 10);
+    *--q = '.';
+    do {
+      *--q = (char)('0' + u % 10);
+      u /= 10;
+    } while (u);
+    if (v < 0) *--q = '-';
+    size_t k = (size_t)(e - q);
+    std::memcpy(out, q, 24);
     out[k] = 0;
     return k;
   }

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 
 #include "avro.h"
+#include "avro_node.h"
 #include "confluent.h"
 
 static kl_rc run(const char *schema, const uint8_t *p, size_t n, unsigned flags, char *out,
@@ -28,11 +29,19 @@ static kl_rc run(const char *schema, const uint8_t *p, size_t n, unsigned flags,
     snprintf(out, on, "%s", err->msg);
     return rc;
   }
-  kl_buf b = {0};
+  kl_buf b = {0}, w = {0};
   rc = kl_avro_decode(s, p, n, flags, &b, err);
+  /* the compiled steps answer as the tree walk does, byte for byte */
+  kl_err we;
+  kl_err_clear(&we);
+  kl_rc wrc = kl_avro_decode(s, p, n, flags | KL_AVRO_TREE, &w, &we);
+  assert_int_equal(rc, wrc);
+  if (rc) assert_string_equal(err->msg, we.msg);
+  else assert_true(b.len == w.len && (b.len == 0 || memcmp(b.p, w.p, b.len) == 0));
   snprintf(out, on, "%.*s", rc ? (int)strlen(err->msg) : (int)b.len,
            rc ? err->msg : (const char *)b.p);
   kl_buf_free(NULL, &b);
+  kl_buf_free(NULL, &w);
   kl_avro_schema_free(s);
   return rc;
 }
@@ -55,6 +64,14 @@ static void test_scalars(void **state) {
   OK("\"long\"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", "-9223372036854775808");
   BAD("\"long\"", "\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", "varint longer than 64 bits");
   BAD("\"long\"", "\xff\xff", "varint runs past the end");
+  /* the same with bytes after them (read without a bound per byte) */
+  BAD("[\"long\",\"null\"]", "\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x7f", "varint longer than 64 bits");
+  BAD("[\"long\",\"null\"]", "\x00\xff\xff\xff\xff\xff\xff\xff\xff\xff\x81\x00",
+      "varint longer than 10 bytes");
+  OK("{\"type\":\"array\",\"items\":\"long\"}",
+     "\x02\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01\x00", "[-9223372036854775808]");
+  OK("{\"type\":\"array\",\"items\":\"long\"}",
+     "\x08\x80\x89\x7a\x80\x89\x7a\x80\x89\x7a\x7f\x00", "[1000000,1000000,1000000,-64]");
   BAD("\"int\"", "\x80\x80\x80\x80\x20", "int out of range");
   OK("\"boolean\"", "\x01", "true");
   BAD("\"boolean\"", "\x02", "boolean byte 2");
@@ -115,6 +132,17 @@ static void test_strings(void **state) {
         kl_rc rc = run("\"string\"", enc, len + 1, 0, got, sizeof got, &e);
         if (rc != KL_OK || strcmp(got, want) != 0) {
           fail_msg("len %zu, byte %02x at %zu: got %s, want %s", len, specials[k], at, got, want);
+        }
+        /* and with more of the value after it (its last bytes read as a word) */
+        static const char rec[] = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":"
+                                  "\"s\",\"type\":\"string\"},{\"name\":\"f\",\"type\":"
+                                  "{\"type\":\"fixed\",\"name\":\"F\",\"size\":8}}]}";
+        memset(enc + len + 1, '"', 8);
+        char rwant[600];
+        snprintf(rwant, sizeof rwant, "{\"s\":%s,\"f\":\"2222222222222222\"}", want);
+        rc = run(rec, enc, len + 9, 0, got, sizeof got, &e);
+        if (rc != KL_OK || strcmp(got, rwant) != 0) {
+          fail_msg("in a record, len %zu, byte %02x at %zu: got %s", len, specials[k], at, got);
         }
         if (at + 1 < len) { /* a byte that begins no UTF-8 sequence */
           v[at + 1] = 0xff;
@@ -199,6 +227,25 @@ static void test_hostile(void **state) {
   strcat(deep, "\"int\"");
   for (int i = 0; i < 200; i++) strcat(deep, "}");
   BAD(deep, "", "nested deeper than 128");
+  /* records of 40 fields of records of 40 fields ..., 7 levels, of a record
+  ** of nothing: 40^7 fields in all, compiled in time linear in the text */
+  char wide[32768] = "{\"type\":\"record\",\"name\":\"T\",\"fields\":[{\"name\":\"z\","
+                     "\"type\":{\"type\":\"record\",\"name\":\"E0\",\"fields\":[]}}";
+  for (int lv = 1; lv <= 7; lv++) {
+    sprintf(wide + strlen(wide), ",{\"name\":\"l%d\",\"type\":{\"type\":\"record\",\"name\":"
+            "\"E%d\",\"fields\":[", lv, lv);
+    for (int i = 0; i < 40; i++) {
+      sprintf(wide + strlen(wide), "%s{\"name\":\"f%d\",\"type\":\"E%d\"}", i ? "," : "", i, lv - 1);
+    }
+    strcat(wide, "]}}");
+  }
+  strcat(wide, "]}");
+  kl_avro_text t = {wide, strlen(wide)};
+  kl_avro_schema *s = NULL;
+  kl_err e;
+  kl_err_clear(&e);
+  assert_int_equal(kl_avro_schema_parse(NULL, &t, 1, &s, &e), KL_OK);
+  kl_avro_schema_free(s);
 }
 
 static void test_schemas(void **state) {
@@ -262,12 +309,97 @@ static void test_framing(void **state) {
   kl_buf_free(NULL, &b);
 }
 
+/* Every truncation of a valid value, and every byte of it replaced by a few
+** others: the compiled steps agree with the tree walk (run() compares them)
+** on what decodes and on each refusal's message. */
+static void mutations(const char *schema, const uint8_t *v, size_t n, const char *want) {
+  char o[8192];
+  kl_err e;
+  assert_int_equal(run(schema, v, n, 0, o, sizeof o, &e), KL_OK);
+  assert_string_equal(o, want);
+  assert_int_equal(run(schema, v, n, KL_AVRO_WRAP_UNIONS, o, sizeof o, &e), KL_OK);
+  static const uint8_t others[] = {0x00, 0x01, 0x02, 0x7f, 0x80, 0xff, 0x22, 0x5c, 0xc3};
+  uint8_t m[512];
+  for (size_t cut = 0; cut < n; cut++) run(schema, v, cut, 0, o, sizeof o, &e);
+  for (size_t at = 0; at < n; at++) {
+    for (size_t k = 0; k < sizeof others; k++) {
+      memcpy(m, v, n);
+      m[at] = others[k];
+      run(schema, m, n, 0, o, sizeof o, &e);
+      run(schema, m, n, KL_AVRO_WRAP_UNIONS, o, sizeof o, &e);
+    }
+  }
+}
+
+static void test_steps_agree(void **state) {
+  /* the order of the benchmark: every kind of step */
+  static const char order[] =
+      "{\"type\":\"record\",\"name\":\"Order\",\"fields\":[{\"name\":\"id\",\"type\":\"long\"},"
+      "{\"name\":\"customer\",\"type\":\"string\"},{\"name\":\"amount\",\"type\":\"double\"},"
+      "{\"name\":\"status\",\"type\":{\"type\":\"enum\",\"name\":\"S\",\"symbols\":[\"NEW\","
+      "\"PAID\"]}},{\"name\":\"note\",\"type\":[\"null\",\"string\"]},{\"name\":\"items\","
+      "\"type\":{\"type\":\"array\",\"items\":{\"type\":\"record\",\"name\":\"Item\",\"fields\":"
+      "[{\"name\":\"sku\",\"type\":\"string\"},{\"name\":\"qty\",\"type\":\"int\"}]}}},"
+      "{\"name\":\"tags\",\"type\":{\"type\":\"map\",\"values\":\"string\"}},"
+      "{\"name\":\"gift\",\"type\":\"boolean\"},{\"name\":\"f\",\"type\":\"float\"}]}";
+  static const uint8_t ov[] = {0xd8, 0x04, 0x06, 'c', '-', '1', 0, 0, 0, 0, 0, 0, 0x29, 0x40,
+                               0x02, 0x02, 0x04, 'h', 'i', 0x04, 0x02, 's', 0x06, 0x02, 't',
+                               0x02, 0x00, 0x02, 0x02, 'k', 0x02, 'v', 0x00, 0x01,
+                               0, 0, 0xc0, 0x3f};
+  mutations(order, ov, sizeof ov,
+            "{\"id\":300,\"customer\":\"c-1\",\"amount\":12.5,\"status\":\"PAID\",\"note\":\"hi\","
+            "\"items\":[{\"sku\":\"s\",\"qty\":3},{\"sku\":\"t\",\"qty\":1}],\"tags\":{\"k\":\"v\"},"
+            "\"gift\":true,\"f\":1.5}");
+  /* records nested past AV_LEVELS, and a record of more steps than are laid
+  ** in line: called, not laid */
+  char deep[4096] = "", want[4096] = "";
+  uint8_t dv[128];
+  size_t dn = 0;
+  for (int i = 0; i < 11; i++) {
+    sprintf(deep + strlen(deep), "{\"type\":\"record\",\"name\":\"R%d\",\"fields\":[{\"name\":"
+            "\"a\",\"type\":\"int\"},{\"name\":\"r\",\"type\":", i);
+    sprintf(want + strlen(want), "{\"a\":%d,\"r\":", i);
+    dv[dn++] = (uint8_t)(2 * i);
+  }
+  strcat(deep, "[\"null\",{\"type\":\"fixed\",\"name\":\"U\",\"size\":16,\"logicalType\":\"uuid\"}]");
+  strcat(want, "null");
+  dv[dn++] = 0;
+  for (int i = 0; i < 11; i++) {
+    strcat(deep, "}]}");
+    strcat(want, "}");
+  }
+  mutations(deep, dv, dn, want);
+  char wide[8192] = "{\"type\":\"record\",\"name\":\"W\",\"fields\":[{\"name\":\"in\",\"type\":"
+                    "{\"type\":\"record\",\"name\":\"V\",\"fields\":[";
+  char wwant[4096] = "{\"in\":{";
+  uint8_t wv[128];
+  for (int i = 0; i < 70; i++) {
+    sprintf(wide + strlen(wide), "%s{\"name\":\"f%d\",\"type\":\"int\"}", i ? "," : "", i);
+    sprintf(wwant + strlen(wwant), "%s\"f%d\":%d", i ? "," : "", i, i % 3);
+    wv[i] = (uint8_t)(2 * (i % 3));
+  }
+  strcat(wide, "]}},{\"name\":\"d\",\"type\":{\"type\":\"bytes\",\"logicalType\":\"decimal\","
+               "\"precision\":9,\"scale\":2}},{\"name\":\"h\",\"type\":\"bytes\"}]}");
+  strcat(wwant, "},\"d\":-0.01,\"h\":\"ab\"}");
+  wv[70] = 0x02;
+  wv[71] = 0xff;
+  wv[72] = 0x02;
+  wv[73] = 0xab;
+  mutations(wide, wv, 74, wwant);
+  /* a field name longer than a word of constant text, map of arrays */
+  mutations("{\"type\":\"record\",\"name\":\"L\",\"fields\":[{\"name\":\"a_rather_long_field_name\","
+            "\"type\":{\"type\":\"map\",\"values\":{\"type\":\"array\",\"items\":\"long\"}}}]}",
+            (const uint8_t *)"\x02\x02k\x03\x04\x02\x7f\x00\x00", 9,
+            "{\"a_rather_long_field_name\":{\"k\":[1,-64]}}");
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_scalars),  cmocka_unit_test(test_strings),
       cmocka_unit_test(test_logical),
       cmocka_unit_test(test_complex),  cmocka_unit_test(test_hostile),
       cmocka_unit_test(test_schemas),  cmocka_unit_test(test_framing),
+      cmocka_unit_test(test_steps_agree),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,7 +6,8 @@
 ** checker) and bounded by the payload's size.  The same payload is also
 ** given to the JSON Schema check, and taken as JSON text to encode with
 ** the schema (avro_encode.h); the JSON a payload decodes to is encoded
-** again too.  Whatever the encoder writes must decode.
+** again too.  Whatever the encoder writes must decode.  The compiled steps
+** and the tree walk must give the same JSON, or the same refusal.
 **
 ** Input: byte 0: bit 0 set: unions wrapped, bit 1: a "bytes" root raw;
 ** bytes 1-2: the schema's length, big-endian (clipped to what follows);
@@ -17,6 +18,7 @@
 
 #include "avro.h"
 #include "avro_encode.h"
+#include "avro_node.h"
 #include "confluent.h"
 
 /* Encode text (n bytes) with s: refused with a message, or bytes that
@@ -57,9 +59,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (rc != KL_OK && rc != KL_CORRUPT) abort();
   if (rc != KL_OK && !err.msg[0]) abort(); /* a refusal says why */
   if (rc == KL_OK) {
-    kl_buf json = {0};
+    kl_buf json = {0}, walk = {0};
     rc = kl_avro_decode(s, payload, plen, flags, &json, &err);
     if (rc != KL_OK && rc != KL_CORRUPT) abort();
+    kl_err we;
+    kl_err_clear(&we);
+    if (kl_avro_decode(s, payload, plen, flags | KL_AVRO_TREE, &walk, &we) != rc ||
+        (rc == KL_OK && (walk.len != json.len || (json.len && memcmp(walk.p, json.p, json.len)))) ||
+        (rc != KL_OK && strcmp(we.msg, err.msg))) {
+      abort(); /* the compiled steps and the tree walk disagree */
+    }
+    kl_buf_free(NULL, &walk);
     if (rc == KL_OK) {
       kl_buf again = {0};
       kl_err e2;
