@@ -145,6 +145,9 @@ typedef struct kl_stats {
                                 ** segments (log directories, partitions) */
   uint64_t partitions_listed;   /* partition entries listings kept */
   uint64_t logs_opened;         /* partition directories opened as logs */
+  uint64_t segments_dated;      /* closed segments dated by their time
+                                ** index's last entry, their .log not
+                                ** opened (scan.h kl_scan_max_timestamp) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches
