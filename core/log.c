@@ -85,18 +85,24 @@ static kl_rc list_segments(kl_log *log, kl_err *err) {
   const char *name;
   int isdir, more;
   char path[4096];
-  int partitions = 0;
+  int partitions = 0, segments = 0;
+  size_t dn = strlen(dir);
   log->hint[0] = 0;
   while (rc == KL_OK && (more = kl_os_readdir(env, d, &name, &isdir)) > 0) {
     int64_t base;
     if (!kl_segment_name(name, &base)) {
-      note_partition_dir(log, dir, name, isdir, &partitions);
+      /* The hint is for a directory without segments. */
+      if (!segments) note_partition_dir(log, dir, name, isdir, &partitions);
       continue;
     }
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
+    segments = 1;
+    if (dn + 1 + strlen(name) >= sizeof path) {
       rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
       break;
     }
+    memcpy(path, dir, dn);
+    path[dn] = '/';
+    strcpy(path + dn + 1, name);
     kl_segment *s = kl_malloc(env, sizeof *s);
     if (!s) {
       rc = KL_NOMEM;
