@@ -208,7 +208,9 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
   if (!log) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   memset(log, 0, sizeof *log);
   log->env = env;
-  kl_segset_init(&log->open, 0); /* the bound from RLIMIT_NOFILE */
+  /* Its own bound from RLIMIT_NOFILE, unless a shared set (whose bound
+  ** holds) is used: then no getrlimit for each of thousands of logs. */
+  kl_segset_init(&log->open, set ? KL_SEGSET_MAX_OPEN : 0);
   log->set = set ? set : &log->open;
   log->dir = kl_strdup(env, dir);
   log->segs = kl_skiplist_new(env);

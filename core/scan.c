@@ -680,8 +680,11 @@ kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek 
   seek_none(s, out);
   kl_index *ix;
   kl_rc rc = prepare(rd, s, err);
-  if (rc == KL_OK) rc = offset_index(rd, s, &ix, err);
-  if (rc) return rc;
+  /* At or below the base the walk starts at position 0 whatever the index
+  ** says: a query from a log's start (its first row, offset = 0 in every
+  ** partition) opens no index. */
+  if (rc || target <= s->base) return rc;
+  if ((rc = offset_index(rd, s, &ix, err)) != KL_OK) return rc;
   if (ix->unusable) {
     rd->stats->index_fallbacks++;
     return KL_OK;
