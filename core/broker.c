@@ -402,7 +402,10 @@ static kl_rc listing_read(const kl_env *env, const char *dir, listing *l, struct
     int64_t base;
     int32_t part;
     if (kl_segment_name(de_name, &base)) {
+      /* A partition directory, whatever else it holds: the rest of its
+      ** names (thousands of segments' files) say nothing more here. */
       l->segments = 1;
+      break;
     } else if (passed_over(l, de_name)) {
       continue;
     } else if (logdir_marker(de_name)) {

@@ -34,7 +34,10 @@ static const char *kind_of(mode_t m) {
 }
 
 /* kl_fd_open, with what fstat said of the file opened in *st.  A file that
-** is not of the kind asked cannot be opened as one (KL_CANTOPEN); a failed
+** is not of the kind asked cannot be opened as one (KL_CANTOPEN), and
+** O_NONBLOCK keeps a FIFO from blocking the open: the descriptor keeps it,
+** since a regular file or a directory, the only kinds returned, ignores it
+** (clearing it would cost every open a call more); a failed
 ** open is classed as kl_write_rc classes it when it creates or writes, else
 ** KL_CANTOPEN but for a failing device (EIO: KL_IO). */
 static kl_rc open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
@@ -86,6 +89,11 @@ kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *
                  kl_err *err) {
   struct stat st;
   return open_stat(env, path, flags, mode, fd, &st, err);
+}
+
+kl_rc kl_fd_open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                      struct stat *st, kl_err *err) {
+  return open_stat(env, path, flags, mode, fd, st, err);
 }
 
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err) {

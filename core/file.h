@@ -54,6 +54,11 @@ typedef struct kl_file {
 kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *fd,
                  kl_err *err);
 
+/* kl_fd_open, with what the fstat it makes said of the file in *st. */
+struct stat;
+kl_rc kl_fd_open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
+                      struct stat *st, kl_err *err);
+
 /* Open path read-only (kl_fd_open).  KL_NOTFOUND when it does not exist (no
 ** message); otherwise as kl_fd_open fails.  f->path borrows path. */
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err);

@@ -150,6 +150,9 @@ typedef struct kl_stats {
                                 ** outgrow the sort_bytes option) */
   uint64_t threads_started;     /* read-ahead workers started (ahead.h):
                                 ** once per table, not once per scan */
+  uint64_t segments_dated;      /* closed segments dated by their time
+                                ** index's last entry, their .log not
+                                ** opened (scan.h kl_scan_max_timestamp) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

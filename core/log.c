@@ -85,18 +85,24 @@ static kl_rc list_segments(kl_log *log, kl_err *err) {
   const char *name;
   int isdir, more;
   char path[4096];
-  int partitions = 0;
+  int partitions = 0, segments = 0;
+  size_t dn = strlen(dir);
   log->hint[0] = 0;
   while (rc == KL_OK && (more = kl_os_readdir(env, d, &name, &isdir)) > 0) {
     int64_t base;
     if (!kl_segment_name(name, &base)) {
-      note_partition_dir(log, dir, name, isdir, &partitions);
+      /* The hint is for a directory without segments. */
+      if (!segments) note_partition_dir(log, dir, name, isdir, &partitions);
       continue;
     }
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) {
+    segments = 1;
+    if (dn + 1 + strlen(name) >= sizeof path) {
       rc = kl_err_set(err, KL_IO, "%s: path too long", dir);
       break;
     }
+    memcpy(path, dir, dn);
+    path[dn] = '/';
+    strcpy(path + dn + 1, name);
     kl_segment *s = kl_malloc(env, sizeof *s);
     if (!s) {
       rc = KL_NOMEM;
@@ -202,7 +208,9 @@ kl_rc kl_log_open_view(const kl_env *env, const char *dir, kl_segset *set, const
   if (!log) return kl_err_set(err, KL_NOMEM, "out of memory opening %s", dir);
   memset(log, 0, sizeof *log);
   log->env = env;
-  kl_segset_init(&log->open, 0); /* the bound from RLIMIT_NOFILE */
+  /* Its own bound from RLIMIT_NOFILE, unless a shared set (whose bound
+  ** holds) is used: then no getrlimit for each of thousands of logs. */
+  kl_segset_init(&log->open, set ? KL_SEGSET_MAX_OPEN : 0);
   log->set = set ? set : &log->open;
   log->dir = kl_strdup(env, dir);
   log->segs = kl_skiplist_new(env);

@@ -195,8 +195,8 @@ static kl_logref *lookup(kl_logcache *c, const char *dir, unsigned h, int alone)
 static kl_rc open_dir(const kl_env *env, const char *dir, int watch, int *dirfd, struct stat *st,
                       kl_err *err) {
   *dirfd = -1;
-  if ((watch && kl_fd_open(env, dir, O_RDONLY | O_DIRECTORY, 0, dirfd, NULL) != KL_OK) ||
-      (watch ? kl_os_fstat(env, *dirfd, st) : kl_os_stat(env, dir, st)) != 0) {
+  if (watch ? kl_fd_open_stat(env, dir, O_RDONLY | O_DIRECTORY, 0, dirfd, st, NULL) != KL_OK
+            : kl_os_stat(env, dir, st) != 0) {
     int e = errno;
     if (*dirfd >= 0) kl_os_close(env, *dirfd);
     *dirfd = -1;
@@ -215,10 +215,11 @@ static void watch_files(kl_logref *r, const char *dir) {
   if (r->dirfd >= 0 && kl_commit_open(r->env, dir, &r->commitfd, NULL) != KL_OK) r->commitfd = -1;
   kl_segment *last = kl_log_last(r->log);
   if (!last) return;
-  if (r->dirfd >= 0 && kl_fd_open(r->env, last->log_path, O_RDONLY, 0, &r->lastfd, NULL) != KL_OK) {
+  if (r->dirfd >= 0 &&
+      kl_fd_open_stat(r->env, last->log_path, O_RDONLY, 0, &r->lastfd, &st, NULL) != KL_OK) {
     r->lastfd = -1;
   }
-  if (r->lastfd >= 0 ? kl_os_fstat(r->env, r->lastfd, &st) == 0 : kl_os_stat(r->env, last->log_path, &st) == 0) {
+  if (r->lastfd >= 0 || kl_os_stat(r->env, last->log_path, &st) == 0) {
     r->last_size = st.st_size;
   } else {
     r->last_size = -1; /* not fresh next time: opened afresh */
@@ -318,11 +319,7 @@ static int listref_fresh(const kl_listref *k) {
 static void listref_watch(kl_listref *k, const char *path, int flags) {
   struct stat st;
   int fd;
-  if (kl_fd_open(k->env, path, O_RDONLY | flags, 0, &fd, NULL) != KL_OK) return;
-  if (kl_os_fstat(k->env, fd, &st) != 0) {
-    kl_os_close(k->env, fd);
-    return;
-  }
+  if (kl_fd_open_stat(k->env, path, O_RDONLY | flags, 0, &fd, &st, NULL) != KL_OK) return;
   k->fd[k->nfd] = fd;
   k->mtime[k->nfd] = st.st_mtim;
   k->size[k->nfd] = st.st_size;

@@ -15,16 +15,7 @@
 
 static int px_open(const kl_os *os, const char *path, int flags, int mode) {
   (void)os;
-  int fd = open(path, flags, mode);
-  /* O_NONBLOCK off again (os.h): F_SETFL keeps the access mode; of the
-  ** flags given only O_APPEND is a status flag. */
-  if (fd >= 0 && (flags & O_NONBLOCK) && fcntl(fd, F_SETFL, flags & O_APPEND) != 0) {
-    int e = errno;
-    close(fd);
-    errno = e;
-    return -1;
-  }
-  return fd;
+  return open(path, flags, mode);
 }
 static int px_close(const kl_os *os, int fd) {
   (void)os;

@@ -11,9 +11,7 @@
 ** listing and lock of a transaction or a recovery can be made to fail.
 **
 ** Each function behaves as the POSIX call it is named after (the return
-** value, and errno set on failure), with these differences: O_NONBLOCK
-** given to xOpen applies to the open alone (a FIFO does not block it; the
-** descriptor returned blocks); reads and
+** value, and errno set on failure), with these differences: reads and
 ** writes are positioned and take int64_t positions; xSync syncs the data
 ** only (fdatasync) when data is non-zero; a directory listing is a handle
 ** from xOpendir whose xReaddir gives 1, an entry's name (valid until the

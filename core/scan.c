@@ -714,8 +714,11 @@ kl_rc kl_scan_seek_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_seek 
   seek_none(s, out);
   kl_index *ix;
   kl_rc rc = prepare(rd, s, err);
-  if (rc == KL_OK) rc = offset_index(rd, s, &ix, err);
-  if (rc) return rc;
+  /* At or below the base the walk starts at position 0 whatever the index
+  ** says: a query from a log's start (its first row, offset = 0 in every
+  ** partition) opens no index. */
+  if (rc || target <= s->base) return rc;
+  if ((rc = offset_index(rd, s, &ix, err)) != KL_OK) return rc;
   if (ix->unusable) {
     rd->stats->index_fallbacks++;
     return KL_OK;
@@ -996,10 +999,13 @@ static int not_before(const struct timespec *a, const struct timespec *b) {
 
 /* Date a closed segment from its time index's last entry (see
 ** kl_scan_max_timestamp for when it stands): 1 with s->dated set, 0 when
-** the .log must be read.  Nothing here is an error: the reading path
-** reports what is wrong.  Complexity above 25: one branch per condition
-** under which Kafka's last time-index entry may stand for the segment. */
-static int date_from_time_index(kl_segment *s) {
+** the .log must be read.  Five system calls: the .log's stat, the
+** index's open and fstat (its size and time), one read of its last two
+** entries, its close.  Nothing here is an
+** error: the reading path reports what is wrong.  Complexity above 25: one
+** branch per condition under which Kafka's last time-index entry may stand
+** for the segment. */
+static int date_from_time_index(kl_segment *s, kl_stats *stats) {
   if (s->is_last || s->limit >= 0 || s->mem) return 0;
   const kl_env *env = s->env;
   struct stat ls, ts;
@@ -1009,13 +1015,15 @@ static int date_from_time_index(kl_segment *s) {
     return 0;
   }
   int fd;
-  if (kl_fd_open(env, s->timeindex_path, O_RDONLY, 0, &fd, NULL) != KL_OK) return 0;
+  if (kl_fd_open_stat(env, s->timeindex_path, O_RDONLY, 0, &fd, &ts, NULL) != KL_OK) return 0;
   uint8_t e[2 * KL_INDEX_TIME];
   size_t n = 0;
-  if (kl_os_fstat(env, fd, &ts) == 0 && ts.st_size >= KL_INDEX_TIME &&
-      ts.st_size % KL_INDEX_TIME == 0 && not_before(&ts.st_mtim, &ls.st_mtim)) {
+  if (ts.st_size >= KL_INDEX_TIME && ts.st_size % KL_INDEX_TIME == 0 &&
+      not_before(&ts.st_mtim, &ls.st_mtim)) {
     n = ts.st_size >= 2 * KL_INDEX_TIME ? 2 * KL_INDEX_TIME : KL_INDEX_TIME;
+    stats->reads++;
     if (kl_os_read(env, fd, e, n, ts.st_size - (int64_t)n) != (long)n) n = 0;
+    stats->bytes_read += n;
   }
   kl_os_close(env, fd);
   if (n == 0) return 0;
@@ -1031,12 +1039,13 @@ static int date_from_time_index(kl_segment *s) {
   s->dated = 1;
   s->dated_ts = t;
   s->dated_off = o;
+  stats->segments_dated++;
   return 1;
 }
 
 kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
                             kl_err *err) {
-  if (!rd->skip && !s->tail.known && (s->dated || date_from_time_index(s))) {
+  if (!rd->skip && !s->tail.known && (s->dated || date_from_time_index(s, rd->stats))) {
     *ts = s->dated_ts;
     *off = s->dated_off;
     return KL_OK;

@@ -265,7 +265,8 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
 ** truncation), and was written no earlier than the .log was last modified
 ** (an index older than its log does not cover it); a .log seen before
 ** must still be that file.  Otherwise, and in skip mode, kl_scan_tail.
-** Costs a stat of the .log and one read of the .timeindex's last bytes;
+** Costs five system calls (the .log's stat; the .timeindex's open, fstat,
+** one read of its last two entries, close), counted in segments_dated;
 ** *off is the offset the entry names (the tail's max_ts_offset).
 */
 kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,

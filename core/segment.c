@@ -47,9 +47,11 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
   s->log_path = b;
   memcpy(b, log_path, n + 1);
   s->index_path = b + stem + 11;
-  snprintf(s->index_path, stem + 11, "%.*s.index", (int)stem, log_path);
+  memcpy(s->index_path, log_path, stem);
+  memcpy(s->index_path + stem, ".index", sizeof ".index");
   s->timeindex_path = b + 2 * (stem + 11);
-  snprintf(s->timeindex_path, stem + 11, "%.*s.timeindex", (int)stem, log_path);
+  memcpy(s->timeindex_path, log_path, stem);
+  memcpy(s->timeindex_path + stem, ".timeindex", sizeof ".timeindex");
   const char *slash = strrchr(s->log_path, '/');
   s->name = slash ? slash + 1 : s->log_path;
   return KL_OK;
@@ -457,16 +459,20 @@ int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_
 }
 
 int kl_offset_file_name(const char *name, const char *suffix, int64_t *offset) {
+  /* Every name of a directory of thousands of segments passes here: the
+  ** suffix first (two names of three are a segment's indexes), one
+  ** overflow check, for the 20th digit. */
   size_t n = strlen(suffix);
-  if (strlen(name) != 20 + n || strcmp(name + 20, suffix) != 0) return 0;
-  int64_t v = 0;
-  for (int i = 0; i < 20; i++) {
+  if (strlen(name) != 20 + n || memcmp(name + 20, suffix, n) != 0) return 0;
+  uint64_t v = 0;
+  for (int i = 0; i < 19; i++) {
     if (name[i] < '0' || name[i] > '9') return 0;
-    int d = name[i] - '0';
-    if (v > (INT64_MAX - d) / 10) return 0;
-    v = v * 10 + d;
+    v = v * 10 + (uint64_t)(name[i] - '0');
   }
-  *offset = v;
+  if (name[19] < '0' || name[19] > '9') return 0;
+  unsigned d = (unsigned)(name[19] - '0');
+  if (v > ((uint64_t)INT64_MAX - d) / 10) return 0;
+  *offset = (int64_t)(v * 10 + d);
   return 1;
 }
 

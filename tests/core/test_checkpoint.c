@@ -67,6 +67,57 @@ static void test_empty_and_missing(void **state) {
   free(d);
 }
 
+/* Lines in the shape Kafka writes ("t 1 5") are read in one pass, every
+** other through the general split; both read each value alike, at the
+** bounds of either path (9 and 10 digit partitions, 18 and 19 digit
+** offsets, signs, blanks other than one space) and within a named read. */
+static void test_entry_shapes(void **state) {
+  (void)state;
+  static const struct {
+    const char *line, *topic;
+    int32_t partition;
+    int64_t offset;
+  } cases[] = {
+      {"t 1 5", "t", 1, 5},
+      {"t\t1 5", "t", 1, 5},
+      {"t 1  5 ", "t", 1, 5},
+      {"t +1 5", "t", 1, 5},
+      {"t 1 +5", "t", 1, 5},
+      {"t 1 -0", "t", 1, 0},
+      {"t 1 -5", "t", 1, -5},
+      {"t 01 05", "t", 1, 5},
+      {"t 999999999 1", "t", 999999999, 1},
+      {"t 2147483647 1", "t", 2147483647, 1},
+      {"t -2147483648 1", "t", -2147483648, 1},
+      {"t 1 999999999999999999", "t", 1, 999999999999999999},
+      {"t 1 9223372036854775807", "t", 1, INT64_MAX},
+      {"t 1 -9223372036854775808", "t", 1, INT64_MIN},
+      {"a.b_c-d 7 123\r", "a.b_c-d", 7, 123},
+      {"t\x01x 2 3", "t\x01x", 2, 3},
+      {"caf\xc3\xa9 2 3", "caf\xc3\xa9", 2, 3},
+  };
+  char *d = t_mkdtemp("ckpt");
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    char text[256];
+    snprintf(text, sizeof text, "0\n3\nother 0 1\n%s\nzz 9 9\n", cases[i].line);
+    char *p = write_tmp(d, "recovery-point-offset-checkpoint", text);
+    for (int named = 0; named < 2; named++) {
+      kl_ckpt c;
+      kl_err err = {0};
+      kl_rc rc = named ? kl_checkpoint_read_topic(NULL, p, cases[i].topic, strlen(cases[i].topic),
+                                                  &c, &err)
+                       : kl_checkpoint_read(NULL, p, &c, &err);
+      if (rc != KL_OK) fail_msg("case %zu: %s", i, err.msg);
+      assert_int_equal(c.n, named ? 1 : 3);
+      assert_int_equal(kl_checkpoint_get(&c, cases[i].topic, cases[i].partition), cases[i].offset);
+      if (!named) assert_int_equal(kl_checkpoint_get(&c, "zz", 9), 9);
+      kl_checkpoint_free(NULL, &c);
+    }
+  }
+  t_rmdir(d);
+  free(d);
+}
+
 /* Each malformation: KL_CORRUPT, "<path>:<line>: <what>". */
 static void test_malformed(void **state) {
   (void)state;
@@ -85,6 +136,10 @@ static void test_malformed(void **state) {
       {"0\n1\nt 2147483648 1\n", ":3:", "malformed entry"},
       {"0\n1\nt 0 9223372036854775808\n", ":3:", "malformed entry"},
       {"0\n1\n t 0 1\n", ":3:", "malformed entry"}, /* a leading run: an empty topic */
+      {"0\n1\nt 0 -\n", ":3:", "malformed entry"},
+      {"0\n1\nt  0\n", ":3:", "malformed entry"},
+      {"0\n2\nt 0 1\nt 0 1999999999999999999999\n", ":4:", "malformed entry"},
+      {"0\n2\nt 0 1\nt 2147483648 1\n", ":4:", "malformed entry"},
   };
   char *d = t_mkdtemp("ckpt");
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -201,6 +256,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_entries),
       cmocka_unit_test(test_empty_and_missing),
+      cmocka_unit_test(test_entry_shapes),
       cmocka_unit_test(test_malformed),
       cmocka_unit_test(test_out_of_memory),
       cmocka_unit_test(test_put),

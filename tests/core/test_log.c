@@ -20,6 +20,7 @@
 #include "batch.h"
 #include "builder.h"
 #include "codec.h"
+#include "faultos.h"
 #include "kwriter.h"
 #include "log.h"
 
@@ -941,6 +942,85 @@ static void test_dating_from_time_index(void **state) {
   free(dir);
 }
 
+/*
+** What dating costs a seek by time on a fresh log: each closed segment
+** before the answer's is dated by its time index's tail in five system
+** calls (its .log's stat; the .timeindex's open, fstat, one read, close),
+** its .log not opened; only the answer's segment is opened.  Timestamps
+** jitter across segment boundaries (a segment's largest timestamp exceeds
+** the next one's smallest), and every answer is the scan's.
+*/
+static void test_dating_system_calls(void **state) {
+  char *dir = t_mkdtemp("log-dating-calls");
+  kw_options o = opts(1500, 200, 0, KL_CODEC_NONE);
+  write_log(dir, &o, 400, 0, ts_jitter, 31);
+  kl_log *log = open_log(dir);
+  recs a = {0};
+  scan_all(log, &a);
+  int64_t nseg = (int64_t)kl_log_segment_count(log);
+  close_log(log);
+  assert_true(nseg >= 20);
+  int crossed = 0; /* boundaries where the running maximum exceeds what follows */
+  for (size_t i = 1; i < a.n; i++) {
+    crossed += a.r[i].seg_base != a.r[i - 1].seg_base && a.r[i].ts < a.r[i - 1].ts;
+  }
+  assert_true(crossed > 0);
+  int64_t ts_max = INT64_MIN;
+  for (size_t i = 0; i < a.n; i++) ts_max = a.r[i].ts > ts_max ? a.r[i].ts : ts_max;
+  for (int k = 0; k < 4; k++) {
+    /* In the first segment, a third and two thirds in, past every record. */
+    int64_t t = k == 3 ? ts_max + 1 : a.r[a.n * (size_t)k / 3].ts;
+    t_faultos f;
+    t_faultos_init(&f);
+    kl_log *lg = NULL;
+    kl_err err = {0};
+    assert_int_equal(kl_log_open(&f.env, dir, &lg, &err), KL_OK);
+    kl_reader rd;
+    kl_reader_init(&rd, &f.env, NULL, KL_ON_CORRUPT_ERROR);
+    long before[T_OS_KINDS];
+    memcpy(before, f.by_kind, sizeof before);
+    kl_time_lookup tl;
+    assert_int_equal(kl_log_lookup_time(lg, &rd, t, &tl, &err), KL_OK);
+    int64_t wts = 0, want = ref_time(&a, t, &wts);
+    if (want < 0) {
+      assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
+    } else {
+      assert_int_equal(tl.status, KL_LOOKUP_OK);
+      assert_int_equal(tl.offset, want);
+      assert_int_equal(tl.timestamp, wts);
+    }
+    long d[T_OS_KINDS], total = 0;
+    for (int i = 0; i < T_OS_KINDS; i++) total += d[i] = f.by_kind[i] - before[i];
+    int64_t dated = (int64_t)rd.stats->segments_dated;
+    print_message("  t %lld: %lld of %lld segments dated, %lld opened; calls: %ld (open %ld, "
+                  "stat %ld, read %ld, close %ld)\n", (long long)t, (long long)dated,
+                  (long long)nseg, (long long)rd.stats->segments_opened, total, d[0], d[6], d[2],
+                  d[1]);
+    /* The segments up to the answer's are dated, and only they (the last
+    ** has no final entry: its tail is read); past every record, all but the
+    ** last. */
+    int64_t upto = 1;
+    kl_segment *s = kl_log_first(lg);
+    for (; s && s->base != tl.segment_base; s = kl_log_next(lg, s)) upto++;
+    if (want < 0 || !s || s->is_last) upto = nseg - 1;
+    assert_int_equal(dated, want < 0 ? nseg - 1 : upto);
+    assert_true(rd.stats->segments_opened <= 2);
+    /* Five calls per segment dated; the rest is the answer's segment (and
+    ** the last one's tail): its .log, .index and .timeindex. */
+    assert_true(d[0] <= dated + 4);         /* opens */
+    assert_true(d[6] <= 2 * dated + 8);     /* the .log's stat, the index's fstat */
+    assert_true(d[2] <= dated + 8);         /* reads */
+    assert_true(d[1] <= dated + 4);         /* closes */
+    assert_true(total <= 5 * dated + 24);
+    kl_reader_free(&rd);
+    kl_log_close(lg);
+    t_faultos_free(&f);
+  }
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_missing_dir),
@@ -958,6 +1038,7 @@ int main(void) {
       cmocka_unit_test(test_max_timestamp_tie),
       cmocka_unit_test(test_non_monotonic_timestamps),
       cmocka_unit_test(test_dating_from_time_index),
+      cmocka_unit_test(test_dating_system_calls),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -188,7 +188,8 @@ static void test_stats_accumulate_and_reset(void **state) {
   assert_string_equal(keys, "batch_headers batches_ahead batches_decoded batches_skipped"
                             " bytes_decompressed bytes_read crc_checks dirs_listed"
                             " index_fallbacks index_probes logs_opened partitions_listed reads"
-                            " records_decoded schemas_parsed segments_opened sort_passes threads_started values_decoded");
+                            " records_decoded schemas_parsed segments_dated segments_opened"
+                            " sort_passes threads_started values_decoded");
   free(keys);
   st_close(other);
   st_close(db);
@@ -480,6 +481,13 @@ static void test_seek_many_segments(void **state) {
   sqlite3 *fresh = st_open();
   st_stats f = measure_on(fresh, dir, q, INT64_C(1700000000000) + 1000 * 29990, 0, "29990\n");
   assert_true(f.segments_opened <= 2);
+  /* Each of them by one read of its time index's last two entries (and the
+  ** answer's segment by its own reads). */
+  int64_t dated = st_int(fresh, "SELECT json_extract(kafka_log_stats(), '$.segments_dated')", NULL);
+  int64_t reads = st_int(fresh, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
+  assert_true(dated >= segs - 2 && dated < segs);
+  assert_true(reads <= dated + 8);
+  assert_true(f.bytes_read <= 24 * dated + 16384);
   st_close(fresh);
   measure_on(db, dir, q, INT64_C(1700000000000) + 1000 * 29990, 0, "29990\n");
   for (int i = 0; i < 20; i++) {
@@ -488,6 +496,9 @@ static void test_seek_many_segments(void **state) {
     snprintf(want, sizeof want, "%lld\n", (long long)o);
     st_stats s = measure_on(db, dir, q, INT64_C(1700000000000) + 1000 * o, 0, want);
     assert_true(s.segments_opened <= 1);
+    /* Dated once per table: not again. */
+    assert_int_equal(st_int(db, "SELECT json_extract(kafka_log_stats(), '$.segments_dated')", NULL),
+                     0);
     assert_true(s.index_probes <= 16);
     assert_true(s.batch_headers <= 8);
   }
