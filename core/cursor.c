@@ -206,6 +206,30 @@ void kl_cursor_free(kl_cursor *c) {
   kl_free(env, c);
 }
 
+void kl_cursor_detach(kl_cursor *c) {
+  leave_segment(c);
+  kl_ahead_free(c->ra); /* no worker waits for a table's next query */
+  c->ra = NULL;
+  kl_reader_forget(&c->rd);
+  kl_reader_trim(&c->rd);
+  if (c->one.cap > KL_READER_KEEP) kl_buf_free(c->rd.env, &c->one);
+  c->one_seg = NULL;
+  c->run_seg = NULL;
+  c->run = 0;
+  c->curfact = NULL;
+  c->cts = NULL;
+  c->state = CS_DONE;
+  c->log = NULL;
+}
+
+void kl_cursor_reuse(kl_cursor *c, kl_log *log, kl_stats *stats, int on_corrupt) {
+  kl_cursor_detach(c);
+  c->log = log;
+  kl_reader_reset(&c->rd, stats, on_corrupt);
+  c->ra_next = -1;
+  c->lazy = 0;
+}
+
 const kl_stats *kl_cursor_stats(const kl_cursor *c) { return c->rd.stats; }
 const kl_record *kl_cursor_record(const kl_cursor *c) { return &c->rec; }
 const kl_batch *kl_cursor_batch(const kl_cursor *c) { return &c->batch; }

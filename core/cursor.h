@@ -65,6 +65,16 @@ kl_bounds kl_bounds_all(void);
 kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **out);
 void kl_cursor_free(kl_cursor *c);
 
+/* Leave what the cursor reads (its segment, a kept batch it borrows) and
+** its log, which may then be closed; it keeps its buffers (up to
+** KL_READER_KEEP each, scan.h) and decoder state, and stops its read-ahead
+** workers.  Then kl_cursor_reuse or kl_cursor_free. */
+void kl_cursor_detach(kl_cursor *c);
+/* Make c (detached or not) a cursor on log as kl_cursor_new would, with
+** the buffers it has: a table's next query reads with the cursor of its
+** last, allocating nothing (the threads wanted are kept). */
+void kl_cursor_reuse(kl_cursor *c, kl_log *log, kl_stats *stats, int on_corrupt);
+
 /*
 ** Decompress ahead on `threads` worker threads (ahead.h; 0, the default:
 ** none).  Only a forward scan that opens batch after batch the batch facts

@@ -134,6 +134,7 @@ static void vtab_free(kl_vtab *vt) {
   kl_terms_memo_free(&vt->plans);
   /* A message SQLite did not take (xRollback's, whose result it ignores). */
   sqlite3_free(vt->base.zErrMsg);
+  kl_cursor_free(vt->spare);
   kl_logcache_free(vt->logs);
   kl_listref_release(vt->bk);
   kl_places_free(vt->places);
