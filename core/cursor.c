@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ahead.h"
+#include "bcache.h"
 #include "codec.h"
 #include "invariant.h"
 
@@ -92,6 +93,9 @@ struct kl_cursor {
   kl_buf one;               /* the one record a point lookup reads, */
   const kl_segment *one_seg;/* of this segment at this position (a */
   int64_t one_at;           /* lookup of it again reads nothing) */
+  kl_bcache *pin_cache;     /* a point lookup's record lies in a batch */
+  kl_bcache_entry *pin;     /* kept decompressed (bcache.h): borrowed
+                            ** until the cursor moves, or NULL */
   int threads;              /* read-ahead workers wanted (0: none) */
   kl_ahead *ra;             /* read-ahead, made once a scan opens batch
                             ** after batch */
@@ -190,10 +194,17 @@ static kl_rc seg_file(kl_cursor *c, kl_err *err) {
   return kl_segment_open(c->seg, c->rd.stats, err);
 }
 
+/* Done with the kept batch the current record came from. */
+static void unpin(kl_cursor *c) {
+  if (c->pin) kl_bcache_release(c->pin_cache, c->pin);
+  c->pin = NULL;
+}
+
 void kl_cursor_free(kl_cursor *c) {
   if (!c) return;
   const kl_env *env = c->rd.env;
   leave_segment(c);
+  unpin(c);
   kl_ahead_free(c->ra);
   kl_reader_free(&c->rd);
   kl_free(env, c->cur.b);
@@ -208,6 +219,7 @@ void kl_cursor_free(kl_cursor *c) {
 
 void kl_cursor_detach(kl_cursor *c) {
   leave_segment(c);
+  unpin(c);
   kl_ahead_free(c->ra); /* no worker waits for a table's next query */
   c->ra = NULL;
   kl_reader_forget(&c->rd);
@@ -1022,6 +1034,7 @@ done:
 kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   assert(c && b && c->log);
   leave_segment(c);
+  unpin(c);
   c->bnd = *b;
   c->lo = b->off_lo;
   c->hi = b->off_hi;
@@ -1136,11 +1149,37 @@ static kl_rc record_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
 ** none when the window holds it; decompression stops at the record). */
 static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8_t **p,
                           kl_err *err) {
+  kl_bcache *bc = c->seg->set && !c->rd.skip ? c->seg->set->bcache : NULL;
+  size_t need = f->rend[i], from = i == 0 ? 0 : f->rend[i - 1], have = 0;
+  const uint8_t *q;
+  unpin(c);
+  if (bc) {
+    q = kl_bcache_get(bc, c->seg->uid, c->batch.position, c->batch.size, need, &have, &c->pin);
+    if (q) {
+      c->pin_cache = bc;
+      *p = q + from;
+      return KL_OK;
+    }
+    /* Kept up to an earlier record: a batch looked up again is
+    ** decompressed whole this time. */
+    if (have) need = f->rend[f->b.record_count - 1];
+  }
   kl_rc rc = batch_bytes(c, err);
+  if (rc == KL_OK) rc = kl_reader_prefix(&c->rd, c->seg, &c->batch, need, &q, err);
   if (rc) return rc;
-  rc = kl_reader_prefix(&c->rd, c->seg, &c->batch, f->rend[i], p, err);
-  if (rc == KL_OK) *p += i == 0 ? 0 : f->rend[i - 1];
-  return rc;
+  if (bc && q == c->rd.scratch.p) {
+    /* The cache takes the decompressed bytes (the reader no longer holds
+    ** them) and gives back an evicted batch's memory for the next. */
+    const uint8_t *k = kl_bcache_adopt(bc, c->seg->uid, c->batch.position, c->batch.size,
+                                       &c->rd.scratch, &c->pin);
+    if (k) {
+      kl_reader_forget(&c->rd);
+      c->pin_cache = bc;
+      q = k;
+    }
+  }
+  *p = q + from;
+  return KL_OK;
 }
 
 /* A point lookup in a batch whose record ends are known: read (and

@@ -105,6 +105,12 @@ kl_rc kl_cursor_next(kl_cursor *c, kl_err *err);
 ** to it (KL_OK, or the record-level error a decoding walk would give).
 ** The batch and segment are always there. */
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err);
+/* A point lookup in a compressed batch whose record ends are known takes
+** the batch's bytes from its log's set's kept batches (segment.h
+** kl_segset.bcache, bcache.h) when they are there, and leaves them there
+** when it decompresses them: the record then borrows them (pinned until
+** the cursor moves on, starts again or is detached).  Skip mode keeps
+** nothing. */
 /* Does the current row need kl_cursor_load before its fields are read? */
 int kl_cursor_lazy(const kl_cursor *c);
 /* The current row's offset and timestamp without decoding it, when the

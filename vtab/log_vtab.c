@@ -33,6 +33,7 @@
 #include "log_vtab.h"
 
 #include "append.h"
+#include "bcache.h"
 #include "cursor.h"
 #include "glue.h"
 #include "broker.h"
@@ -136,6 +137,7 @@ static void vtab_free(kl_vtab *vt) {
   sqlite3_free(vt->base.zErrMsg);
   kl_cursor_free(vt->spare);
   kl_logcache_free(vt->logs);
+  kl_bcache_free(vt->set.bcache);
   kl_listref_release(vt->bk);
   kl_places_free(vt->places);
   sqlite3_free(vt->schema);
@@ -190,8 +192,9 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->cpus = sysconf(_SC_NPROCESSORS_ONLN);
   kl_segset_init(&vt->set, 0); /* a share of RLIMIT_NOFILE (segment.h) */
   vt->logs = kl_logcache_new(kl_sqlite_env(), &vt->set);
+  vt->set.bcache = kl_bcache_new(kl_sqlite_env(), KL_BCACHE_BYTES);
   vt->places = kl_places_new();
-  if (!vt->logs || !vt->places) {
+  if (!vt->logs || !vt->places || !vt->set.bcache) {
     vtab_free(vt);
     return SQLITE_NOMEM;
   }
