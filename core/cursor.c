@@ -72,6 +72,8 @@ struct kl_cursor {
                             ** from its header's record count (CS_COUNT) */
   int32_t count_at;         /* the current row's index in that batch */
   int lazy;                 /* the current row is not decoded yet (CS_COUNT) */
+  size_t fhint;             /* where in the segment's facts fpos's fact
+                            ** probably is (checked before use) */
   int64_t fpos;             /* CS_FACT: the next batch is the fact at this
                             ** position (segment.h) */
   int64_t yielded;          /* position of the batch before it in the
@@ -453,6 +455,7 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
       const kl_fact *f = kl_segment_fact_reaching(s, c->lo);
       if (!f) continue; /* nothing here reaches lo */
       c->fpos = f->b.position;
+      c->fhint = (size_t)(f - s->facts);
       c->src = c->state = CS_FACT;
       return KL_OK;
     }
@@ -678,7 +681,12 @@ static void fw_count(kl_cursor *c, int *row) {
     c->count_at++;
     if (c->cts) {
       int64_t off = c->batch.base_offset + c->count_at, ts = c->cts[c->count_at];
-      if (off > c->hi) break;
+      if (off > c->hi) { /* offsets only grow: the rows end */
+        finish(c);
+        c->lazy = 0;
+        c->cts = NULL;
+        return;
+      }
       if (off < c->lo || ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
     }
     c->lazy = 1;
@@ -718,11 +726,15 @@ static kl_rc fw_fact(kl_cursor *c, kl_err *err) {
     kl_scan_end(&c->sc);
     c->scanning = 0;
   }
-  kl_fact *f = kl_segment_fact(c->seg, c->fpos);
+  kl_segment *s = c->seg;
+  kl_fact *f = c->fhint < s->nfacts && s->facts[c->fhint].b.position == c->fpos
+                   ? &s->facts[c->fhint]
+                   : kl_segment_fact(s, c->fpos);
   set_fact(c, f);
-  if (!f) return walk_from(c, c->seg, c->yielded >= 0 ? c->yielded : c->fpos, c->fpos, err);
+  if (!f) return walk_from(c, s, c->yielded >= 0 ? c->yielded : c->fpos, c->fpos, err);
   c->batch = f->b;
   c->yielded = c->fpos;
+  c->fhint = (size_t)(f - s->facts) + 1;
   if (f->ends) c->src = CS_SEGMENT;
   else c->fpos = f->b.position + f->b.size;
   c->state = CS_BATCH;
@@ -779,6 +791,12 @@ static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
     c->count_left = c->batch.record_count;
     c->count_at = -1;
     c->cts = known_ts ? f->ts : NULL;
+    if (c->cts && c->lo > c->batch.base_offset) {
+      /* Record i is at base + i (kl_fact.ts): straight to lo. */
+      int32_t past = (int32_t)(c->lo - c->batch.base_offset);
+      c->count_at = past - 1;
+      c->count_left -= past;
+    }
     c->state = CS_COUNT;
     return KL_OK;
   }
