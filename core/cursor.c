@@ -1182,6 +1182,16 @@ static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
     ** decompressed whole this time. */
     if (have) need = f->rend[f->b.record_count - 1];
   }
+  /* The records' decompressed size is known (the last one's end): room
+  ** for all of it at once, so that a zstd frame of unknown size (a Kafka
+  ** producer's) decodes in one pass, not again into a buffer doubled. */
+  size_t total = f->rend[f->b.record_count - 1];
+  if (c->rd.scratch.cap < total) {
+    c->rd.held_seg = NULL; /* what it held moves */
+    if (kl_buf_reserve(c->rd.env, &c->rd.scratch, total) != KL_OK) {
+      return kl_err_set(err, KL_NOMEM, "out of memory");
+    }
+  }
   kl_rc rc = batch_bytes(c, err);
   if (rc == KL_OK) rc = kl_reader_prefix(&c->rd, c->seg, &c->batch, need, &q, err);
   if (rc) return rc;
@@ -1206,7 +1216,7 @@ static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
 static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
   int32_t i = c->count_at;
   uint32_t from = i == 0 ? (c->batch.codec == KL_CODEC_NONE ? KL_V2_HEADER : 0) : f->rend[i - 1];
-  const uint8_t *p;
+  const uint8_t *p = NULL;
   kl_rc rc = c->batch.codec == KL_CODEC_NONE ? record_bytes(c, f, i, &p, err)
                                              : packed_bytes(c, f, i, &p, err);
   if (rc) return rc;
