@@ -89,6 +89,14 @@ static void list_front(kl_bcache *c, kl_bcache_entry *e) {
   if (!c->lru) c->lru = e;
 }
 
+static void list_back(kl_bcache *c, kl_bcache_entry *e) {
+  e->older = NULL;
+  e->newer = c->lru;
+  if (c->lru) c->lru->older = e;
+  c->lru = e;
+  if (!c->mru) c->mru = e;
+}
+
 /* Take e out of the table and the list; freed now unless pinned. */
 static void unlink_entry(kl_bcache *c, kl_bcache_entry *e) {
   kl_bcache_entry **pp = find(c, e->uid, e->pos);
@@ -161,7 +169,7 @@ static void make_room(kl_bcache *c, size_t room, kl_buf *spare) {
 }
 
 const uint8_t *kl_bcache_adopt(kl_bcache *c, uint64_t uid, int64_t pos, int32_t size, kl_buf *buf,
-                               kl_bcache_entry **e) {
+                               int cheap, kl_bcache_entry **e) {
   *e = NULL;
   size_t need = sizeof **e + buf->cap;
   if (!buf->p || need > c->max_bytes / 4) return NULL; /* a few entries at least */
@@ -183,7 +191,8 @@ const uint8_t *kl_bcache_adopt(kl_bcache *c, uint64_t uid, int64_t pos, int32_t 
   kl_bcache_entry **pp = &c->slot[hash(uid, pos, c->nslot)];
   x->hnext = *pp;
   *pp = x;
-  list_front(c, x);
+  if (cheap) list_back(c, x);
+  else list_front(c, x);
   c->n++;
   spare.len = 0;
   *buf = spare;

@@ -56,10 +56,14 @@ const uint8_t *kl_bcache_get(kl_bcache *c, uint64_t uid, int64_t pos, int32_t si
 /* Keep buf's bytes (buf->len of them) as the batch's, replacing what was
 ** kept of it: the entry takes buf's memory, and buf is left with memory of
 ** an entry evicted to make room (or none), for the caller's next
-** decompression.  Returns the bytes kept, pinned in *e; NULL when they
-** could never fit the bound or out of memory (buf is then untouched). */
+** decompression.  cheap: the bytes cost little to decompress again (LZ4
+** decodes at several GB/s, and stops at the record sought): the entry
+** goes behind the others, first to be evicted unless found again, so that
+** costly batches (zstd, gzip) are not evicted for it.  Returns the bytes
+** kept, pinned in *e; NULL when they could never fit the bound or out of
+** memory (buf is then untouched). */
 const uint8_t *kl_bcache_adopt(kl_bcache *c, uint64_t uid, int64_t pos, int32_t size, kl_buf *buf,
-                               kl_bcache_entry **e);
+                               int cheap, kl_bcache_entry **e);
 
 /* Done with the bytes of e (NULL: nothing). */
 void kl_bcache_release(kl_bcache *c, kl_bcache_entry *e);

@@ -1198,8 +1198,9 @@ static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
   if (bc && q == c->rd.scratch.p) {
     /* The cache takes the decompressed bytes (the reader no longer holds
     ** them) and gives back an evicted batch's memory for the next. */
+    int cheap = c->batch.codec == KL_CODEC_LZ4 || c->batch.codec == KL_CODEC_SNAPPY;
     const uint8_t *k = kl_bcache_adopt(bc, c->seg->uid, c->batch.position, c->batch.size,
-                                       &c->rd.scratch, &c->pin);
+                                       &c->rd.scratch, cheap, &c->pin);
     if (k) {
       kl_reader_forget(&c->rd);
       c->pin_cache = bc;
