@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ahead.h"
+#include "bcache.h"
 #include "codec.h"
 #include "invariant.h"
 
@@ -74,6 +75,8 @@ struct kl_cursor {
                             ** from its header's record count (CS_COUNT) */
   int32_t count_at;         /* the current row's index in that batch */
   int lazy;                 /* the current row is not decoded yet (CS_COUNT) */
+  size_t fhint;             /* where in the segment's facts fpos's fact
+                            ** probably is (checked before use) */
   int64_t fpos;             /* CS_FACT: the next batch is the fact at this
                             ** position (segment.h) */
   int64_t yielded;          /* position of the batch before it in the
@@ -99,6 +102,9 @@ struct kl_cursor {
                             ** or NULL */
   int threads;              /* its workers wanted */
   int ra_held;              /* the scan claimed it (once it proved long) */
+  kl_bcache *pin_cache;     /* a point lookup's record lies in a batch */
+  kl_bcache_entry *pin;     /* kept decompressed (bcache.h): borrowed
+                            ** until the cursor moves, or NULL */
   int64_t ra_next;          /* the position the facts chain reaches after
                             ** the batches queued, or -1 */
   const kl_segment *run_seg;/* batches opened one after another: */
@@ -200,9 +206,16 @@ static kl_rc seg_file(kl_cursor *c, kl_err *err) {
   return kl_segment_open(c->seg, c->rd.stats, err);
 }
 
+/* Done with the kept batch the current record came from. */
+static void unpin(kl_cursor *c) {
+  if (c->pin) kl_bcache_release(c->pin_cache, c->pin);
+  c->pin = NULL;
+}
+
 void kl_cursor_trim(kl_cursor *c) {
   assert(c->state == CS_DONE);
-  kl_reader_trim(&c->rd);
+  unpin(c);
+  kl_reader_drop(&c->rd);
 }
 
 void kl_cursor_free(kl_cursor *c) {
@@ -210,6 +223,7 @@ void kl_cursor_free(kl_cursor *c) {
   const kl_env *env = c->rd.env;
   leave_segment(c);
   release_ahead(c);
+  unpin(c);
   kl_reader_free(&c->rd);
   kl_free(env, c->cur.b);
   kl_free(env, c->ahead.b);
@@ -219,6 +233,30 @@ void kl_cursor_free(kl_cursor *c) {
   kl_free(env, c->kfb);
   kl_buf_free(env, &c->one);
   kl_free(env, c);
+}
+
+void kl_cursor_detach(kl_cursor *c) {
+  leave_segment(c);
+  unpin(c);
+  release_ahead(c); /* the table's read-ahead: its workers wait parked */
+  kl_reader_forget(&c->rd);
+  kl_reader_trim(&c->rd);
+  if (c->one.cap > KL_READER_KEEP) kl_buf_free(c->rd.env, &c->one);
+  c->one_seg = NULL;
+  c->run_seg = NULL;
+  c->run = 0;
+  c->curfact = NULL;
+  c->cts = NULL;
+  c->state = CS_DONE;
+  c->log = NULL;
+}
+
+void kl_cursor_reuse(kl_cursor *c, kl_log *log, kl_stats *stats, int on_corrupt) {
+  kl_cursor_detach(c);
+  c->log = log;
+  kl_reader_reset(&c->rd, stats, on_corrupt);
+  c->ra_next = -1;
+  c->lazy = 0;
 }
 
 const kl_stats *kl_cursor_stats(const kl_cursor *c) { return c->rd.stats; }
@@ -433,6 +471,7 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
       const kl_fact *f = kl_segment_fact_reaching(s, c->lo);
       if (!f) continue; /* nothing here reaches lo */
       c->fpos = f->b.position;
+      c->fhint = (size_t)(f - s->facts);
       c->src = c->state = CS_FACT;
       return KL_OK;
     }
@@ -664,7 +703,12 @@ static void fw_count(kl_cursor *c, int *row) {
     c->count_at++;
     if (c->cts) {
       int64_t off = c->batch.base_offset + c->count_at, ts = c->cts[c->count_at];
-      if (off > c->hi) break;
+      if (off > c->hi) { /* offsets only grow: the rows end */
+        finish(c);
+        c->lazy = 0;
+        c->cts = NULL;
+        return;
+      }
       if (off < c->lo || ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
     }
     c->lazy = 1;
@@ -709,11 +753,15 @@ static kl_rc fw_fact(kl_cursor *c, kl_err *err) {
     kl_scan_end(&c->sc);
     c->scanning = 0;
   }
-  kl_fact *f = kl_segment_fact(c->seg, c->fpos);
+  kl_segment *s = c->seg;
+  kl_fact *f = c->fhint < s->nfacts && s->facts[c->fhint].b.position == c->fpos
+                   ? &s->facts[c->fhint]
+                   : kl_segment_fact(s, c->fpos);
   set_fact(c, f);
-  if (!f) return walk_from(c, c->seg, c->yielded >= 0 ? c->yielded : c->fpos, c->fpos, err);
+  if (!f) return walk_from(c, s, c->yielded >= 0 ? c->yielded : c->fpos, c->fpos, err);
   c->batch = f->b;
   c->yielded = c->fpos;
+  c->fhint = (size_t)(f - s->facts) + 1;
   if (f->ends) c->src = CS_SEGMENT;
   else c->fpos = f->b.position + f->b.size;
   c->state = CS_BATCH;
@@ -770,6 +818,12 @@ static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
     c->count_left = c->batch.record_count;
     c->count_at = -1;
     c->cts = known_ts ? f->ts : NULL;
+    if (c->cts && c->lo > c->batch.base_offset) {
+      /* Record i is at base + i (kl_fact.ts): straight to lo. */
+      int32_t past = (int32_t)(c->lo - c->batch.base_offset);
+      c->count_at = past - 1;
+      c->count_left -= past;
+    }
     c->state = CS_COUNT;
     return KL_OK;
   }
@@ -1026,6 +1080,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   assert(c && b && c->log);
   leave_segment(c);
   release_ahead(c); /* a scan claims it again once it proves long */
+  unpin(c);
   c->bnd = *b;
   c->lo = b->off_lo;
   c->hi = b->off_hi;
@@ -1141,11 +1196,48 @@ static kl_rc record_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
 ** none when the window holds it; decompression stops at the record). */
 static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8_t **p,
                           kl_err *err) {
+  kl_bcache *bc = c->seg->set && !c->rd.skip ? c->seg->set->bcache : NULL;
+  size_t need = f->rend[i], from = i == 0 ? 0 : f->rend[i - 1], have = 0;
+  const uint8_t *q;
+  unpin(c);
+  if (bc) {
+    q = kl_bcache_get(bc, c->seg->uid, c->batch.position, c->batch.size, need, &have, &c->pin);
+    if (q) {
+      c->pin_cache = bc;
+      *p = q + from;
+      return KL_OK;
+    }
+    /* Kept up to an earlier record: a batch looked up again is
+    ** decompressed whole this time. */
+    if (have) need = f->rend[f->b.record_count - 1];
+  }
+  /* The records' decompressed size is known (the last one's end): room
+  ** for all of it at once, so that a zstd frame of unknown size (a Kafka
+  ** producer's) decodes in one pass, not again into a buffer doubled. */
+  size_t total = f->rend[f->b.record_count - 1];
+  if (c->rd.scratch.cap < total) {
+    c->rd.held_seg = NULL; /* what it held moves */
+    if (kl_buf_reserve(c->rd.env, &c->rd.scratch, total) != KL_OK) {
+      return kl_err_set(err, KL_NOMEM, "out of memory");
+    }
+  }
   kl_rc rc = batch_bytes(c, err);
+  if (rc == KL_OK) rc = kl_reader_prefix(&c->rd, c->seg, &c->batch, need, &q, err);
   if (rc) return rc;
-  rc = kl_reader_prefix(&c->rd, c->seg, &c->batch, f->rend[i], p, err);
-  if (rc == KL_OK) *p += i == 0 ? 0 : f->rend[i - 1];
-  return rc;
+  if (bc && q == c->rd.scratch.p) {
+    /* The cache takes the decompressed bytes (the reader no longer holds
+    ** them) and gives back an evicted batch's memory for the next. */
+    int cheap = c->batch.codec == KL_CODEC_LZ4 || c->batch.codec == KL_CODEC_SNAPPY;
+    const uint8_t *k = kl_bcache_adopt(bc, c->seg->uid, c->batch.position, c->batch.size,
+                                       &c->rd.scratch, cheap, &c->pin);
+    if (k) {
+      kl_reader_forget(&c->rd);
+      c->pin_cache = bc;
+      q = k;
+    }
+  }
+  *p = q + from;
+  return KL_OK;
 }
 
 /* A point lookup in a batch whose record ends are known: read (and
@@ -1154,7 +1246,7 @@ static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
 static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
   int32_t i = c->count_at;
   uint32_t from = i == 0 ? (c->batch.codec == KL_CODEC_NONE ? KL_V2_HEADER : 0) : f->rend[i - 1];
-  const uint8_t *p;
+  const uint8_t *p = NULL;
   kl_rc rc = c->batch.codec == KL_CODEC_NONE ? record_bytes(c, f, i, &p, err)
                                              : packed_bytes(c, f, i, &p, err);
   if (rc) return rc;

@@ -71,6 +71,15 @@ void kl_cursor_free(kl_cursor *c);
 ** cursor kept for later, one of many open at once, then costs little.  The
 ** next kl_cursor_start reads afresh. */
 void kl_cursor_trim(kl_cursor *c);
+/* Leave what the cursor reads (its segment, a kept batch it borrows) and
+** its log, which may then be closed; it keeps its buffers (up to
+** KL_READER_KEEP each, scan.h) and decoder state, and stops its read-ahead
+** workers.  Then kl_cursor_reuse or kl_cursor_free. */
+void kl_cursor_detach(kl_cursor *c);
+/* Make c (detached or not) a cursor on log as kl_cursor_new would, with
+** the buffers it has: a table's next query reads with the cursor of its
+** last, allocating nothing (the threads wanted are kept). */
+void kl_cursor_reuse(kl_cursor *c, kl_log *log, kl_stats *stats, int on_corrupt);
 
 /*
 ** Decompress ahead with read-ahead a (ahead.h) and `threads` workers (0,
@@ -112,6 +121,12 @@ kl_rc kl_cursor_next(kl_cursor *c, kl_err *err);
 ** to it (KL_OK, or the record-level error a decoding walk would give).
 ** The batch and segment are always there. */
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err);
+/* A point lookup in a compressed batch whose record ends are known takes
+** the batch's bytes from its log's set's kept batches (segment.h
+** kl_segset.bcache, bcache.h) when they are there, and leaves them there
+** when it decompresses them: the record then borrows them (pinned until
+** the cursor moves on, starts again or is detached).  Skip mode keeps
+** nothing. */
 /* Does the current row need kl_cursor_load before its fields are read? */
 int kl_cursor_lazy(const kl_cursor *c);
 /* The current row's offset and timestamp without decoding it, when the

@@ -29,16 +29,40 @@ void kl_reader_free(kl_reader *rd) {
   kl_codec_ctx_free(&rd->codec);
 }
 
-void kl_reader_trim(kl_reader *rd) {
+void kl_reader_drop(kl_reader *rd) {
   kl_reader_free(rd);
   memset(&rd->win, 0, sizeof rd->win);
   memset(&rd->ctx, 0, sizeof rd->ctx);
   rd->ctx.first = 1024;
   memset(&rd->scratch, 0, sizeof rd->scratch);
   memset(&rd->codec, 0, sizeof rd->codec);
-  rd->held_seg = NULL;
+  kl_reader_forget(rd);
   rd->held_len = 0;
   rd->held_part = 0;
+}
+
+void kl_reader_forget(kl_reader *rd) {
+  rd->held_seg = NULL;
+  kl_window *w[2] = {&rd->win, &rd->ctx};
+  for (int i = 0; i < 2; i++) {
+    w[i]->f = NULL;
+    w[i]->len = 0;
+    w[i]->next = 0;
+    w[i]->min_read = 0;
+  }
+}
+
+void kl_reader_trim(kl_reader *rd) {
+  if (rd->win.buf.cap > KL_READER_KEEP) kl_window_free(&rd->win, rd->env);
+  if (rd->ctx.buf.cap > KL_READER_KEEP) kl_window_free(&rd->ctx, rd->env);
+  if (rd->scratch.cap > KL_READER_KEEP) kl_buf_free(rd->env, &rd->scratch);
+  rd->held_seg = NULL;
+}
+
+void kl_reader_reset(kl_reader *rd, kl_stats *stats, int on_corrupt) {
+  memset(&rd->own, 0, sizeof rd->own);
+  rd->stats = stats ? stats : &rd->own;
+  rd->skip = on_corrupt == KL_ON_CORRUPT_SKIP;
 }
 
 const char *kl_damage_name(int kind) {

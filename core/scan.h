@@ -93,9 +93,20 @@ typedef struct kl_reader {
 void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_corrupt);
 void kl_reader_free(kl_reader *rd);
 
+/* The reader no longer holds a decompressed batch (its scratch was given
+** away, or what it read may belong to a log since closed); its windows
+** hold no bytes.  Buffers and decoder state stay. */
+void kl_reader_forget(kl_reader *rd);
+/* Buffers larger than KL_READER_KEEP are freed (a reader kept between
+** queries keeps what a lookup needs, not what a scan grew). */
+#define KL_READER_KEEP ((size_t)256 << 10)
+void kl_reader_trim(kl_reader *rd);
+/* As kl_reader_init, keeping its buffers and decoder state (call
+** kl_reader_forget first when the log changes). */
+void kl_reader_reset(kl_reader *rd, kl_stats *stats, int on_corrupt);
 /* Free what kl_reader_free frees, leaving rd usable: the next read
 ** allocates afresh, and the batch it held decompressed is forgotten. */
-void kl_reader_trim(kl_reader *rd);
+void kl_reader_drop(kl_reader *rd);
 
 /* Damage kinds, in kafka_log_check's words (kl_damage_name). */
 enum {

@@ -34,6 +34,7 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
   s->next_base = INT64_MAX;
   s->env = env;
   s->set = set;
+  s->uid = set ? ++set->uids : 0;
   s->log.fd = -1;
   s->zero_from = -1;
   s->facts_cover = -1;

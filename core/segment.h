@@ -33,6 +33,9 @@ typedef struct kl_segset {
   size_t facts;             /* batch facts kept by all its segments */
   size_t ts_bytes;          /* bytes of record timestamps (and ends) they keep */
   size_t key_bytes;         /* bytes of key filters they keep */
+  uint64_t uids;            /* identities given to its segments so far */
+  struct kl_bcache *bcache; /* decompressed batches its lookups keep
+                            ** (bcache.h, the owner's), or NULL */
 } kl_segset;
 
 /* The bound when the process's descriptor limit cannot be read. */
@@ -110,6 +113,9 @@ typedef struct kl_fact {
 
 struct kl_segment {
   int64_t base;             /* base offset from the file name */
+  uint64_t uid;             /* its identity in its set, never reused (what
+                            ** is kept of its batches elsewhere is keyed by
+                            ** it, bcache.h), 0 without a set */
   int64_t next_base;        /* the next segment's base, INT64_MAX if last */
   int is_last;              /* the active (last) segment of its log */
   int64_t limit;            /* bytes committed (commit.h), or -1: what

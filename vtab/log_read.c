@@ -73,6 +73,31 @@ static void reset_scan(kl_vcursor *c) {
   c->merge = c->by_offset = 0;
 }
 
+/* A core cursor on log: the table's spare one when it has one (the
+** cursor of its last query, with its buffers and decoder state: a
+** statement run in a loop allocates none), else a new one. */
+static kl_rc new_cursor(kl_vtab *vt, kl_log *log, int on_corrupt, kl_cursor **out) {
+  if (vt->spare) {
+    *out = vt->spare;
+    vt->spare = NULL;
+    kl_cursor_reuse(*out, log, &vt->conn->stats, on_corrupt);
+    return KL_OK;
+  }
+  return kl_cursor_new(log, &vt->conn->stats, on_corrupt, out);
+}
+
+/* The core cursor is done with: kept as the table's spare (detached from
+** its log, which may close), or freed when there is one. */
+static void park_cursor(kl_vtab *vt, kl_cursor *cur) {
+  if (!cur) return;
+  if (vt->spare) {
+    kl_cursor_free(cur);
+    return;
+  }
+  kl_cursor_detach(cur);
+  vt->spare = cur;
+}
+
 /* Leave the partition being read (its log and core cursor, unless a lane
 ** owns them). */
 void lv_end_partition(kl_vcursor *c) {
@@ -82,17 +107,22 @@ void lv_end_partition(kl_vcursor *c) {
     c->lane = KL_NO_LANE;
     return;
   }
-  kl_cursor_free(c->cur);
+  park_cursor((kl_vtab *)c->base.pVtab, c->cur);
   c->cur = NULL;
   kl_logref_release(c->ref);
   c->ref = NULL;
 }
 
+/* Forget the partitions chosen. */
+static void free_sel(kl_vcursor *c) {
+  if (c->sel != &c->sel_one) sqlite3_free(c->sel);
+  c->sel = NULL;
+}
+
 static void end_scan(kl_vcursor *c) {
   reset_scan(c);
   lv_end_partition(c);
-  sqlite3_free(c->sel);
-  c->sel = NULL;
+  free_sel(c);
   c->nsel = c->isel = 0;
   c->part = NULL;
   kl_listref_release(c->bk);
@@ -213,7 +243,7 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
                         err);
     kl_buf_free(kl_sqlite_env(), &view.tail);
     if (rc) return rc;
-    if (kl_cursor_new(c->ref->log, &vt->conn->stats, c->on_corrupt, &c->cur) != KL_OK) {
+    if (new_cursor(vt, c->ref->log, c->on_corrupt, &c->cur) != KL_OK) {
       return kl_err_set(err, KL_NOMEM, "out of memory opening %s", p->dir);
     }
   }
@@ -493,8 +523,7 @@ static int start_merge(kl_vcursor *c, int idx) {
 /* Back to no rows and the bounds of no constraint, for a new xFilter. */
 static void reset_filter(kl_vcursor *c, int idx) {
   reset_scan(c);
-  sqlite3_free(c->sel);
-  c->sel = NULL;
+  free_sel(c);
   c->nsel = c->isel = 0;
   c->eof = 1;
   c->limit = -1;
@@ -541,6 +570,20 @@ static int set_keys(kl_vcursor *c, const kl_args *a) {
   return rc;
 }
 
+/* The partitions the terms choose (kl_choose_parts), without allocating
+** when the path is one partition and no term is on partitions: a lookup
+** run in a loop, a join's probes. */
+static int choose_parts(kl_vcursor *c, const kl_part_filter *pf) {
+  if (!pf->topic && !pf->part && pf->lo == INT64_MIN && pf->hi == INT64_MAX &&
+      kl_broker_count(c->bk->b) == 1) {
+    c->sel_one = 0;
+    c->sel = &c->sel_one;
+    c->nsel = 1;
+    return SQLITE_OK;
+  }
+  return kl_choose_parts(c->bk->b, pf, &c->sel, &c->nsel);
+}
+
 int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
                      sqlite3_value **argv) {
   kl_vcursor *c = (kl_vcursor *)cur;
@@ -560,7 +603,7 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   }
   if ((rc = use_listing(c, &a)) != SQLITE_OK) return rc;
   /* Partitions are chosen by name before any is opened. */
-  if ((rc = kl_choose_parts(c->bk->b, &a.pf, &c->sel, &c->nsel)) != SQLITE_OK) return rc;
+  if ((rc = choose_parts(c, &a.pf)) != SQLITE_OK) return rc;
   if (a.in_list && ((rc = read_in_list(c, a.in_list)) != SQLITE_OK || c->n_in == 0)) return rc;
   if ((rc = set_keys(c, &a)) != SQLITE_OK || (a.key && c->keys.n == 0)) return rc;
   c->distinct = idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC);

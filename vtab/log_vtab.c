@@ -34,6 +34,7 @@
 
 #include "ahead.h"
 #include "append.h"
+#include "bcache.h"
 #include "cursor.h"
 #include "glue.h"
 #include "broker.h"
@@ -128,12 +129,14 @@ int64_t lv_place(kl_vtab *vt, kl_listref *k, size_t i) {
 static void vtab_free(kl_vtab *vt) {
   if (!vt) return;
   kl_append_free(vt->app);
+  kl_cursor_free(vt->spare); /* before the read-ahead it was lent */
   kl_ahead_free(vt->ra); /* no cursor is open: nothing is queued */
   kl_decode_opts_free(&vt->dec);
   kl_terms_memo_free(&vt->plans);
   /* A message SQLite did not take (xRollback's, whose result it ignores). */
   sqlite3_free(vt->base.zErrMsg);
   kl_logcache_free(vt->logs);
+  kl_bcache_free(vt->set.bcache);
   kl_listref_release(vt->bk);
   kl_places_free(vt->places);
   sqlite3_free(vt->schema);
@@ -188,8 +191,9 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->cpus = sysconf(_SC_NPROCESSORS_ONLN);
   kl_segset_init(&vt->set, 0); /* a share of RLIMIT_NOFILE (segment.h) */
   vt->logs = kl_logcache_new(kl_sqlite_env(), &vt->set);
+  vt->set.bcache = kl_bcache_new(kl_sqlite_env(), KL_BCACHE_BYTES);
   vt->places = kl_places_new();
-  if (!vt->logs || !vt->places) {
+  if (!vt->logs || !vt->places || !vt->set.bcache) {
     vtab_free(vt);
     return SQLITE_NOMEM;
   }

@@ -50,6 +50,8 @@ typedef struct kl_vtab {
                             ** options also in wopt */
   kl_segset set;            /* the open segments of all its logs */
   kl_logcache *logs;        /* the logs kept between queries */
+  kl_cursor *spare;         /* a core cursor kept between queries, its
+                            ** buffers with it (detached), or NULL */
   kl_listref *bk;           /* the listing of the path last read */
   kl_places *places;        /* each partition's place in rowids */
   int cursors;              /* open cursors (places are cleared without) */
@@ -77,7 +79,9 @@ static inline size_t lv_merge_max(const kl_vtab *vt) {
 typedef struct kl_vcursor {
   sqlite3_vtab_cursor base;
   kl_listref *bk;           /* the partitions of the path (one ref), or NULL */
-  size_t *sel;              /* the chosen ones (indexes into bk), in order */
+  size_t *sel;              /* the chosen ones (indexes into bk), in order:
+                            ** allocated, or &sel_one */
+  size_t sel_one;
   size_t nsel, isel;        /* how many; the next to read */
   const kl_part *part;      /* the one being read */
   size_t place;             /* its place in the listing, for rowids */

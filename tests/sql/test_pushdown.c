@@ -550,6 +550,164 @@ static void test_open_segments_follow_nofile(void **state) {
   free(dir);
 }
 
+/* A log of one segment in a new temporary directory: batches of 50
+** records compressed with codec, the record at offset o with value
+** "<tag>-<o>" padded with '.' to value_len bytes. */
+static char *codec_log(const char *tag, int codec, int batches, int value_len) {
+  char *dir = t_mkdtemp(tag);
+  kw_options o = {1 << 30, 4096, 0, codec};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  kl_rec_in r[50];
+  char v[50][256];
+  assert_true(value_len < 256);
+  for (int b = 0; b < batches; b++) {
+    for (int i = 0; i < 50; i++) {
+      int64_t off = kw_next_offset(w) + i;
+      int len = snprintf(v[i], sizeof v[i], "%s-%lld", tag, (long long)off);
+      while (len < value_len) v[i][len++] = '.';
+      kl_rec_in x = {INT64_C(1700000000000) + off, "k", 1, v[i], len, NULL, 0};
+      r[i] = x;
+    }
+    assert_int_equal(kw_append(w, NULL, r, 50), 0);
+  }
+  assert_int_equal(kw_close(w), 0);
+  return dir;
+}
+
+static int64_t stat_reads(sqlite3 *db) {
+  return st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
+}
+
+/* The row "<n>|'<value>'" of codec_log's record at offset o, as measure_on
+** renders count(*), the value as text. */
+static void value_row(char *out, size_t n, const char *tag, int64_t o, int value_len) {
+  char v[256];
+  int len = snprintf(v, sizeof v, "%s-%lld", tag, (long long)o);
+  while (len < value_len) v[len++] = '.';
+  v[len] = 0;
+  snprintf(out, n, "1|'%s'\n", v);
+}
+
+/*
+** A lookup by offset in a compressed batch that a lookup of the same table
+** decompressed before decompresses nothing and reads nothing: the table
+** keeps decompressed batches (bcache.h), across statements.  zstd decodes
+** the whole batch the first time; lz4 stops at the record, and a batch
+** looked up again past what was kept is decompressed whole, once.
+*/
+static void test_lookup_again_decompresses_nothing(void **state) {
+  static const struct {
+    const char *tag;
+    int codec;
+  } logs[] = {{"zstd", KL_CODEC_ZSTD}, {"lz4", KL_CODEC_LZ4}};
+  static const char q[] = "SELECT count(*), CAST(value AS TEXT) FROM kafka_log(?1) WHERE offset = ?2";
+  for (size_t k = 0; k < sizeof logs / sizeof *logs; k++) {
+    char *dir = codec_log(logs[k].tag, logs[k].codec, 6, 120);
+    sqlite3 *db = st_open();
+    /* The batches' facts (record ends) are learnt by a first read. */
+    st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1)", "t", dir);
+    char v101[300], v148[300], v120[300], v10[300];
+    value_row(v101, sizeof v101, logs[k].tag, 101, 120);
+    value_row(v148, sizeof v148, logs[k].tag, 148, 120);
+    value_row(v120, sizeof v120, logs[k].tag, 120, 120);
+    value_row(v10, sizeof v10, logs[k].tag, 10, 120);
+    st_stats first = measure_on(db, dir, q, 101, 0, v101);
+    assert_true(first.bytes_decompressed > 0);
+    assert_int_equal(stat_reads(db), 1);
+    assert_int_equal(first.records_decoded, 1);
+    st_stats again = measure_on(db, dir, q, 101, 0, v101);
+    assert_int_equal(again.bytes_decompressed, 0);
+    assert_int_equal(stat_reads(db), 0);
+    assert_int_equal(again.records_decoded, 1);
+    /* The batch's last record: zstd kept the whole batch; lz4 kept it up
+    ** to record 101, and now decompresses all of it. */
+    st_stats last = measure_on(db, dir, q, 148, 0, v148);
+    if (logs[k].codec == KL_CODEC_ZSTD) {
+      assert_int_equal(last.bytes_decompressed, 0);
+    } else {
+      assert_true(first.bytes_decompressed < last.bytes_decompressed);
+    }
+    st_stats mid = measure_on(db, dir, q, 120, 0, v120);
+    assert_int_equal(mid.bytes_decompressed, 0);
+    assert_int_equal(stat_reads(db), 0);
+    /* Another batch is decompressed (and then kept). */
+    st_stats other = measure_on(db, dir, q, 10, 0, v10);
+    assert_true(other.bytes_decompressed > 0);
+    st_stats other2 = measure_on(db, dir, q, 10, 0, v10);
+    assert_int_equal(other2.bytes_decompressed, 0);
+    /* In a join too, and the same rows whatever the plan. */
+    st_exec(db, "CREATE TEMP TABLE k AS SELECT 101 AS x UNION ALL SELECT 148 UNION ALL SELECT 10");
+    static const char j[] = "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r"
+                            " ON r.offset = k.x";
+    char *want = st_text(db, "SELECT sum(length(value)) || '|' || count(*) || char(10)"
+                             " FROM kafka_log(?1) WHERE offset + 0 IN (101, 148, 10)", "t", dir);
+    st_stats js = measure_on(db, dir, j, 0, 0, want);
+    assert_int_equal(js.bytes_decompressed, 0);
+    assert_int_equal(js.records_decoded, 3);
+    free(want);
+    st_close(db);
+    t_rmdir(dir);
+    free(dir);
+  }
+}
+
+/* Copy the files of the one-segment log src over those of dst in place
+** (same inodes: an append, or a truncation and an append, as a broker's
+** follower truncates and fetches again). */
+static void overwrite_log(const char *src, const char *dst) {
+  static const char *const ext[] = {".log", ".index", ".timeindex"};
+  for (int i = 0; i < 3; i++) {
+    char a[4200], b[4200];
+    snprintf(a, sizeof a, "%s/00000000000000000000%s", src, ext[i]);
+    snprintf(b, sizeof b, "%s/00000000000000000000%s", dst, ext[i]);
+    size_t n;
+    uint8_t *p = t_read_file(a, &n);
+    assert_non_null(p);
+    assert_int_equal(t_write_file(b, p, n), 0);
+    free(p);
+  }
+}
+
+/* What a table keeps of a log (batch facts, decompressed batches, its
+** cursor's buffers) never outlives the files: after the segment grows or
+** is cut and written again, the same statements see the new records. */
+static void test_kept_batches_follow_the_files(void **state) {
+  char *a = codec_log("a", KL_CODEC_ZSTD, 4, 100);
+  char *b = codec_log("b", KL_CODEC_ZSTD, 5, 120);
+  char *c = codec_log("c", KL_CODEC_ZSTD, 3, 80);
+  char *dir = t_mkdtemp("live");
+  assert_int_equal(t_copy_dir(a, dir), 0);
+  sqlite3 *db = st_open();
+  static const char q[] = "SELECT count(*), max(CAST(value AS TEXT)) FROM kafka_log(?1)"
+                          " WHERE offset = ?2";
+  char want[300];
+  st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1)", "t", dir);
+  value_row(want, sizeof want, "a", 120, 100);
+  measure_on(db, dir, q, 120, 0, want);
+  st_stats kept = measure_on(db, dir, q, 120, 0, want);
+  assert_int_equal(kept.bytes_decompressed, 0);
+  /* Grown: the same offsets hold other bytes, and there are more. */
+  overwrite_log(b, dir);
+  value_row(want, sizeof want, "b", 120, 120);
+  measure_on(db, dir, q, 120, 0, want);
+  measure_on(db, dir, q, 120, 0, want);
+  value_row(want, sizeof want, "b", 220, 120);
+  measure_on(db, dir, q, 220, 0, want);
+  /* Cut to fewer batches and written again. */
+  overwrite_log(c, dir);
+  value_row(want, sizeof want, "c", 120, 80);
+  measure_on(db, dir, q, 120, 0, want);
+  measure_on(db, dir, q, 160, 0, "0|NULL\n");
+  measure_on(db, dir, q, 220, 0, "0|NULL\n");
+  st_close(db);
+  char *dirs[] = {a, b, c, dir};
+  for (int i = 0; i < 4; i++) {
+    t_rmdir(dirs[i]);
+    free(dirs[i]);
+  }
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_stats_accumulate_and_reset),
@@ -569,6 +727,8 @@ int main(void) {
       cmocka_unit_test(test_min_max_seeks),
       cmocka_unit_test(test_seek_many_segments),
       cmocka_unit_test(test_open_segments_follow_nofile),
+      cmocka_unit_test(test_lookup_again_decompresses_nothing),
+      cmocka_unit_test(test_kept_batches_follow_the_files),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
