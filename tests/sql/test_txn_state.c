@@ -178,6 +178,30 @@ static void test_producers(void **state) {
   st_close(db);
 }
 
+/* The log start is the greatest of the first segment's base and the
+** log-start-offset-checkpoint's: a producer whose batches all lie below
+** it is not known to the broker, the batch holding it is read whole. */
+static void test_producers_below_log_start(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  char *root = t_mkdtemp("producers_start");
+  char dir[4200], ck[4200];
+  snprintf(dir, sizeof dir, "%s/orders-0", root);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(t_copy_dir(FIX "/orders-0", dir), 0);
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint", root);
+  const char *at2 = "0\n1\norders 0 2\n", *at3 = "0\n1\norders 0 3\n";
+  assert_int_equal(t_write_file(ck, at2, strlen(at2)), 0);
+  expect(db, "3000|2\n4000|7\n", "SELECT producer_id, last_offset FROM kafka_producers(?1)", "t",
+         root);
+  /* Producer 3000's only batch is at 2. */
+  assert_int_equal(t_write_file(ck, at3, strlen(at3)), 0);
+  expect(db, "4000|7\n", "SELECT producer_id, last_offset FROM kafka_producers(?1)", "t", root);
+  t_rmdir(root);
+  free(root);
+  st_close(db);
+}
+
 static void test_hanging(void **state) {
   sqlite3 *db = st_open();
   expect(db,
@@ -363,6 +387,7 @@ int main(void) {
       cmocka_unit_test(test_transactions),
       cmocka_unit_test(test_history),
       cmocka_unit_test(test_producers),
+      cmocka_unit_test(test_producers_below_log_start),
       cmocka_unit_test(test_hanging),
       cmocka_unit_test(test_two_log_dirs),
       cmocka_unit_test(test_coordinator_partition),
