@@ -1,7 +1,8 @@
 /*
 ** producers_vtab.c - the producers' state of each partition as Kafka's
-** broker rebuilds it (core/txn.h: the newest valid producer snapshot,
-** then the batches after it), and the hanging transactions it shows:
+** broker rebuilds it (core/txn.h: the newest valid producer snapshot
+** above the log start, else empty at the log start, then the batches
+** after it), and the hanging transactions it shows:
 **
 **   kafka_producers(path)             one row per (partition, producer)
 **   kafka_hanging_transactions(path)  open transactions the coordinator
