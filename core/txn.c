@@ -264,13 +264,21 @@ static int cmp_i64_desc(const void *a, const void *b) {
   return (x < y) - (x > y);
 }
 
+/* Is a snapshot at off in the range truncateAndReload keeps: at or below
+** leo and, with the log start start given (>= 0), above it (one at the log
+** start or below describes offsets no longer in the log). */
+static int snapshot_in_range(int64_t off, int64_t start, int64_t leo) {
+  return off <= leo && (start < 0 || off > start);
+}
+
 /* The offsets of the producer snapshots Kafka's loader keeps for log, the
 ** newest first, into *out (kl_malloc'd, NULL when none): those at a
 ** segment's base offset, and of the others (strays) only the largest, when
 ** it is at or above every segment's base (the one a clean shutdown writes
-** at the log end) (ProducerStateManager.removeStraySnapshots); then none
-** above leo (truncateAndReload).  KL_NOMEM. */
-static kl_rc snapshot_offsets(kl_log *log, int64_t leo, int64_t **out, size_t *n, kl_err *err) {
+** at the log end) (ProducerStateManager.removeStraySnapshots); then only
+** those snapshot_in_range keeps (truncateAndReload).  KL_NOMEM. */
+static kl_rc snapshot_offsets(kl_log *log, int64_t start, int64_t leo, int64_t **out, size_t *n,
+                              kl_err *err) {
   const kl_env *env = kl_log_env(log);
   *out = NULL;
   *n = 0;
@@ -298,11 +306,12 @@ static kl_rc snapshot_offsets(kl_log *log, int64_t leo, int64_t **out, size_t *n
       o = q;
       cap = c;
     }
-    if (off <= leo) o[(*n)++] = off;
+    if (snapshot_in_range(off, start, leo)) o[(*n)++] = off;
   }
   kl_os_closedir(env, d);
   const kl_segment *last = kl_log_last(log);
-  if (rc == KL_OK && stray >= 0 && stray <= leo && (!last || stray >= last->base)) {
+  if (rc == KL_OK && stray >= 0 && snapshot_in_range(stray, start, leo) &&
+      (!last || stray >= last->base)) {
     if (!o && !(o = kl_malloc(env, sizeof *o))) {
       rc = kl_err_set(err, KL_NOMEM, "out of memory listing %s", kl_log_dir(log));
     } else {
@@ -319,8 +328,9 @@ static kl_rc snapshot_offsets(kl_log *log, int64_t leo, int64_t **out, size_t *n
   return KL_OK;
 }
 
-/* The newest producer snapshot at or below leo that Kafka would load, its
-** entries put in *s; *from = its offset, or -1 when there is none to use.
+/* The newest producer snapshot that Kafka would load (snapshot_offsets,
+** start and leo as there), its entries put in *s; *from = its offset, or
+** -1 when there is none to use.
 ** Kafka loads the newest it keeps (snapshot_offsets) and, when that one
 ** does not read, deletes it and tries the one before, down to none (the
 ** state is then rebuilt from the log start).
@@ -328,12 +338,13 @@ static kl_rc snapshot_offsets(kl_log *log, int64_t leo, int64_t **out, size_t *n
 **   | version i16 | crc32c u32| count i32   | count x 46-byte entry  |
 **   +-------------+-----------+-------------+------------------------+
 ** the CRC covering bytes 6 to the end. */
-static kl_rc load_snapshot(kl_log *log, int64_t leo, open_set *s, int64_t *from, kl_err *err) {
+static kl_rc load_snapshot(kl_log *log, int64_t start, int64_t leo, open_set *s, int64_t *from,
+                           kl_err *err) {
   const kl_env *env = kl_log_env(log);
   *from = -1;
   int64_t *o;
   size_t n;
-  kl_rc rc = snapshot_offsets(log, leo, &o, &n, err);
+  kl_rc rc = snapshot_offsets(log, start, leo, &o, &n, err);
   for (size_t i = 0; rc == KL_OK && i < n && *from < 0; i++) {
     char path[4096];
     int ok;
@@ -412,7 +423,7 @@ static kl_rc apply_snapshot(const kl_env *env, kl_txn_state *st, const open_set 
 kl_rc kl_txns_load(kl_log *log, kl_reader *rd, kl_txns *out, kl_err *err) {
   kl_txn_state st = {0};
   kl_txn_origin origin;
-  kl_rc rc = kl_txns_load_state(log, rd, out, &st, &origin, err);
+  kl_rc rc = kl_txns_load_state(log, rd, -1, out, &st, &origin, err);
   kl_txn_state_free(kl_log_env(log), &st);
   return rc;
 }
@@ -466,8 +477,8 @@ static kl_rc walk_segment(load_walk *w, kl_reader *rd, kl_segment *s, int *stopp
   return rc == KL_DONE ? KL_OK : rc;
 }
 
-kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, kl_txns *out, kl_txn_state *stp,
-                         kl_txn_origin *origin, kl_err *err) {
+kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, int64_t start, kl_txns *out,
+                         kl_txn_state *stp, kl_txn_origin *origin, kl_err *err) {
   const kl_env *env = kl_log_env(log);
   memset(out, 0, sizeof *out);
   out->open_pid = -1;
@@ -475,7 +486,11 @@ kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, kl_txns *out, kl_txn_state 
   open_set snap = {0};
   load_walk w = {env, out, 0, {0}, &snap, -1, -1, 0};
   kl_rc rc = kl_log_end_offset(log, rd, &leo, err);
-  if (rc == KL_OK) rc = load_snapshot(log, leo, &snap, &w.from, err);
+  if (rc == KL_OK) rc = load_snapshot(log, start, leo, &snap, &w.from, err);
+  int64_t loaded = w.from;
+  /* With no snapshot to load, Kafka's loader starts empty at the log start
+  ** and reads from the batch holding it: what lies below is forgotten. */
+  if (w.from < 0 && start >= 0) w.from = start;
   w.snapped = w.from < 0;
   /* One walk from the log start: every ABORT marker of an open transaction
   ** is an aborted transaction, what is open at the end holds the last
@@ -491,7 +506,7 @@ kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, kl_txns *out, kl_txn_state 
   out->lso = leo;
   if (first < out->lso) out->lso = first, out->open_pid = pid;
   kl_free(env, snap.e);
-  origin->snapshot = w.from;
+  origin->snapshot = loaded;
   origin->end = leo;
   origin->max_ts = w.max_ts;
   *stp = w.st;

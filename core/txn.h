@@ -129,9 +129,16 @@ typedef struct kl_txn_origin {
 
 /* kl_txns_load's walk, keeping what it learnt: the producers' state at the
 ** end of log in *st (the caller frees it with kl_txn_state_free) and where
-** it came from in *origin.  Errors as kl_txns_load's. */
-kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, kl_txns *out, kl_txn_state *st,
-                         kl_txn_origin *origin, kl_err *err);
+** it came from in *origin.  With start, the log start offset the broker
+** loads the log with (>= 0), the state is the broker's
+** (ProducerStateManager.truncateAndReload, UnifiedLog.rebuildProducerState):
+** snapshots at or below start are not used, and with none left the state
+** starts empty at the batch holding start, so producers whose batches all
+** lie below it are not known; out then holds what that walk found.  With
+** start -1 it is kl_txns_load's (any snapshot serves, the walk learns from
+** the first batch).  Errors as kl_txns_load's. */
+kl_rc kl_txns_load_state(kl_log *log, kl_reader *rd, int64_t start, kl_txns *out,
+                         kl_txn_state *st, kl_txn_origin *origin, kl_err *err);
 /* The earliest open transaction: its first offset (INT64_MAX: none) and
 ** producer (-1). */
 int64_t kl_txn_first_open(const kl_txn_state *st, int64_t *pid);

@@ -1,7 +1,8 @@
 /*
 ** producers_vtab.c - the producers' state of each partition as Kafka's
-** broker rebuilds it (core/txn.h: the newest valid producer snapshot,
-** then the batches after it), and the hanging transactions it shows:
+** broker rebuilds it (core/txn.h: the newest valid producer snapshot
+** above the log start, else empty at the log start, then the batches
+** after it), and the hanging transactions it shows:
 **
 **   kafka_producers(path)             one row per (partition, producer)
 **   kafka_hanging_transactions(path)  open transactions the coordinator
@@ -99,14 +100,18 @@ static int kr_close(sqlite3_vtab_cursor *cur) {
   return SQLITE_OK;
 }
 
-/* The producers of log as the broker rebuilds them; OUT: their origin. */
-static kl_rc load_producers(kl_conn *conn, kl_log *log, kl_producer **p, size_t *n,
-                            kl_txn_origin *origin, kl_err *err) {
+/* The producers of log as the broker rebuilds them when it loads the
+** partition part (its log start: the greatest of the first segment's base,
+** a commit record's and the log-start-offset-checkpoint's, as LogLoader
+** takes it); OUT: their origin. */
+static kl_rc load_producers(kl_conn *conn, kl_log *log, const kl_part *part, kl_producer **p,
+                            size_t *n, kl_txn_origin *origin, kl_err *err) {
   kl_reader rd;
   kl_txns t;
   kl_txn_state st = {0};
   kl_reader_init(&rd, kl_sqlite_env(), &conn->stats, KL_ON_CORRUPT_ERROR);
-  kl_rc rc = kl_txns_load_state(log, &rd, &t, &st, origin, err);
+  int64_t start = kl_log_readable_start(log, part->log_start);
+  kl_rc rc = kl_txns_load_state(log, &rd, start, &t, &st, origin, err);
   if (rc == KL_OK) {
     kl_txns_free(kl_sqlite_env(), &t);
     if ((rc = kl_txn_producers(kl_sqlite_env(), &st, p, n)) != KL_OK) {
@@ -128,7 +133,7 @@ static int kr_next_partition(kr_cursor *c) {
     kl_log *log = NULL;
     kl_txn_origin o;
     kl_rc rc = kl_listing_open_log(&c->ls, &log, &err);
-    if (rc == KL_OK) rc = load_producers(vt->conn, log, &c->p, &c->n, &o, &err);
+    if (rc == KL_OK) rc = load_producers(vt->conn, log, c->ls.part, &c->p, &c->n, &o, &err);
     kl_log_close(log);
     if (rc) return kl_vtab_error(&vt->base, "kafka_producers", rc, &err);
     c->snapshot = o.snapshot;
@@ -330,7 +335,7 @@ static kl_rc partition_cands(kl_conn *conn, const kl_part *part, cands *s, kl_er
   size_t n = 0;
   kl_txn_origin o;
   kl_rc rc = kl_log_open(kl_sqlite_env(), part->dir, &log, err);
-  if (rc == KL_OK) rc = load_producers(conn, log, &p, &n, &o, err);
+  if (rc == KL_OK) rc = load_producers(conn, log, part, &p, &n, &o, err);
   kl_log_close(log);
   if (rc) return rc;
   if (o.max_ts > s->max_ts) s->max_ts = o.max_ts;

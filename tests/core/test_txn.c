@@ -386,7 +386,7 @@ static void test_producer_state_from_snapshot(void **state) {
   kl_txns t;
   kl_txn_state st = {0};
   kl_txn_origin origin;
-  assert_int_equal(kl_txns_load_state(log, &rd, &t, &st, &origin, &err), KL_OK);
+  assert_int_equal(kl_txns_load_state(log, &rd, kl_log_start_offset(log), &t, &st, &origin, &err), KL_OK);
   assert_int_equal(origin.snapshot, 4);
   assert_int_equal(origin.end, 6);
   assert_int_equal(t.lso, 1);
@@ -414,7 +414,7 @@ static void test_producer_state_from_snapshot(void **state) {
   ** epoch 7 from its marker), 9 open. */
   assert_int_equal(unlink(path), 0);
   kl_txn_state st2 = {0};
-  assert_int_equal(kl_txns_load_state(log, &rd, &t, &st2, &origin, &err), KL_OK);
+  assert_int_equal(kl_txns_load_state(log, &rd, kl_log_start_offset(log), &t, &st2, &origin, &err), KL_OK);
   assert_int_equal(origin.snapshot, -1);
   kl_producer p7 = state_of(&st2, 7);
   assert_int_equal(p7.coordinator_epoch, 7);
@@ -428,6 +428,104 @@ static void test_producer_state_from_snapshot(void **state) {
   free(dir);
 }
 
+/* The producers Kafka's broker has after loading dir with log start start,
+** by producer id into out (cap of them); OUT: the snapshot it loaded (-1:
+** none). */
+static size_t broker_producers(const char *dir, int64_t start, int64_t *snapshot,
+                               kl_producer *out, size_t cap) {
+  kl_log *log;
+  kl_err err = {0};
+  assert_int_equal(kl_log_open(NULL, dir, &log, &err), KL_OK);
+  kl_reader rd;
+  kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+  kl_txns t;
+  kl_txn_state st = {0};
+  kl_txn_origin origin;
+  assert_int_equal(kl_txns_load_state(log, &rd, start, &t, &st, &origin, &err), KL_OK);
+  *snapshot = origin.snapshot;
+  kl_producer *all;
+  size_t n;
+  assert_int_equal(kl_txn_producers(NULL, &st, &all, &n), KL_OK);
+  assert_true(n <= cap);
+  if (n) memcpy(out, all, n * sizeof *all);
+  free(all);
+  kl_txn_state_free(NULL, &st);
+  kl_txns_free(NULL, &t);
+  kl_reader_free(&rd);
+  kl_log_close(log);
+  return n;
+}
+
+/* The ids (each below 100) of n producers as one number, two digits each:
+** a short way to assert the whole set. */
+static int64_t pids(const kl_producer *p, size_t n) {
+  int64_t v = 0;
+  for (size_t i = 0; i < n; i++) v = v * 100 + p[i].pid;
+  return v;
+}
+
+/* Kafka's loader (ProducerStateManager.truncateAndReload) deletes the
+** snapshots above the log end and those at or below the log start, loads
+** the newest left, or with none starts empty at the log start: the
+** batches below it (a producer whose last batch lies there) are not
+** read, the batch holding it is. */
+static void test_broker_load_from_log_start(void **state) {
+  (void)state;
+  char *dir = t_mkdtemp("txnstart");
+  kw_options o = {1, 4096, 0, KL_CODEC_NONE}; /* every batch rolls a segment */
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  assert_int_equal(kw_append_txn(w, 5, 2), 0);    /* 0-1 */
+  assert_int_equal(kw_append_marker(w, 5, 1), 0); /* 2, COMMIT */
+  assert_int_equal(kw_append_txn(w, 7, 3), 0);    /* 3-5 */
+  assert_int_equal(kw_append_marker(w, 7, 1), 0); /* 6, COMMIT */
+  assert_int_equal(kw_append_txn(w, 9, 2), 0);    /* 7-8, left open */
+  assert_int_equal(kw_close(w), 0);
+  kl_producer p[8];
+  int64_t snap;
+  /* No snapshot, log start at the first base: every producer. */
+  assert_int_equal(broker_producers(dir, 0, &snap, p, 8), 3);
+  assert_int_equal(snap, -1);
+  assert_int_equal(pids(p, 3), 50709);
+  /* Producers whose last batch is below the log start: not known. */
+  assert_int_equal(broker_producers(dir, 3, &snap, p, 8), 2);
+  assert_int_equal(pids(p, 2), 709);
+  assert_int_equal(p[0].txn_first, -1);
+  /* The log start inside a batch: the batch holding it is read whole. */
+  assert_int_equal(broker_producers(dir, 4, &snap, p, 8), 2);
+  assert_int_equal(pids(p, 2), 709);
+  assert_int_equal(p[0].last_offset, 5);
+  /* A snapshot below the log start (2, a segment's base) is not used. */
+  put_snapshot(dir, 2, 42, -1, 0);
+  assert_int_equal(broker_producers(dir, 3, &snap, p, 8), 2);
+  assert_int_equal(snap, -1);
+  assert_int_equal(pids(p, 2), 709);
+  /* A snapshot at the log start is not used either; one above it is. */
+  put_snapshot(dir, 3, 42, -1, 0);
+  assert_int_equal(broker_producers(dir, 3, &snap, p, 8), 2);
+  assert_int_equal(snap, -1);
+  assert_int_equal(pids(p, 2), 709);
+  assert_int_equal(broker_producers(dir, 2, &snap, p, 8), 3);
+  assert_int_equal(snap, 3);
+  assert_int_equal(pids(p, 3), 70942);
+  /* A snapshot above the log end (a stray at 12, the log ending at 9) is
+  ** not used: the one at 3 is. */
+  put_snapshot(dir, 12, 11, -1, 0);
+  assert_int_equal(broker_producers(dir, 0, &snap, p, 8), 3);
+  assert_int_equal(snap, 3);
+  assert_int_equal(pids(p, 3), 70942);
+  /* Only snapshots above the log end and at the log start: none. */
+  assert_int_equal(broker_producers(dir, 3, &snap, p, 8), 2);
+  assert_int_equal(snap, -1);
+  /* A read_committed reader's walk keeps learning from every snapshot:
+  ** one at the log start knowing a transaction open since 1 holds the
+  ** last stable offset there. */
+  put_snapshot(dir, 3, 42, 1, 0);
+  assert_int_equal(lso_of(dir), 1);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_entry),
@@ -437,6 +535,7 @@ int main(void) {
       cmocka_unit_test(test_aborted_from_markers),
       cmocka_unit_test(test_producer_state),
       cmocka_unit_test(test_producer_state_from_snapshot),
+      cmocka_unit_test(test_broker_load_from_log_start),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -138,35 +138,65 @@ static void test_producers(void **state) {
   sqlite3 *db = st_open();
   expect(db,
          "'ledger'|0|2000|1|1|1|1767228900000|NULL|0|NULL\n"
-         "'orders'|0|3000|0|0|2|1767226200000|NULL|2|2\n"
-         "'orders'|0|4000|0|4|7|1767229080000|NULL|NULL|2\n"
-         "'orders'|0|7000|4|11|1|1767225300000|NULL|NULL|2\n"
+         "'orders'|0|3000|0|0|2|1767226200000|NULL|2|NULL\n"
+         "'orders'|0|4000|0|4|7|1767229080000|NULL|NULL|NULL\n"
          "'orders'|1|4000|0|5|3|1767227400000|NULL|NULL|NULL\n"
          "'orders'|1|5000|2|1|1|1767225900000|NULL|0|NULL\n"
          "'orders'|1|6000|0|0|2|1767226800000|NULL|2|NULL\n"
          "'payments'|0|1000|3|1|1|1767225660500|5|NULL|NULL\n"
          "'payments'|0|4000|0|0|3|1767229140000|NULL|NULL|NULL\n",
          "SELECT * FROM kafka_producers(?1)", "t", FIX);
-  /* One partition by constraint, or by its directory. */
-  expect(db, "3000\n4000\n7000\n",
+  /* One partition by constraint, or by its directory.  Its snapshot is at
+  ** the log start (2), which Kafka's loader deletes: producer 7000, whose
+  ** batches are gone, is known to that snapshot only. */
+  expect(db, "3000\n4000\n",
          "SELECT producer_id FROM kafka_producers(?1) WHERE topic = 'orders' AND partition = 0",
          "t", FIX);
-  expect(db, "3000\n4000\n7000\n", "SELECT producer_id FROM kafka_producers(?1)", "t",
+  expect(db, "3000\n4000\n", "SELECT producer_id FROM kafka_producers(?1)", "t",
          FIX "/orders-0");
-  /* Without the snapshot, producer 7000 (whose batches are gone) is not
-  ** known; the others come from the batches alike. */
+  /* The same snapshot at 3, above the log start (the largest stray at or
+  ** above every segment's base, as a clean shutdown leaves one): loaded,
+  ** so producer 7000 is known; producer 3000, whose batch at 2 the
+  ** snapshot (written before it) does not hold, is not: the log is read
+  ** from the batch holding 3 on. */
   char *root = t_mkdtemp("producers");
   char dir[4200];
   snprintf(dir, sizeof dir, "%s/orders-0", root);
   assert_int_equal(mkdir(dir, 0755), 0);
   assert_int_equal(t_copy_dir(FIX "/orders-0", dir), 0);
-  char snap[4300];
+  char snap[4300], moved[4300];
   snprintf(snap, sizeof snap, "%s/%020d.snapshot", dir, 2);
-  expect(db, "3000|2\n4000|2\n7000|2\n",
+  snprintf(moved, sizeof moved, "%s/%020d.snapshot", dir, 3);
+  assert_int_equal(rename(snap, moved), 0);
+  expect(db, "4000|3\n7000|3\n",
          "SELECT producer_id, snapshot_offset FROM kafka_producers(?1)", "t", dir);
-  t_flip(snap, 20, 0x01); /* its CRC fails: Kafka rebuilds from the log */
+  t_flip(moved, 20, 0x01); /* its CRC fails: Kafka rebuilds from the log */
   expect(db, "3000|NULL\n4000|NULL\n",
          "SELECT producer_id, snapshot_offset FROM kafka_producers(?1)", "t", dir);
+  t_rmdir(root);
+  free(root);
+  st_close(db);
+}
+
+/* The log start is the greatest of the first segment's base and the
+** log-start-offset-checkpoint's: a producer whose batches all lie below
+** it is not known to the broker, the batch holding it is read whole. */
+static void test_producers_below_log_start(void **state) {
+  (void)state;
+  sqlite3 *db = st_open();
+  char *root = t_mkdtemp("producers_start");
+  char dir[4200], ck[4200];
+  snprintf(dir, sizeof dir, "%s/orders-0", root);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  assert_int_equal(t_copy_dir(FIX "/orders-0", dir), 0);
+  snprintf(ck, sizeof ck, "%s/log-start-offset-checkpoint", root);
+  const char *at2 = "0\n1\norders 0 2\n", *at3 = "0\n1\norders 0 3\n";
+  assert_int_equal(t_write_file(ck, at2, strlen(at2)), 0);
+  expect(db, "3000|2\n4000|7\n", "SELECT producer_id, last_offset FROM kafka_producers(?1)", "t",
+         root);
+  /* Producer 3000's only batch is at 2. */
+  assert_int_equal(t_write_file(ck, at3, strlen(at3)), 0);
+  expect(db, "4000|7\n", "SELECT producer_id, last_offset FROM kafka_producers(?1)", "t", root);
   t_rmdir(root);
   free(root);
   st_close(db);
@@ -357,6 +387,7 @@ int main(void) {
       cmocka_unit_test(test_transactions),
       cmocka_unit_test(test_history),
       cmocka_unit_test(test_producers),
+      cmocka_unit_test(test_producers_below_log_start),
       cmocka_unit_test(test_hanging),
       cmocka_unit_test(test_two_log_dirs),
       cmocka_unit_test(test_coordinator_partition),
