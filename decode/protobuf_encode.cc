@@ -23,6 +23,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <climits>
 #include <cstring>
 #include <new>
 #include <string>
@@ -565,13 +566,16 @@ static bool is_decimal(const gp::Descriptor *d) {
 
 /* A decimal's number text t (n bytes, JSON's grammar) as Java's
 ** BigDecimal reads it: *neg, its digits without leading zeros into dig
-** (*k of them) and *scale; NULL, or why not. */
+** (*k of them) and *scale; NULL, or why not.  Trailing zeros that would
+** not fit become a negative scale instead, the same value: the decoder
+** writes a negative scale as zeros ("3186E780" as 3186 and 780 zeros),
+** and what it writes must encode again. */
 static const char *decimal_digits(const char *t, size_t n, bool *neg, char *dig, size_t *k,
                                   long *scale) {
   const char *end = t + n;
   *neg = *t == '-';
   if (*neg) t++;
-  long frac = 0;
+  long frac = 0, zeros = 0; /* zeros: held back until a digit follows */
   bool point = false;
   *k = 0;
   for (; t < end && (digit(t, end) || (*t == '.' && !point)); t++) {
@@ -581,10 +585,22 @@ static const char *decimal_digits(const char *t, size_t n, bool *neg, char *dig,
     }
     frac += point;
     if (*k == 0 && *t == '0') continue; /* leading zeros are no digits */
-    if (*k == DEC_DIGITS) return "has too many digits";
+    if (*t == '0' && zeros < LONG_MAX / 2) {
+      zeros++;
+      continue;
+    }
+    if (*k + (size_t)zeros >= DEC_DIGITS) return "has too many digits";
+    memset(dig + *k, '0', (size_t)zeros);
+    *k += (size_t)zeros;
+    zeros = 0;
     dig[(*k)++] = *t;
   }
-  *scale = frac - exponent(t, end);
+  if (*k + (size_t)zeros <= DEC_DIGITS) {
+    memset(dig + *k, '0', (size_t)zeros);
+    *k += (size_t)zeros;
+    zeros = 0;
+  }
+  *scale = frac - zeros - exponent(t, end);
   if (*scale > KL_PROTO_MAX_SCALE || *scale < -KL_PROTO_MAX_SCALE)
     return "has a scale beyond 1000 either way";
   return nullptr;

@@ -340,6 +340,13 @@ static void test_other_forms(void **state) {
         "000a050a01001001");
   trip("confluent.proto", NULL, "{\"price\":1e3}",
         "{\"price\":1000,\"label\":null,\"ttl\":null}", NULL);
+  /* a negative scale: the decoder writes it as zeros, more than the
+  ** unscaled bytes could hold, and they encode again as that scale */
+  char big[1024], want[1100];
+  snprintf(big, sizeof big, "{\"price\":3186%0780d}", 0);
+  snprintf(want, sizeof want, "{\"price\":3186%0780d,\"label\":null,\"ttl\":null}", 0);
+  trip("confluent.proto", NULL, "{\"price\":0.3186E784}", want, NULL);
+  trip("confluent.proto", NULL, big, want, NULL);
 }
 
 /* JSON that does not fit the schema: the member path and what is wrong. */
