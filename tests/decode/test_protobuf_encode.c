@@ -19,56 +19,21 @@
 #include <string.h>
 
 #include "protobuf_encode.h"
+#include "protofix.h"
 
-#define DIR KL_FIXTURES "/protobuf/"
-
-/* ---- schemas from the fixture directory, imports by file name ---- */
-
-typedef struct files {
-  char *text[8];
-  int n;
-} files;
-
-static kl_rc dir_resolver(void *ctx, const char *name, const char **text, size_t *n) {
-  files *f = ctx;
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s", name);
-  size_t len;
-  uint8_t *p = t_read_file(path, &len);
-  if (!p) return KL_NOTFOUND;
-  assert_true(f->n < 8);
-  f->text[f->n++] = (char *)p;
-  *text = (const char *)p;
-  *n = len;
-  return KL_OK;
-}
-
+/* The fixture file's schema, its imports read from the fixtures too. */
 static kl_proto_schema *load(const kl_env *env, const char *file) {
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s", file);
+  t_proto_files f = {{0}, 0};
+  const char *text;
   size_t n;
-  uint8_t *text = t_read_file(path, &n);
-  assert_non_null(text);
-  files f = {{0}, 0};
+  assert_int_equal(t_proto_file(&f, file, &text, &n), KL_OK);
   kl_proto_schema *s = NULL;
   kl_err err;
   kl_err_clear(&err);
-  kl_rc rc = kl_proto_schema_parse(env, (const char *)text, n, dir_resolver, &f, &s, &err);
+  kl_rc rc = kl_proto_schema_parse(env, text, n, t_proto_file, &f, &s, &err);
+  t_proto_files_free(&f);
   if (rc) fail_msg("%s: %s", file, err.msg);
-  for (int i = 0; i < f.n; i++) free(f.text[i]);
-  free(text);
   return s;
-}
-
-static size_t unhex(const char *h, uint8_t *out, size_t cap) {
-  size_t n = strlen(h) / 2;
-  assert_true(n <= cap);
-  for (size_t i = 0; i < n; i++) {
-    unsigned v;
-    assert_int_equal(sscanf(h + 2 * i, "%2x", &v), 1);
-    out[i] = (uint8_t)v;
-  }
-  return n;
 }
 
 /* The decoder's JSON of p, NUL-terminated (malloc'd), or NULL with err. */
@@ -143,7 +108,7 @@ static void put_hex(FILE *f, const uint8_t *p, size_t n) {
 /* A file as a "proto" line of protobuf_read.py: its text as a JSON string. */
 static void put_proto(FILE *f, const char *name) {
   char path[512];
-  snprintf(path, sizeof path, DIR "%s", name);
+  snprintf(path, sizeof path, T_PROTO_DIR "%s", name);
   size_t n;
   uint8_t *t = t_read_file(path, &n);
   assert_non_null(t);
@@ -175,7 +140,7 @@ static char *python_read(const char *in) {
 
 static void test_vectors_round_trip(void **state) {
   (void)state;
-  FILE *f = fopen(DIR "vectors.txt", "r");
+  FILE *f = fopen(T_PROTO_DIR "vectors.txt", "r");
   assert_non_null(f);
   char *dir = t_mkdtemp("pbenc");
   char in[600];
@@ -195,7 +160,7 @@ static void test_vectors_round_trip(void **state) {
     line[strcspn(line, "\n")] = 0;
     if (!strncmp(line, "case ", 5)) snprintf(name, sizeof name, "%.100s", line + 5);
     else if (!strncmp(line, "schema ", 7)) snprintf(schema, sizeof schema, "%.100s", line + 7);
-    else if (!strncmp(line, "payload ", 8)) n = unhex(line + 8, payload, sizeof payload);
+    else if (!strncmp(line, "payload ", 8)) n = t_unhex(line + 8, payload, sizeof payload);
     if (strncmp(line, "expect ", 7) != 0) continue;
     kl_proto_schema *s = load(NULL, schema);
     kl_err err;
