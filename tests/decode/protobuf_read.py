@@ -9,7 +9,10 @@ stdin, one item a line:
     value <message full name> <hex>  magic byte 0, a 4-byte id, the message-index array, the message
     pair <message full name> <hex> <hex>   two payloads (message-index array, then the message): the
                                      first may hold what the reader skips, the second may not
-stdout: per value "<id> <indexes> <the message as JSON>"; per pair "same", or "differ <json> <json>".
+    json <message full name> <hex> <JSON text>   a payload (as for pair) and a JSON text that
+                                     protobuf's own JSON mapping reads (json_format.Parse)
+stdout: per value "<id> <indexes> <the message as JSON>"; per pair and per json "same", or
+"differ <json> <json>"; per json whose text protobuf's mapping refuses, "refused <why>".
 The JSON follows kafkalog's rules as tests/decode/protobuf_json.py renders them (every field,
 defaults filled in, a oneof's member set only, bytes as hex, enums by name, maps as objects with
 their keys sorted (Python's map order is not the wire's), confluent.type.Decimal as its number),
@@ -24,7 +27,7 @@ import subprocess
 import sys
 import tempfile
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
 sys.dont_write_bytecode = True  # nothing left in the tree by the import below
 from protobuf_json import DECIMAL, META, json_text, to_json  # noqa: E402
@@ -125,6 +128,20 @@ def main():
             same = (ma is not None and mb is not None and
                     to_json(ma, sort_maps=True) == to_json(mb, sort_maps=True))
             print('same' if same else 'differ %s %s' % (ta, tb))
+        elif kind == 'json':
+            name, h, t = rest.split(' ', 2)
+            m, out = r.message(name, bytes.fromhex(h))
+            if m is None:
+                print(out)
+                continue
+            j = type(m)()
+            try:
+                json_format.Parse(t, j)
+            except json_format.ParseError as e:
+                print('refused %s' % str(e).replace('\n', ' '))
+                continue
+            same = to_json(m, sort_maps=True) == to_json(j, sort_maps=True)
+            print('same' if same else 'differ %s %s' % (out, json_text(j, sort_maps=True)))
     shutil.rmtree(r.tmp)
 
 

@@ -10,7 +10,9 @@
 ** decoder does not write (strings of digits, enums by number, 5.0, null
 ** and reordered members, decimals as strings), defaults
 ** not written, the message chosen by name, each error with its message,
-** the nesting bound and allocation failure.
+** members under their JSON names (names.proto; read the same way by
+** python3-protobuf's JSON mapping), the nesting bound and allocation
+** failure.
 */
 #include "testutil.h"
 
@@ -423,6 +425,105 @@ static void test_errors(void **state) {
   }
 }
 
+/* Members under their JSON names (json_name: lowerCamelCase, or what the
+** .proto sets) as well as under the .proto's, read back under the
+** .proto's; python3-protobuf's own JSON mapping (json_format) reads each
+** text to the message the bytes hold, and refuses what the encoder
+** refuses as no field.  A field named twice, under either name, is an
+** error naming the member; the .proto's names come first. */
+static void test_json_names(void **state) {
+  (void)state;
+  static const struct {
+    const char *json, *want;
+  } ok[] = {
+      {"{\"orderId\":\"a\",\"lineItems\":[{\"skuId\":\"s\",\"unitCount\":3},{\"sku_id\":\"t\"}],"
+       "\"tagCounts\":{\"a_b\":1},\"cardNo\":\"c\",\"reference\":\"7\",\"x2\":\"y\","
+       "\"already\":\"z\"}",
+       "{\"order_id\":\"a\",\"line_items\":[{\"sku_id\":\"s\",\"unit_count\":3},"
+       "{\"sku_id\":\"t\",\"unit_count\":0}],\"tag_counts\":{\"a_b\":1},\"card_no\":\"c\","
+       "\"ref_no\":7,\"x_2\":\"y\",\"already\":\"z\"}"},
+      {"{\"order_id\":\"b\",\"lineItems\":[],\"ibanCode\":\"i\",\"ref_no\":-1,\"x_2\":\"\"}",
+       "{\"order_id\":\"b\",\"line_items\":[],\"tag_counts\":{},\"iban_code\":\"i\","
+       "\"ref_no\":-1,\"x_2\":\"\",\"already\":\"\"}"},
+  };
+  char *dir = t_mkdtemp("pbnames");
+  char in[600];
+  snprintf(in, sizeof in, "%s/json.txt", dir);
+  FILE *py = fopen(in, "w");
+  assert_non_null(py);
+  put_proto(py, "names.proto");
+  kl_proto_schema *s = load(NULL, "names.proto");
+  kl_buf out = {0};
+  kl_err err;
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+    if (encode(s, NULL, ok[i].json, &out, &err)) fail_msg("%s: %s", ok[i].json, err.msg);
+    char *got = decode(s, out.p, out.len, &err);
+    if (!got || strcmp(got, ok[i].want) != 0)
+      fail_msg("%s\n  got  %s\n  want %s", ok[i].json, got ? got : err.msg, ok[i].want);
+    free(got);
+    fprintf(py, "json n.Names ");
+    put_hex(py, out.p, out.len);
+    fprintf(py, " %s\n", ok[i].json);
+  }
+  fprintf(py, "json n.Names 00 {\"refNo\":1}\n"); /* a JSON name that json_name replaces */
+  fclose(py);
+
+  static const struct {
+    const char *json, *want; /* the whole message */
+  } bad[] = {
+      {"{\"order_id\":\"a\",\"orderId\":\"b\"}",
+       "$.orderId: given twice, as order_id and as orderId"},
+      {"{\"orderId\":\"a\",\"order_id\":\"b\"}",
+       "$.order_id: given twice, as orderId and as order_id"},
+      {"{\"orderId\":\"a\",\"orderId\":\"b\"}", "$.orderId: given twice"},
+      {"{\"lineItems\":[{\"skuId\":\"a\",\"sku_id\":\"b\"}]}",
+       "$.lineItems[0].sku_id: given twice, as skuId and as sku_id"},
+      {"{\"ref_no\":1,\"reference\":2}", "$.reference: given twice, as ref_no and as reference"},
+      {"{\"x2\":null,\"x_2\":\"a\"}", "$.x_2: given twice, as x2 and as x_2"},
+      {"{\"refNo\":1}", "$: \"refNo\" is not a field of n.Names"},
+      {"{\"OrderId\":\"a\"}", "$: \"OrderId\" is not a field of n.Names"},
+      {"{\"cardNo\":\"a\",\"iban_code\":\"b\"}",
+       "$.iban_code: card_no and iban_code are members of oneof pay_by: only one may be set"},
+      {"{\"lineItems\":[{\"unitCount\":\"x\"}]}",
+       "$.lineItems[0].unitCount: \"x\" is not an int32"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    kl_rc rc = encode(s, NULL, bad[i].json, &out, &err);
+    if (rc != KL_CORRUPT || strcmp(err.msg, bad[i].want) != 0)
+      fail_msg("%s: got %s \"%s\", want \"%s\"", bad[i].json, kl_rc_name(rc), err.msg, bad[i].want);
+  }
+  kl_proto_schema_free(s);
+
+  char *got = python_read(in);
+  char *l = strtok(got, "\n");
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++, l = strtok(NULL, "\n"))
+    if (!l || strcmp(l, "same") != 0) fail_msg("python3-protobuf, %s: %s", ok[i].json, l);
+  if (!l || strncmp(l, "refused ", 8) != 0) fail_msg("python3-protobuf took refNo: %s", l);
+  free(got);
+  t_rmdir(dir);
+  free(dir);
+
+  /* proto2 lets one field's name be another's JSON name: the name wins */
+  const char *p2 = "syntax = \"proto2\"; package q;"
+                   " message P { optional int32 foo_bar = 1; optional int32 fooBar = 2; }";
+  s = NULL;
+  kl_err_clear(&err);
+  if (kl_proto_schema_parse(NULL, p2, strlen(p2), NULL, NULL, &s, &err)) fail_msg("%s", err.msg);
+  static const char *const p2_cases[][2] = {
+      {"{\"fooBar\":5}", "{\"foo_bar\":0,\"fooBar\":5}"},
+      {"{\"fooBar\":2,\"foo_bar\":1}", "{\"foo_bar\":1,\"fooBar\":2}"},
+  };
+  for (size_t i = 0; i < 2; i++) {
+    if (encode(s, NULL, p2_cases[i][0], &out, &err)) fail_msg("%s: %s", p2_cases[i][0], err.msg);
+    char *back = decode(s, out.p, out.len, &err);
+    if (!back || strcmp(back, p2_cases[i][1]) != 0)
+      fail_msg("%s: got %s, want %s", p2_cases[i][0], back ? back : err.msg, p2_cases[i][1]);
+    free(back);
+  }
+  kl_proto_schema_free(s);
+  kl_buf_free(NULL, &out);
+}
+
 /* Messages nest as deep as the decoder reads them, and no deeper. */
 static void test_nesting_bound(void **state) {
   (void)state;
@@ -479,6 +580,7 @@ int main(void) {
       cmocka_unit_test(test_vectors_round_trip),
       cmocka_unit_test(test_other_forms),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_json_names),
       cmocka_unit_test(test_nesting_bound),
       cmocka_unit_test(test_allocation_failure),
   };
