@@ -229,42 +229,32 @@ static kl_rc decode(const kl_proto_schema *s, const uint8_t *p, size_t n, kl_buf
 
 static void test_vectors(void **state) {
   (void)state;
-  FILE *f = fopen(T_PROTO_DIR "vectors.txt", "r");
-  assert_non_null(f);
-  static char line[1 << 16];
-  char name[128] = "", schema[128] = "";
-  static uint8_t payload[1 << 15];
-  size_t n = 0;
+  static t_proto_vectors v;
+  t_proto_vectors_open(&v);
+  const char *line = v.line;
   int cases = 0;
   kl_buf json = {0};
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "case ", 5)) snprintf(name, sizeof name, "%.100s", line + 5);
-    else if (!strncmp(line, "schema ", 7)) snprintf(schema, sizeof schema, "%.100s", line + 7);
-    else if (!strncmp(line, "payload ", 8)) n = t_unhex(line + 8, payload, sizeof payload);
-    else if (!strncmp(line, "expect ", 7) || !strncmp(line, "error ", 6)) {
-      kl_err err;
-      kl_rc rc;
-      kl_proto_schema *s = load(NULL, schema, &err, &rc);
-      if (rc != KL_OK) fail_msg("%s: schema %s: %s", name, schema, err.msg);
-      rc = decode(s, payload, n, &json, &err);
-      if (line[0] == 'e' && line[1] == 'x') {
-        if (rc != KL_OK) fail_msg("%s: %s: %s", name, kl_rc_name(rc), err.msg);
-        if (!json_equal((const char *)json.p, line + 7))
-          fail_msg("%s:\n  got  %s\n  want %s", name, (const char *)json.p, line + 7);
-      } else {
-        char want_rc[32];
-        int off = 0;
-        assert_int_equal(sscanf(line + 6, "%31s %n", want_rc, &off), 1);
-        if (strcmp(kl_rc_name(rc), want_rc) || !strstr(err.msg, line + 6 + off))
-          fail_msg("%s: got %s \"%s\", want %s \"%s\"", name, kl_rc_name(rc), err.msg, want_rc,
-                   line + 6 + off);
-      }
-      kl_proto_schema_free(s);
-      cases++;
+  while (t_proto_vectors_next(&v)) {
+    kl_err err;
+    kl_rc rc;
+    kl_proto_schema *s = load(NULL, v.schema, &err, &rc);
+    if (rc != KL_OK) fail_msg("%s: schema %s: %s", v.name, v.schema, err.msg);
+    rc = decode(s, v.payload, v.n, &json, &err);
+    if (line[0] == 'e' && line[1] == 'x') {
+      if (rc != KL_OK) fail_msg("%s: %s: %s", v.name, kl_rc_name(rc), err.msg);
+      if (!json_equal((const char *)json.p, line + 7))
+        fail_msg("%s:\n  got  %s\n  want %s", v.name, (const char *)json.p, line + 7);
+    } else {
+      char want_rc[32];
+      int off = 0;
+      assert_int_equal(sscanf(line + 6, "%31s %n", want_rc, &off), 1);
+      if (strcmp(kl_rc_name(rc), want_rc) || !strstr(err.msg, line + 6 + off))
+        fail_msg("%s: got %s \"%s\", want %s \"%s\"", v.name, kl_rc_name(rc), err.msg, want_rc,
+                 line + 6 + off);
     }
+    kl_proto_schema_free(s);
+    cases++;
   }
-  fclose(f);
   kl_buf_free(NULL, &json);
   assert_true(cases >= 50);
 }
@@ -449,21 +439,12 @@ static void test_empty_schema(void **state) {
 /* Every allocation of a decode failing in turn: KL_NOMEM, nothing leaked. */
 static void test_alloc_failure(void **state) {
   (void)state;
-  FILE *f = fopen(T_PROTO_DIR "vectors.txt", "r");
-  assert_non_null(f);
-  static char line[1 << 16];
-  static uint8_t payload[1 << 15];
-  size_t n = 0;
-  int in_maps = 0;
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strcmp(line, "case maps")) in_maps = 1;
-    if (in_maps && !strncmp(line, "payload ", 8)) {
-      n = t_unhex(line + 8, payload, sizeof payload);
-      break;
-    }
-  }
-  fclose(f);
+  static t_proto_vectors v;
+  t_proto_vectors_open(&v);
+  while (t_proto_vectors_next(&v) && strcmp(v.name, "maps") != 0) {}
+  t_proto_vectors_close(&v);
+  const uint8_t *payload = v.payload;
+  size_t n = v.n;
   assert_true(n > 0);
   for (long at = 1;; at++) {
     t_failalloc fa;

@@ -142,8 +142,8 @@ static char *python_read(const char *in) {
 
 static void test_vectors_round_trip(void **state) {
   (void)state;
-  FILE *f = fopen(T_PROTO_DIR "vectors.txt", "r");
-  assert_non_null(f);
+  static t_proto_vectors v;
+  t_proto_vectors_open(&v);
   char *dir = t_mkdtemp("pbenc");
   char in[600];
   snprintf(in, sizeof in, "%s/pairs.txt", dir);
@@ -152,18 +152,13 @@ static void test_vectors_round_trip(void **state) {
   static const char *const protos[] = {"common.proto", "types.proto", "legacy.proto",
                                        "order.proto", "confluent.proto"};
   for (size_t i = 0; i < sizeof protos / sizeof *protos; i++) put_proto(py, protos[i]);
-  static char line[1 << 16];
-  static uint8_t payload[1 << 15];
-  char name[128] = "", schema[128] = "";
-  size_t n = 0;
+  const char *name = v.name, *schema = v.schema;
+  const uint8_t *payload = v.payload;
   int cases = 0, pairs = 0;
   kl_buf out = {0};
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "case ", 5)) snprintf(name, sizeof name, "%.100s", line + 5);
-    else if (!strncmp(line, "schema ", 7)) snprintf(schema, sizeof schema, "%.100s", line + 7);
-    else if (!strncmp(line, "payload ", 8)) n = t_unhex(line + 8, payload, sizeof payload);
-    if (strncmp(line, "expect ", 7) != 0) continue;
+  while (t_proto_vectors_next(&v)) {
+    if (strncmp(v.line, "expect ", 7) != 0) continue;
+    size_t n = v.n;
     kl_proto_schema *s = load(NULL, schema);
     kl_err err;
     char *json = decode(s, payload, n, &err);
@@ -193,7 +188,6 @@ static void test_vectors_round_trip(void **state) {
     kl_proto_schema_free(s);
     cases++;
   }
-  fclose(f);
   fclose(py);
   kl_buf_free(NULL, &out);
   assert_true(cases >= 40);

@@ -5,6 +5,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "testutil.h"
 
@@ -28,4 +29,28 @@ kl_rc t_proto_file(void *ctx, const char *name, const char **text, size_t *n) {
 void t_proto_files_free(t_proto_files *f) {
   for (int i = 0; i < f->n; i++) free(f->text[i]);
   f->n = 0;
+}
+
+void t_proto_vectors_open(t_proto_vectors *v) {
+  memset(v, 0, sizeof *v);
+  v->f = fopen(T_PROTO_DIR "vectors.txt", "r");
+  assert_non_null(v->f);
+}
+
+int t_proto_vectors_next(t_proto_vectors *v) {
+  char *l = v->line;
+  while (v->f && fgets(l, sizeof v->line, v->f)) {
+    l[strcspn(l, "\n")] = 0;
+    if (!strncmp(l, "case ", 5)) snprintf(v->name, sizeof v->name, "%.100s", l + 5);
+    else if (!strncmp(l, "schema ", 7)) snprintf(v->schema, sizeof v->schema, "%.100s", l + 7);
+    else if (!strncmp(l, "payload ", 8)) v->n = t_unhex(l + 8, v->payload, sizeof v->payload);
+    else if (!strncmp(l, "expect ", 7) || !strncmp(l, "error ", 6)) return 1;
+  }
+  t_proto_vectors_close(v);
+  return 0;
+}
+
+void t_proto_vectors_close(t_proto_vectors *v) {
+  if (v->f) fclose(v->f);
+  v->f = NULL;
 }
