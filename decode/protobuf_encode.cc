@@ -4,8 +4,10 @@
 **
 ** Why written here: libprotobuf's JSON parser (JsonStringToMessage) reads
 ** the proto3 JSON mapping, not the JSON the decoder writes (it wants bytes
-** as base64 and Timestamp as RFC 3339 text, and takes lowerCamelCase names
-** too), and would build a DynamicMessage per value only to serialise it.
+** as base64 and Timestamp as RFC 3339 text), and would build a
+** DynamicMessage per value only to serialise it.  Of that mapping, the
+** names are kept: a member is a field's name as written in the .proto or
+** its JSON name (lowerCamelCase).
 ** Jansson refuses integers beyond int64 (a uint64 above 2^63) and numbers
 ** beyond a double, which are valid JSON and valid values.  So a small
 ** reader walks the JSON text against the descriptors (the decoder's, in
@@ -54,11 +56,18 @@ struct enc {
   kl_err *err;
   const char *base, *p, *end;  /* the JSON text, and where the reader is */
   kl_buf str;                  /* the string read last, unescaped */
-  kl_buf seen;                 /* per open message, a byte per field: 1 null, 2 a value */
+  kl_buf seen;                 /* per open message, a byte per field: SEEN_* bits */
   std::string key;             /* a name to look up */
   int mdepth;                  /* messages open */
   int depth;                   /* frames in path */
   frame path[2 * KL_PROTO_MAX_DEPTH + 4];
+};
+
+/* What a message's member has said of its field so far (a byte per field). */
+enum {
+  SEEN_NULL = 1,       /* given as null: not set */
+  SEEN_VALUE = 2,      /* given a value */
+  SEEN_JSON_NAME = 4   /* named by its JSON name, not the .proto's */
 };
 
 /* A JSON value as read: 's' a string (unescaped, in enc.str), 'n' a number
@@ -795,25 +804,45 @@ static kl_rc map(enc &e, const FD *fd) {
 /* Member fd of the message whose seen bytes start at so. */
 static kl_rc member(enc &e, const FD *fd, size_t so) {
   if (peek(e) == 'n' && lit(e, "null")) {
-    e.seen.p[so + (size_t)fd->index()] = 1;
+    e.seen.p[so + (size_t)fd->index()] |= SEEN_NULL;
     return KL_OK;
   }
   const gp::OneofDescriptor *oo = fd->real_containing_oneof();
   for (int j = 0; oo && j < oo->field_count(); j++) {
     const FD *other = oo->field(j);
-    if (other != fd && e.seen.p[so + (size_t)other->index()] == 2)
+    if (other != fd && (e.seen.p[so + (size_t)other->index()] & SEEN_VALUE))
       return fail(e, "%s and %s are members of oneof %s: only one may be set",
                   other->name().c_str(), fd->name().c_str(), oo->name().c_str());
   }
-  e.seen.p[so + (size_t)fd->index()] = 2;
+  e.seen.p[so + (size_t)fd->index()] |= SEEN_VALUE;
   if (fd->is_map()) return map(e, fd);
   if (fd->is_repeated()) return array(e, fd);
   return single(e, fd, !oo && !fd->is_required());
 }
 
+/* The field of d that the member name means: the field of that name as
+** written in the .proto, else the field whose JSON name it is (json_name:
+** lowerCamelCase, "unitPrice" for unit_price, unless the .proto sets
+** [json_name = ...]), as protobuf's JSON mapping reads either; NULL when
+** none.  OUT: *by_json, whether it was the JSON name.  The .proto's names
+** come first since the decoder writes them; the JSON names are searched
+** only when that fails, field by field (a message has few). */
+static const FD *field_named(const gp::Descriptor *d, const std::string &name, bool *by_json) {
+  *by_json = false;
+  const FD *fd = d->FindFieldByName(name);
+  for (int i = 0; !fd && i < d->field_count(); i++) {
+    if (d->field(i)->json_name() == name) {
+      fd = d->field(i);
+      *by_json = true;
+    }
+  }
+  return fd;
+}
+
 /* The members of the object at e.p, fields of d.  A walker of JSON's
 ** object grammar with protobuf's rules on each member (unknown, given
-** twice, a oneof's second member, proto2's required). */
+** twice under either of its names, a oneof's second member, proto2's
+** required). */
 static kl_rc message(enc &e, const gp::Descriptor *d) {
   char sh[80];
   if (peek(e) != '{') {
@@ -841,11 +870,22 @@ static kl_rc message(enc &e, const gp::Descriptor *d) {
       rc = read_string(e, &e.str);
       if (rc) return rc;
       e.key.assign(e.str.len ? (const char *)e.str.p : "", e.str.len);
-      const FD *fd = d->FindFieldByName(e.key);
+      bool by_json;
+      const FD *fd = field_named(d, e.key, &by_json);
       if (!fd)
         return fail(e, "\"%.100s\" is not a field of %s", e.key.c_str(), d->full_name().c_str());
-      rc = push(e, fd->name().data(), fd->name().size());
-      if (!rc && e.seen.p[so + (size_t)fd->index()]) rc = fail(e, "given twice");
+      const std::string &as = by_json ? fd->json_name() : fd->name(); /* the spelling given */
+      size_t at = so + (size_t)fd->index();
+      rc = push(e, as.data(), as.size());
+      if (!rc && e.seen.p[at]) {
+        bool was_json = e.seen.p[at] & SEEN_JSON_NAME;
+        if (was_json == by_json)
+          rc = fail(e, "given twice");
+        else
+          rc = fail(e, "given twice, as %s and as %s",
+                    (was_json ? fd->json_name() : fd->name()).c_str(), as.c_str());
+      }
+      if (!rc && by_json) e.seen.p[at] = SEEN_JSON_NAME;
       if (!rc) rc = expect(e, ':', "':' expected");
       if (!rc) rc = member(e, fd, so);
       if (rc) return rc;
@@ -858,7 +898,7 @@ static kl_rc message(enc &e, const gp::Descriptor *d) {
     }
   }
   for (size_t i = 0; rc == KL_OK && i < nf; i++)
-    if (d->field((int)i)->is_required() && e.seen.p[so + i] != 2)
+    if (d->field((int)i)->is_required() && !(e.seen.p[so + i] & SEEN_VALUE))
       rc = fail(e, "the required field %s of %s is missing", d->field((int)i)->name().c_str(),
                 d->full_name().c_str());
   e.seen.len = so;

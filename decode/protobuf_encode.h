@@ -5,8 +5,11 @@
 ** be written back, and tests and demos can make values without a JVM.
 **
 ** The JSON is read as the decoder writes it: a message as an object whose
-** members are its fields under the names written in the .proto, in any
-** order (a member left out, or null, is a field not set); repeated fields
+** members are its fields under the names written in the .proto, or under
+** their JSON names as protobuf's JSON mapping also takes them (json_name:
+** lowerCamelCase, "unitPrice" for unit_price, unless the .proto sets one),
+** in any order (a member left out, or null, is a field not set; a field
+** named twice, under either name, is an error); repeated fields
 ** as arrays; maps as objects (keys as strings: "7", "true"); integers of
 ** every width as JSON integers in their type's range, or strings of one
 ** ("9007199254740993"), a number with a fraction or an exponent when it is
@@ -46,7 +49,8 @@ extern "C" {
 ** NULL: the file's first message, as Confluent's serializer picks it), and
 ** append the message-index array and the message's bytes to *out (grown
 ** through the schema's env).  KL_CORRUPT with a message naming the member
-** path and what is wrong ("$.items[1].qty: \"two\" is not an int32",
+** path, under the names the JSON gives, and what is wrong
+** ("$.items[1].qty: \"two\" is not an int32",
 ** "$.kind: \"SELL\" is not a value of enum shop.Kind", "not JSON: ... at
 ** character 12"); KL_NOTFOUND when the schema's file defines no such
 ** message; KL_NOMEM.  On error *out may hold a partial encoding past its

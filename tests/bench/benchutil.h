@@ -100,7 +100,7 @@ static sqlite3 *open_kafka(void) {
 /* Run sql on db, or stop naming it. */
 static inline void exec_or_die(sqlite3 *db, const char *sql) {
   char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err);
+  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err ? err : "?");
 }
 
 /* The native side's database, read-only. */

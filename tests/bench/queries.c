@@ -255,11 +255,6 @@ static void write_log_segments(dset *ds, const gen *g, const char *dir, long n, 
   }
 }
 
-static void sql_exec(sqlite3 *db, const char *sql) {
-  char *err = NULL;
-  if (sqlite3_exec(db, sql, NULL, NULL, &err) != SQLITE_OK) die("%s: %s", sql, err ? err : "?");
-}
-
 /* Records [0, n) into a new native table. */
 static double load_native(const gen *g, const char *path, long n, int64_t *bytes) {
   unlink(path);
@@ -267,7 +262,7 @@ static double load_native(const gen *g, const char *path, long n, int64_t *bytes
   sqlite3_stmt *ins;
   double t0 = now();
   if (sqlite3_open(path, &db) != SQLITE_OK) die("open %s", path);
-  sql_exec(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
+  exec_or_die(db, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN;"
                "CREATE TABLE t(offset INTEGER PRIMARY KEY, timestamp INTEGER, key BLOB,"
                " value BLOB);");
   if (sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?1,?2,?3,?4)", -1, &ins, NULL)) die("prep");
@@ -282,7 +277,7 @@ static double load_native(const gen *g, const char *path, long n, int64_t *bytes
     sqlite3_reset(ins);
   }
   sqlite3_finalize(ins);
-  sql_exec(db, "CREATE INDEX t_ts ON t(timestamp); COMMIT;");
+  exec_or_die(db, "CREATE INDEX t_ts ON t(timestamp); COMMIT;");
   sqlite3_close(db);
   struct stat st;
   *bytes = stat(path, &st) == 0 ? st.st_size : 0;
@@ -303,7 +298,7 @@ static double write_by_insert(const char *native_db, const char *dir, const char
                               "mode='create'%s%s); INSERT INTO ins(timestamp, key, value) SELECT "
                               "timestamp, key, value FROM src.t ORDER BY offset;",
                               native_db, dir, *wopt ? ", " : "", wopt);
-  sql_exec(db, sql);
+  exec_or_die(db, sql);
   sqlite3_free(sql);
   sqlite3_stmt *st = NULL;
   char *q = sqlite3_mprintf("SELECT count(*), sum(size), count(DISTINCT segment) FROM "
@@ -497,7 +492,7 @@ static double run_once(side *s) { return run_at(s, rnd_in(s->lo, s->hi)); }
 
 /* Bytes decompressed and batches decoded per lookup by one run of s. */
 static void lookup_work(side *s, double *bytes, double *batches) {
-  sql_exec(s->db, "SELECT kafka_log_stats_reset()");
+  exec_or_die(s->db, "SELECT kafka_log_stats_reset()");
   run_once(s);
   sqlite3_stmt *st;
   *bytes = *batches = -1;
@@ -508,11 +503,6 @@ static void lookup_work(side *s, double *bytes, double *batches) {
     *batches = sqlite3_column_double(st, 1) / s->per;
   }
   sqlite3_finalize(st);
-}
-
-static int cmp_double(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
 }
 
 #define MAX_SIDES 5
@@ -535,7 +525,7 @@ static void measure(side *s[], int n, double min_time, double out[]) {
     }
   }
   for (int i = 0; i < n; i++) {
-    qsort(v[i], 3, sizeof v[i][0], cmp_double);
+    qsort(v[i], 3, sizeof v[i][0], cmp_doubles);
     out[i] = s[i]->ok ? v[i][1] : -1;
   }
 }
@@ -758,21 +748,6 @@ static void usage(void) {
   exit(2);
 }
 
-static void json_str(FILE *j, const char *s) {
-  fputc('"', j);
-  for (; *s; s++) {
-    if (*s == '"' || *s == '\\') fprintf(j, "\\%c", *s);
-    else if ((unsigned char)*s < 0x20) fprintf(j, "\\u%04x", *s);
-    else fputc(*s, j);
-  }
-  fputc('"', j);
-}
-
-static void json_num(FILE *j, double v) {
-  if (v < 0 || isnan(v)) fprintf(j, "null");
-  else fprintf(j, "%.6g", v);
-}
-
 /* Two kafka_log sides (fa's and fb's) against one native side: answers
 ** compared, plans noted, the three timed together; t gets the times. */
 static void measure_two(side *a, side *b, side *n, figure *fa, figure *fb, const char *cmp,
@@ -794,7 +769,7 @@ static void measure_two(side *a, side *b, side *n, figure *fa, figure *fb, const
 ** the joins: JOIN_SETS sets of lookups, ?1 picks one. */
 #define JOIN_SETS 8
 static void make_offsets(sqlite3 *db, long nk, long records) {
-  sql_exec(db, "CREATE TEMP TABLE k(id INTEGER PRIMARY KEY, x INTEGER); BEGIN");
+  exec_or_die(db, "CREATE TEMP TABLE k(id INTEGER PRIMARY KEY, x INTEGER); BEGIN");
   sqlite3_stmt *ins;
   if (sqlite3_prepare_v2(db, "INSERT INTO k VALUES(?1, ?2)", -1, &ins, NULL)) {
     die("temp table: %s", sqlite3_errmsg(db));
@@ -807,7 +782,7 @@ static void make_offsets(sqlite3 *db, long nk, long records) {
     sqlite3_reset(ins);
   }
   sqlite3_finalize(ins);
-  sql_exec(db, "COMMIT");
+  exec_or_die(db, "COMMIT");
 }
 
 /* The join of lookups lookups from k into the table @T. */
@@ -925,13 +900,13 @@ static void json_floor(FILE *j) {
   fprintf(j, "{");
   for (int q = 0; q < 2; q++) {
     fprintf(j, "%s\n    ", q ? "," : "");
-    json_str(j, g_floor_sql[q]);
+    json_string(j, g_floor_sql[q]);
     fprintf(j, ": {");
     for (int i = 0; i < FL_SIDES; i++) {
       fprintf(j, "%s", i ? ", " : "");
-      json_str(j, g_floor_side[i]);
+      json_string(j, g_floor_side[i]);
       fprintf(j, ": ");
-      json_num(j, g_floor_ns[q][i] > 0 ? g_floor_ns[q][i] * 1e9 : -1);
+      json_number(j, g_floor_ns[q][i] > 0 ? g_floor_ns[q][i] * 1e9 : -1);
     }
     fprintf(j, "}");
   }
@@ -1278,10 +1253,10 @@ int main(int argc, char **argv) {
       side s;
       side_init(&s, "kafka_log many", 1, many_dir, db, seek, NULL, 0, ts_lo, sts_hi, 1);
       if (s.ok) {
-        sql_exec(db, "SELECT kafka_log_stats_reset()");
+        exec_or_die(db, "SELECT kafka_log_stats_reset()");
         run_at(&s, stats_ts);
         stats_first = stats_json(db);
-        sql_exec(db, "SELECT kafka_log_stats_reset()");
+        exec_or_die(db, "SELECT kafka_log_stats_reset()");
         run_at(&s, stats_ts);
         stats_again = stats_json(db);
       }
@@ -1411,10 +1386,10 @@ int main(int argc, char **argv) {
   FILE *j = fopen(path, "w");
   if (!j) die("%s: %s", path, strerror(errno));
   fprintf(j, "{\n  \"machine\": {\"cpu\": ");
-  json_str(j, cpu);
+  json_string(j, cpu);
   fprintf(j, ", \"cpus\": %ld, \"kernel\": \"%s %s\", \"sqlite\": \"%s\", \"kafkalog\": ", ncpu,
           un.sysname, un.release, sqlite3_libversion());
-  json_str(j, version);
+  json_string(j, version);
   fprintf(j, ", \"loadavg_start\": %.2f, \"loadavg_end\": %.2f},\n", load0[0], load1[0]);
   fprintf(j,
           "  \"config\": {\"records\": %ld, \"seg_records\": %ld, \"lookups\": %ld, "
@@ -1446,28 +1421,28 @@ int main(int argc, char **argv) {
     char gl[32];
     goal_text(fg, gl, sizeof gl);
     fprintf(j, "%s\n    {\"id\": \"%s\", \"what\": ", i ? "," : "", fg->id);
-    json_str(j, fg->label);
+    json_string(j, fg->label);
     fprintf(j, ", \"sql\": ");
-    json_str(j, fg->sql);
+    json_string(j, fg->sql);
     fprintf(j, ", \"unit\": \"%s\", \"kafka_log_s\": ", fg->unit);
-    json_num(j, fg->k);
+    json_number(j, fg->k);
     fprintf(j, ", \"native_s\": ");
-    json_num(j, fg->n);
+    json_number(j, fg->n);
     if (fg->k_name) fprintf(j, ", \"columns\": [\"%s\", \"%s\"]", fg->k_name, fg->n_name);
     double ratio = fig_ratio(fg);
     if (fg->goal_kind == G_RATIO_LE && ratio > 0) ratio = 1 / ratio;
     fprintf(j, ", \"ratio\": ");
-    json_num(j, ratio);
+    json_number(j, ratio);
     fprintf(j, ", \"goal\": ");
     if (fg->goal_kind == G_NONE) fprintf(j, "null");
-    else json_str(j, gl);
+    else json_string(j, gl);
     fprintf(j, ", \"verdict\": \"%s\", \"same_answers\": %s, \"note\": ", verdict(fg),
             fg->correct < 0 ? "null" : fg->correct ? "true" : "false");
-    json_str(j, fg->note);
+    json_string(j, fg->note);
     fprintf(j, ", \"plan_kafka_log\": ");
-    json_str(j, fg->plan_k);
+    json_string(j, fg->plan_k);
     fprintf(j, ", \"plan_native\": ");
-    json_str(j, fg->plan_n);
+    json_string(j, fg->plan_n);
     fprintf(j, "}");
   }
   fprintf(j,

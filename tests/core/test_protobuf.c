@@ -20,8 +20,7 @@
 #include <string.h>
 
 #include "protobuf.h"
-
-#define DIR KL_FIXTURES "/protobuf/"
+#include "protofix.h"
 
 /* ---- a JSON comparison: same structure, same key order, same strings,
 ** integers by text, other numbers by value ---- */
@@ -197,51 +196,18 @@ static int json_equal(const char *a, const char *b) {
   return eq && !*ws(a) && !*ws(b);
 }
 
-/* ---- schemas from the fixture directory, imports by file name ---- */
-
-typedef struct files {
-  char *text[8];
-  int n;
-} files;
-
-static kl_rc dir_resolver(void *ctx, const char *name, const char **text, size_t *n) {
-  files *f = ctx;
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s", name);
-  size_t len;
-  uint8_t *p = t_read_file(path, &len);
-  if (!p) return KL_NOTFOUND;
-  assert_true(f->n < 8);
-  f->text[f->n++] = (char *)p;
-  *text = (const char *)p;
-  *n = len;
-  return KL_OK;
-}
-
+/* The fixture file's schema, its imports read from the fixtures too;
+** NULL with *rc and err when it does not parse. */
 static kl_proto_schema *load(const kl_env *env, const char *file, kl_err *err, kl_rc *rc) {
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s", file);
+  t_proto_files f = {{0}, 0};
+  const char *text;
   size_t n;
-  uint8_t *text = t_read_file(path, &n);
-  assert_non_null(text);
-  files f = {{0}, 0};
+  assert_int_equal(t_proto_file(&f, file, &text, &n), KL_OK);
   kl_proto_schema *s = NULL;
   kl_err_clear(err);
-  *rc = kl_proto_schema_parse(env, (const char *)text, n, dir_resolver, &f, &s, err);
-  for (int i = 0; i < f.n; i++) free(f.text[i]);
-  free(text);
+  *rc = kl_proto_schema_parse(env, text, n, t_proto_file, &f, &s, err);
+  t_proto_files_free(&f);
   return s;
-}
-
-static size_t unhex(const char *h, uint8_t *out, size_t cap) {
-  size_t n = strlen(h) / 2;
-  assert_true(n <= cap);
-  for (size_t i = 0; i < n; i++) {
-    unsigned v;
-    assert_int_equal(sscanf(h + 2 * i, "%2x", &v), 1);
-    out[i] = (uint8_t)v;
-  }
-  return n;
 }
 
 /* Decode from an allocation of exactly the payload's size, so that a read
@@ -263,42 +229,32 @@ static kl_rc decode(const kl_proto_schema *s, const uint8_t *p, size_t n, kl_buf
 
 static void test_vectors(void **state) {
   (void)state;
-  FILE *f = fopen(DIR "vectors.txt", "r");
-  assert_non_null(f);
-  static char line[1 << 16];
-  char name[128] = "", schema[128] = "";
-  static uint8_t payload[1 << 15];
-  size_t n = 0;
+  static t_proto_vectors v;
+  t_proto_vectors_open(&v);
+  const char *line = v.line;
   int cases = 0;
   kl_buf json = {0};
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "case ", 5)) snprintf(name, sizeof name, "%.100s", line + 5);
-    else if (!strncmp(line, "schema ", 7)) snprintf(schema, sizeof schema, "%.100s", line + 7);
-    else if (!strncmp(line, "payload ", 8)) n = unhex(line + 8, payload, sizeof payload);
-    else if (!strncmp(line, "expect ", 7) || !strncmp(line, "error ", 6)) {
-      kl_err err;
-      kl_rc rc;
-      kl_proto_schema *s = load(NULL, schema, &err, &rc);
-      if (rc != KL_OK) fail_msg("%s: schema %s: %s", name, schema, err.msg);
-      rc = decode(s, payload, n, &json, &err);
-      if (line[0] == 'e' && line[1] == 'x') {
-        if (rc != KL_OK) fail_msg("%s: %s: %s", name, kl_rc_name(rc), err.msg);
-        if (!json_equal((const char *)json.p, line + 7))
-          fail_msg("%s:\n  got  %s\n  want %s", name, (const char *)json.p, line + 7);
-      } else {
-        char want_rc[32];
-        int off = 0;
-        assert_int_equal(sscanf(line + 6, "%31s %n", want_rc, &off), 1);
-        if (strcmp(kl_rc_name(rc), want_rc) || !strstr(err.msg, line + 6 + off))
-          fail_msg("%s: got %s \"%s\", want %s \"%s\"", name, kl_rc_name(rc), err.msg, want_rc,
-                   line + 6 + off);
-      }
-      kl_proto_schema_free(s);
-      cases++;
+  while (t_proto_vectors_next(&v)) {
+    kl_err err;
+    kl_rc rc;
+    kl_proto_schema *s = load(NULL, v.schema, &err, &rc);
+    if (rc != KL_OK) fail_msg("%s: schema %s: %s", v.name, v.schema, err.msg);
+    rc = decode(s, v.payload, v.n, &json, &err);
+    if (line[0] == 'e' && line[1] == 'x') {
+      if (rc != KL_OK) fail_msg("%s: %s: %s", v.name, kl_rc_name(rc), err.msg);
+      if (!json_equal((const char *)json.p, line + 7))
+        fail_msg("%s:\n  got  %s\n  want %s", v.name, (const char *)json.p, line + 7);
+    } else {
+      char want_rc[32];
+      int off = 0;
+      assert_int_equal(sscanf(line + 6, "%31s %n", want_rc, &off), 1);
+      if (strcmp(kl_rc_name(rc), want_rc) || !strstr(err.msg, line + 6 + off))
+        fail_msg("%s: got %s \"%s\", want %s \"%s\"", v.name, kl_rc_name(rc), err.msg, want_rc,
+                 line + 6 + off);
     }
+    kl_proto_schema_free(s);
+    cases++;
   }
-  fclose(f);
   kl_buf_free(NULL, &json);
   assert_true(cases >= 50);
 }
@@ -483,21 +439,12 @@ static void test_empty_schema(void **state) {
 /* Every allocation of a decode failing in turn: KL_NOMEM, nothing leaked. */
 static void test_alloc_failure(void **state) {
   (void)state;
-  FILE *f = fopen(DIR "vectors.txt", "r");
-  assert_non_null(f);
-  static char line[1 << 16];
-  static uint8_t payload[1 << 15];
-  size_t n = 0;
-  int in_maps = 0;
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strcmp(line, "case maps")) in_maps = 1;
-    if (in_maps && !strncmp(line, "payload ", 8)) {
-      n = unhex(line + 8, payload, sizeof payload);
-      break;
-    }
-  }
-  fclose(f);
+  static t_proto_vectors v;
+  t_proto_vectors_open(&v);
+  while (t_proto_vectors_next(&v) && strcmp(v.name, "maps") != 0) {}
+  t_proto_vectors_close(&v);
+  const uint8_t *payload = v.payload;
+  size_t n = v.n;
   assert_true(n > 0);
   for (long at = 1;; at++) {
     t_failalloc fa;
@@ -539,12 +486,12 @@ static void test_decimal_text(void **state) {
   kl_buf json = {0};
   uint8_t p[64];
   for (size_t i = 0; i < sizeof c / sizeof *c; i++) {
-    size_t n = unhex(c[i][0], p, sizeof p);
+    size_t n = t_unhex(c[i][0], p, sizeof p);
     assert_int_equal(decode(s, p, n, &json, &err), KL_OK);
     assert_string_equal((const char *)json.p, c[i][1]);
   }
   /* a scale past the bound */
-  size_t n = unhex("000a0318e80f", p, sizeof p);
+  size_t n = t_unhex("000a0318e80f", p, sizeof p);
   assert_int_equal(decode(s, p, n, &json, &err), KL_CORRUPT);
   assert_non_null(strstr(err.msg, "decimal scale 2024"));
   kl_buf_free(NULL, &json);

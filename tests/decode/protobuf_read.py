@@ -9,111 +9,28 @@ stdin, one item a line:
     value <message full name> <hex>  magic byte 0, a 4-byte id, the message-index array, the message
     pair <message full name> <hex> <hex>   two payloads (message-index array, then the message): the
                                      first may hold what the reader skips, the second may not
-stdout: per value "<id> <indexes> <the message as JSON>"; per pair "same", or "differ <json> <json>".
-The JSON follows kafkalog's rules (every field, defaults filled in, a oneof's member set only, bytes
-as hex, enums by name, maps as objects with their keys sorted (Python's map order is not the
-wire's), confluent.type.Decimal as its number), floats as Python's repr; a message index that does
-not name the message, or bytes the reader does not know (unknown fields, a proto2 enum's unknown
-number), print "error ..." instead.
+    json <message full name> <hex> <JSON text>   a payload (as for pair) and a JSON text that
+                                     protobuf's own JSON mapping reads (json_format.Parse)
+stdout: per value "<id> <indexes> <the message as JSON>"; per pair and per json "same", or
+"differ <json> <json>"; per json whose text protobuf's mapping refuses, "refused <why>".
+The JSON follows kafkalog's rules as tests/decode/protobuf_json.py renders them (every field,
+defaults filled in, a oneof's member set only, bytes as hex, enums by name, maps as objects with
+their keys sorted (Python's map order is not the wire's), confluent.type.Decimal as its number),
+floats as Python's repr; a message index that does not name the message, or bytes the reader does
+not know (unknown fields, a proto2 enum's unknown number), print "error ..." instead.
 """
 import json
-import math
 import os
-import re
 import shutil
 import struct
 import subprocess
 import sys
 import tempfile
 
-from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
-from google.protobuf.descriptor import FieldDescriptor as F
+from google.protobuf import descriptor_pb2, descriptor_pool, json_format, message_factory
 
-META = '''syntax = "proto3";
-package confluent;
-import "google/protobuf/descriptor.proto";
-message Meta { string doc = 1; map<string, string> params = 2; repeated string tags = 3; }
-extend google.protobuf.FileOptions { Meta file_meta = 1088; }
-extend google.protobuf.MessageOptions { Meta message_meta = 1088; }
-extend google.protobuf.FieldOptions { Meta field_meta = 1088; }
-extend google.protobuf.EnumOptions { Meta enum_meta = 1088; }
-extend google.protobuf.EnumValueOptions { Meta enum_value_meta = 1088; }
-'''
-DECIMAL = '''syntax = "proto3";
-package confluent.type;
-message Decimal { bytes value = 1; uint32 precision = 2; int32 scale = 3; }
-'''
-DEC = '\x00decimal:'
-
-
-def shortest_float(v):
-    for p in range(1, 10):
-        s = '%.*g' % (p, v)
-        try:
-            if struct.unpack('<f', struct.pack('<f', float(s)))[0] == v:
-                return float(s)
-        except OverflowError:
-            pass
-    return v
-
-
-def scalar(fd, v):
-    if fd.type == F.TYPE_ENUM:
-        e = fd.enum_type.values_by_number.get(v)
-        return e.name if e else v
-    if fd.type == F.TYPE_BYTES:
-        return v.hex()
-    if fd.type in (F.TYPE_DOUBLE, F.TYPE_FLOAT):
-        if math.isnan(v):
-            return 'NaN'
-        if math.isinf(v):
-            return 'Infinity' if v > 0 else '-Infinity'
-        return shortest_float(v) if fd.type == F.TYPE_FLOAT else v
-    if fd.type in (F.TYPE_MESSAGE, F.TYPE_GROUP):
-        return to_json(v)
-    return v
-
-
-def decimal_text(m):
-    u = int.from_bytes(m.value, 'big', signed=True)
-    digits = str(abs(u))
-    if m.scale < 0:
-        digits += '0' * -m.scale if u else ''
-    elif m.scale > 0:
-        digits = digits.rjust(m.scale + 1, '0')
-        digits = digits[:-m.scale] + '.' + digits[-m.scale:]
-    return DEC + ('-' if u < 0 else '') + digits
-
-
-def to_json(m):
-    d = m.DESCRIPTOR
-    if d.full_name == 'confluent.type.Decimal':
-        return decimal_text(m)
-    dp = descriptor_pb2.DescriptorProto()
-    d.CopyToProto(dp)
-    synthetic = {f.name for f in dp.field if f.proto3_optional}
-    out = {}
-    for fd in d.fields:
-        o = fd.containing_oneof
-        if o is not None and fd.name not in synthetic and m.WhichOneof(o.name) != fd.name:
-            continue
-        v = getattr(m, fd.name)
-        if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
-            kf, vf = fd.message_type.fields_by_name['key'], fd.message_type.fields_by_name['value']
-            out[fd.name] = {(('true' if k else 'false') if kf.type == F.TYPE_BOOL else str(k)):
-                            scalar(vf, v[k]) for k in sorted(v)}
-        elif fd.label == F.LABEL_REPEATED:
-            out[fd.name] = [scalar(fd, x) for x in v]
-        elif fd.message_type is not None:
-            out[fd.name] = to_json(v) if m.HasField(fd.name) else None
-        else:
-            out[fd.name] = scalar(fd, v)
-    return out
-
-
-def text(m):
-    t = json.dumps(to_json(m), separators=(',', ':'), ensure_ascii=False)
-    return re.sub(r'"\\u0000decimal:([-0-9.]+)"', r'\1', t)
+sys.dont_write_bytecode = True  # nothing left in the tree by the import below
+from protobuf_json import DECIMAL, META, json_text, to_json  # noqa: E402
 
 
 def varint(b, i):
@@ -185,7 +102,8 @@ class Reader:
         m.DiscardUnknownFields()
         if strict and len(m.SerializeToString()) != whole:
             return None, 'error bytes the reader does not know: %s' % payload[i:].hex()
-        return m, '%s %s' % (','.join(map(str, path)), text(m))
+        t = json_text(m, sort_maps=True, ensure_ascii=False)
+        return m, '%s %s' % (','.join(map(str, path)), t)
 
 
 def main():
@@ -207,8 +125,23 @@ def main():
             name, a, b = rest.split(' ')
             ma, ta = r.message(name, bytes.fromhex(a), strict=False)
             mb, tb = r.message(name, bytes.fromhex(b))
-            same = ma is not None and mb is not None and to_json(ma) == to_json(mb)
+            same = (ma is not None and mb is not None and
+                    to_json(ma, sort_maps=True) == to_json(mb, sort_maps=True))
             print('same' if same else 'differ %s %s' % (ta, tb))
+        elif kind == 'json':
+            name, h, t = rest.split(' ', 2)
+            m, out = r.message(name, bytes.fromhex(h))
+            if m is None:
+                print(out)
+                continue
+            j = type(m)()
+            try:
+                json_format.Parse(t, j)
+            except json_format.ParseError as e:
+                print('refused %s' % str(e).replace('\n', ' '))
+                continue
+            same = to_json(m, sort_maps=True) == to_json(j, sort_maps=True)
+            print('same' if same else 'differ %s %s' % (out, json_text(j, sort_maps=True)))
     shutil.rmtree(r.tmp)
 
 

@@ -10,7 +10,9 @@
 ** decoder does not write (strings of digits, enums by number, 5.0, null
 ** and reordered members, decimals as strings), defaults
 ** not written, the message chosen by name, each error with its message,
-** the nesting bound and allocation failure.
+** members under their JSON names (names.proto; read the same way by
+** python3-protobuf's JSON mapping), the nesting bound and allocation
+** failure.
 */
 #include "testutil.h"
 
@@ -19,56 +21,21 @@
 #include <string.h>
 
 #include "protobuf_encode.h"
+#include "protofix.h"
 
-#define DIR KL_FIXTURES "/protobuf/"
-
-/* ---- schemas from the fixture directory, imports by file name ---- */
-
-typedef struct files {
-  char *text[8];
-  int n;
-} files;
-
-static kl_rc dir_resolver(void *ctx, const char *name, const char **text, size_t *n) {
-  files *f = ctx;
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s", name);
-  size_t len;
-  uint8_t *p = t_read_file(path, &len);
-  if (!p) return KL_NOTFOUND;
-  assert_true(f->n < 8);
-  f->text[f->n++] = (char *)p;
-  *text = (const char *)p;
-  *n = len;
-  return KL_OK;
-}
-
+/* The fixture file's schema, its imports read from the fixtures too. */
 static kl_proto_schema *load(const kl_env *env, const char *file) {
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s", file);
+  t_proto_files f = {{0}, 0};
+  const char *text;
   size_t n;
-  uint8_t *text = t_read_file(path, &n);
-  assert_non_null(text);
-  files f = {{0}, 0};
+  assert_int_equal(t_proto_file(&f, file, &text, &n), KL_OK);
   kl_proto_schema *s = NULL;
   kl_err err;
   kl_err_clear(&err);
-  kl_rc rc = kl_proto_schema_parse(env, (const char *)text, n, dir_resolver, &f, &s, &err);
+  kl_rc rc = kl_proto_schema_parse(env, text, n, t_proto_file, &f, &s, &err);
+  t_proto_files_free(&f);
   if (rc) fail_msg("%s: %s", file, err.msg);
-  for (int i = 0; i < f.n; i++) free(f.text[i]);
-  free(text);
   return s;
-}
-
-static size_t unhex(const char *h, uint8_t *out, size_t cap) {
-  size_t n = strlen(h) / 2;
-  assert_true(n <= cap);
-  for (size_t i = 0; i < n; i++) {
-    unsigned v;
-    assert_int_equal(sscanf(h + 2 * i, "%2x", &v), 1);
-    out[i] = (uint8_t)v;
-  }
-  return n;
 }
 
 /* The decoder's JSON of p, NUL-terminated (malloc'd), or NULL with err. */
@@ -143,7 +110,7 @@ static void put_hex(FILE *f, const uint8_t *p, size_t n) {
 /* A file as a "proto" line of protobuf_read.py: its text as a JSON string. */
 static void put_proto(FILE *f, const char *name) {
   char path[512];
-  snprintf(path, sizeof path, DIR "%s", name);
+  snprintf(path, sizeof path, T_PROTO_DIR "%s", name);
   size_t n;
   uint8_t *t = t_read_file(path, &n);
   assert_non_null(t);
@@ -175,8 +142,8 @@ static char *python_read(const char *in) {
 
 static void test_vectors_round_trip(void **state) {
   (void)state;
-  FILE *f = fopen(DIR "vectors.txt", "r");
-  assert_non_null(f);
+  static t_proto_vectors v;
+  t_proto_vectors_open(&v);
   char *dir = t_mkdtemp("pbenc");
   char in[600];
   snprintf(in, sizeof in, "%s/pairs.txt", dir);
@@ -185,18 +152,13 @@ static void test_vectors_round_trip(void **state) {
   static const char *const protos[] = {"common.proto", "types.proto", "legacy.proto",
                                        "order.proto", "confluent.proto"};
   for (size_t i = 0; i < sizeof protos / sizeof *protos; i++) put_proto(py, protos[i]);
-  static char line[1 << 16];
-  static uint8_t payload[1 << 15];
-  char name[128] = "", schema[128] = "";
-  size_t n = 0;
+  const char *name = v.name, *schema = v.schema;
+  const uint8_t *payload = v.payload;
   int cases = 0, pairs = 0;
   kl_buf out = {0};
-  while (fgets(line, sizeof line, f)) {
-    line[strcspn(line, "\n")] = 0;
-    if (!strncmp(line, "case ", 5)) snprintf(name, sizeof name, "%.100s", line + 5);
-    else if (!strncmp(line, "schema ", 7)) snprintf(schema, sizeof schema, "%.100s", line + 7);
-    else if (!strncmp(line, "payload ", 8)) n = unhex(line + 8, payload, sizeof payload);
-    if (strncmp(line, "expect ", 7) != 0) continue;
+  while (t_proto_vectors_next(&v)) {
+    if (strncmp(v.line, "expect ", 7) != 0) continue;
+    size_t n = v.n;
     kl_proto_schema *s = load(NULL, schema);
     kl_err err;
     char *json = decode(s, payload, n, &err);
@@ -226,7 +188,6 @@ static void test_vectors_round_trip(void **state) {
     kl_proto_schema_free(s);
     cases++;
   }
-  fclose(f);
   fclose(py);
   kl_buf_free(NULL, &out);
   assert_true(cases >= 40);
@@ -458,6 +419,105 @@ static void test_errors(void **state) {
   }
 }
 
+/* Members under their JSON names (json_name: lowerCamelCase, or what the
+** .proto sets) as well as under the .proto's, read back under the
+** .proto's; python3-protobuf's own JSON mapping (json_format) reads each
+** text to the message the bytes hold, and refuses what the encoder
+** refuses as no field.  A field named twice, under either name, is an
+** error naming the member; the .proto's names come first. */
+static void test_json_names(void **state) {
+  (void)state;
+  static const struct {
+    const char *json, *want;
+  } ok[] = {
+      {"{\"orderId\":\"a\",\"lineItems\":[{\"skuId\":\"s\",\"unitCount\":3},{\"sku_id\":\"t\"}],"
+       "\"tagCounts\":{\"a_b\":1},\"cardNo\":\"c\",\"reference\":\"7\",\"x2\":\"y\","
+       "\"already\":\"z\"}",
+       "{\"order_id\":\"a\",\"line_items\":[{\"sku_id\":\"s\",\"unit_count\":3},"
+       "{\"sku_id\":\"t\",\"unit_count\":0}],\"tag_counts\":{\"a_b\":1},\"card_no\":\"c\","
+       "\"ref_no\":7,\"x_2\":\"y\",\"already\":\"z\"}"},
+      {"{\"order_id\":\"b\",\"lineItems\":[],\"ibanCode\":\"i\",\"ref_no\":-1,\"x_2\":\"\"}",
+       "{\"order_id\":\"b\",\"line_items\":[],\"tag_counts\":{},\"iban_code\":\"i\","
+       "\"ref_no\":-1,\"x_2\":\"\",\"already\":\"\"}"},
+  };
+  char *dir = t_mkdtemp("pbnames");
+  char in[600];
+  snprintf(in, sizeof in, "%s/json.txt", dir);
+  FILE *py = fopen(in, "w");
+  assert_non_null(py);
+  put_proto(py, "names.proto");
+  kl_proto_schema *s = load(NULL, "names.proto");
+  kl_buf out = {0};
+  kl_err err;
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+    if (encode(s, NULL, ok[i].json, &out, &err)) fail_msg("%s: %s", ok[i].json, err.msg);
+    char *got = decode(s, out.p, out.len, &err);
+    if (!got || strcmp(got, ok[i].want) != 0)
+      fail_msg("%s\n  got  %s\n  want %s", ok[i].json, got ? got : err.msg, ok[i].want);
+    free(got);
+    fprintf(py, "json n.Names ");
+    put_hex(py, out.p, out.len);
+    fprintf(py, " %s\n", ok[i].json);
+  }
+  fprintf(py, "json n.Names 00 {\"refNo\":1}\n"); /* a JSON name that json_name replaces */
+  fclose(py);
+
+  static const struct {
+    const char *json, *want; /* the whole message */
+  } bad[] = {
+      {"{\"order_id\":\"a\",\"orderId\":\"b\"}",
+       "$.orderId: given twice, as order_id and as orderId"},
+      {"{\"orderId\":\"a\",\"order_id\":\"b\"}",
+       "$.order_id: given twice, as orderId and as order_id"},
+      {"{\"orderId\":\"a\",\"orderId\":\"b\"}", "$.orderId: given twice"},
+      {"{\"lineItems\":[{\"skuId\":\"a\",\"sku_id\":\"b\"}]}",
+       "$.lineItems[0].sku_id: given twice, as skuId and as sku_id"},
+      {"{\"ref_no\":1,\"reference\":2}", "$.reference: given twice, as ref_no and as reference"},
+      {"{\"x2\":null,\"x_2\":\"a\"}", "$.x_2: given twice, as x2 and as x_2"},
+      {"{\"refNo\":1}", "$: \"refNo\" is not a field of n.Names"},
+      {"{\"OrderId\":\"a\"}", "$: \"OrderId\" is not a field of n.Names"},
+      {"{\"cardNo\":\"a\",\"iban_code\":\"b\"}",
+       "$.iban_code: card_no and iban_code are members of oneof pay_by: only one may be set"},
+      {"{\"lineItems\":[{\"unitCount\":\"x\"}]}",
+       "$.lineItems[0].unitCount: \"x\" is not an int32"},
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    kl_rc rc = encode(s, NULL, bad[i].json, &out, &err);
+    if (rc != KL_CORRUPT || strcmp(err.msg, bad[i].want) != 0)
+      fail_msg("%s: got %s \"%s\", want \"%s\"", bad[i].json, kl_rc_name(rc), err.msg, bad[i].want);
+  }
+  kl_proto_schema_free(s);
+
+  char *got = python_read(in);
+  char *l = strtok(got, "\n");
+  for (size_t i = 0; i < sizeof ok / sizeof *ok; i++, l = strtok(NULL, "\n"))
+    if (!l || strcmp(l, "same") != 0) fail_msg("python3-protobuf, %s: %s", ok[i].json, l);
+  if (!l || strncmp(l, "refused ", 8) != 0) fail_msg("python3-protobuf took refNo: %s", l);
+  free(got);
+  t_rmdir(dir);
+  free(dir);
+
+  /* proto2 lets one field's name be another's JSON name: the name wins */
+  const char *p2 = "syntax = \"proto2\"; package q;"
+                   " message P { optional int32 foo_bar = 1; optional int32 fooBar = 2; }";
+  s = NULL;
+  kl_err_clear(&err);
+  if (kl_proto_schema_parse(NULL, p2, strlen(p2), NULL, NULL, &s, &err)) fail_msg("%s", err.msg);
+  static const char *const p2_cases[][2] = {
+      {"{\"fooBar\":5}", "{\"foo_bar\":0,\"fooBar\":5}"},
+      {"{\"fooBar\":2,\"foo_bar\":1}", "{\"foo_bar\":1,\"fooBar\":2}"},
+  };
+  for (size_t i = 0; i < 2; i++) {
+    if (encode(s, NULL, p2_cases[i][0], &out, &err)) fail_msg("%s: %s", p2_cases[i][0], err.msg);
+    char *back = decode(s, out.p, out.len, &err);
+    if (!back || strcmp(back, p2_cases[i][1]) != 0)
+      fail_msg("%s: got %s, want %s", p2_cases[i][0], back ? back : err.msg, p2_cases[i][1]);
+    free(back);
+  }
+  kl_proto_schema_free(s);
+  kl_buf_free(NULL, &out);
+}
+
 /* Messages nest as deep as the decoder reads them, and no deeper. */
 static void test_nesting_bound(void **state) {
   (void)state;
@@ -514,6 +574,7 @@ int main(void) {
       cmocka_unit_test(test_vectors_round_trip),
       cmocka_unit_test(test_other_forms),
       cmocka_unit_test(test_errors),
+      cmocka_unit_test(test_json_names),
       cmocka_unit_test(test_nesting_bound),
       cmocka_unit_test(test_allocation_failure),
   };

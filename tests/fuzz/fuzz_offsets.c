@@ -19,13 +19,7 @@ static int inside(const uint8_t *f, int32_t n, const uint8_t *p, size_t len) {
   return n >= 0 && f >= p && (size_t)(f - p) + (size_t)n <= len;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz_record in;
-  if (!fz_record_split(data, size, &in)) return 0;
-  int tomb = in.tomb;
-  const uint8_t *k = in.key, *v = in.value;
-  size_t klen = in.key_len, vlen = in.value_len;
-
+void fz_record_target(int tomb, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen) {
   kl_err err;
   kl_err_clear(&err);
   kl_offsets_key key;
@@ -65,6 +59,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   }
   kl_offsets_free(o);
-  fz_record_free(&in);
-  return 0;
 }

@@ -14,45 +14,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz_proto.h"
 #include "protobuf.h"
 #include "utf8.h"
-
-#define DIR KL_FIXTURES "/protobuf/"
 
 static const char *const fixed[] = {"types.proto", "legacy.proto", "order.proto",
                                     "confluent.proto", "types.b64", "order.b64"};
 #define NFIXED (sizeof fixed / sizeof fixed[0])
-
-static char *read_all(const char *name, size_t *n) {
-  char path[512];
-  snprintf(path, sizeof path, DIR "%s", name);
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  char *b = malloc(1 << 16);
-  if (!b) abort();
-  *n = fread(b, 1, 1 << 16, f);
-  fclose(f);
-  return b;
-}
-
-/* Import texts are kept until the process ends (the harness's cache). */
-static char *imports[8];
-static size_t import_len[8];
-static const char *const import_names[] = {"common.proto", "types.proto", "order.proto",
-                                           "legacy.proto"};
-
-static kl_rc resolve(void *ctx, const char *name, const char **text, size_t *n) {
-  (void)ctx;
-  for (size_t i = 0; i < sizeof import_names / sizeof import_names[0]; i++) {
-    if (strcmp(name, import_names[i])) continue;
-    if (!imports[i]) imports[i] = read_all(name, &import_len[i]);
-    if (!imports[i]) abort();
-    *text = imports[i];
-    *n = import_len[i];
-    return KL_OK;
-  }
-  return KL_NOTFOUND;
-}
 
 static kl_proto_schema *schemas[NFIXED];
 
@@ -70,9 +38,8 @@ static void decode(const kl_proto_schema *s, const uint8_t *data, size_t n) {
               (const char *)json.p);
       abort();
     }
-  } else if (!err.msg[0] || err.rc != rc) {
-    fprintf(stderr, "%s without a message\n", kl_rc_name(rc));
-    abort();
+  } else {
+    fz_must(err.msg[0] && err.rc == rc, "an error without a message", &err);
   }
   kl_buf_free(NULL, &json);
   free(p);
@@ -82,13 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size < 2) return 0;
   if (!(data[0] & 1)) {
     size_t k = data[1] % NFIXED;
-    if (!schemas[k]) {
-      size_t n;
-      char *text = read_all(fixed[k], &n);
-      kl_err err = {0};
-      if (!text || kl_proto_schema_parse(NULL, text, n, resolve, NULL, &schemas[k], &err)) abort();
-      free(text);
-    }
+    if (!schemas[k]) schemas[k] = fz_proto_fixture(fixed[k]);
     decode(schemas[k], data + 2, size - 2);
     return 0;
   }
@@ -99,14 +60,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(text, data + 1, tn);
   kl_proto_schema *s = NULL;
   kl_err err = {0};
-  kl_rc rc = kl_proto_schema_parse(NULL, text, tn, resolve, NULL, &s, &err);
+  kl_rc rc = kl_proto_schema_parse(NULL, text, tn, fz_proto_import, NULL, &s, &err);
   free(text);
   if (rc == KL_OK) {
-    if (!s) abort();
+    fz_must(s != NULL, "a schema parsed to nothing", NULL);
     if (nul) decode(s, nul + 1, size - tn - 2);
     kl_proto_schema_free(s);
-  } else if (s || !err.msg[0]) {
-    abort();
+  } else {
+    fz_must(!s && err.msg[0], "a schema refused without a message, or kept", &err);
   }
   return 0;
 }

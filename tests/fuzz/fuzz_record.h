@@ -7,7 +7,9 @@
 **   byte 1: the key's length (clipped to what follows)
 **   then the key, then the value
 **
-** The key and value are copied into allocations of exactly their size, so
+** fuzz_record.c is the targets' LLVMFuzzerTestOneInput: it splits each
+** input of two bytes or more and calls the target's fz_record_target.  The
+** key and value are copied into allocations of exactly their size, so
 ** that AddressSanitizer sees any read past their end.
 */
 #ifndef KL_FUZZ_RECORD_H
@@ -16,16 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct fz_record {
-  int tomb;                 /* the value is null */
-  uint8_t *key, *value;     /* malloc'd, exactly their size (1 when empty) */
-  size_t key_len, value_len;
-} fz_record;
-
-/* Split the size bytes at data into *out: 0 when there are fewer than 2
-** (nothing allocated), else 1; free with fz_record_free.  Aborts when out
-** of memory. */
-int fz_record_split(const uint8_t *data, size_t size, fz_record *out);
-void fz_record_free(fz_record *r);
+/* Defined by each target: one record, its key k (klen bytes) and its value
+** v (vlen bytes; tomb: the value is null), both freed after it returns. */
+void fz_record_target(int tomb, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen);
 
 #endif

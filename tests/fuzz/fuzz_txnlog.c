@@ -40,13 +40,7 @@ static size_t ids_of(const kl_txnlog_value *v) {
   return n;
 }
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  fz_record in;
-  if (!fz_record_split(data, size, &in)) return 0;
-  int tomb = in.tomb;
-  const uint8_t *k = in.key, *v = in.value;
-  size_t klen = in.key_len, vlen = in.value_len;
-
+void fz_record_target(int tomb, const uint8_t *k, size_t klen, const uint8_t *v, size_t vlen) {
   kl_err err;
   kl_err_clear(&err);
   kl_txnlog_key key;
@@ -88,6 +82,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     abort();
   }
   kl_txnlog_free(f);
-  fz_record_free(&in);
-  return 0;
 }

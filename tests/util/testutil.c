@@ -97,6 +97,17 @@ void t_put_file(const char *dir, const char *name, const char *text) {
   assert_int_equal(t_write_file(p, text, strlen(text)), 0);
 }
 
+size_t t_unhex(const char *h, uint8_t *out, size_t cap) {
+  size_t n = strlen(h) / 2;
+  assert_true(n <= cap);
+  for (size_t i = 0; i < n; i++) {
+    unsigned v;
+    assert_int_equal(sscanf(h + 2 * i, "%2x", &v), 1);
+    out[i] = (uint8_t)v;
+  }
+  return n;
+}
+
 int t_copy_dir(const char *src, const char *dst) {
   DIR *d = opendir(src);
   if (!d) return -1;

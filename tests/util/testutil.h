@@ -40,6 +40,11 @@ int t_write_file(const char *path, const void *p, size_t n);
 /* Write text as the file dir/name; fails the current test when it cannot. */
 void t_put_file(const char *dir, const char *name, const char *text);
 
+/* The bytes of the hex text h (two digits a byte, either case) into out,
+** at most cap of them; returns how many.  A pair that does not read as
+** hex, or more bytes than cap, fails the current test. */
+size_t t_unhex(const char *h, uint8_t *out, size_t cap);
+
 /* Copy every regular file of src into dst (dst must exist). */
 int t_copy_dir(const char *src, const char *dst);
 
