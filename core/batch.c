@@ -99,15 +99,24 @@ static inline size_t vget32(const uint8_t *p, const uint8_t *end, int32_t *v) {
 static inline size_t vget64(const uint8_t *p, const uint8_t *end, int64_t *v) {
   uint64_t u;
   size_t n;
-  if (p < end && !(p[0] & 0x80)) {
+  if (end - p >= 3) { /* one bound check for up to three bytes */
+    if (!(p[0] & 0x80)) {
+      u = p[0];
+      n = 1;
+    } else if (!(p[1] & 0x80)) {
+      u = (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
+      n = 2;
+    } else if (!(p[2] & 0x80)) {
+      u = (p[0] & 0x7fu) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+      n = 3;
+    } else {
+      vslow r = vslow64(p, end);
+      *v = r.v;
+      return r.n;
+    }
+  } else if (p < end && !(p[0] & 0x80)) {
     u = p[0];
     n = 1;
-  } else if (end - p >= 3 && !(p[1] & 0x80)) {
-    u = (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
-    n = 2;
-  } else if (end - p >= 3 && !(p[2] & 0x80)) {
-    u = (p[0] & 0x7fu) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
-    n = 3;
   } else {
     vslow r = vslow64(p, end);
     *v = r.v;
@@ -115,6 +124,21 @@ static inline size_t vget64(const uint8_t *p, const uint8_t *end, int64_t *v) {
   }
   *v = (int64_t)((u >> 1) ^ (~(u & 1) + 1));
   return n;
+}
+
+/* A length, count or offset delta: vget32, with a shorter path for what
+** most of them are, a non-negative value of one or two bytes (the low bit
+** of the first byte is the zig-zag sign: one test for both). */
+static inline size_t vlen32(const uint8_t *p, const uint8_t *end, int32_t *v) {
+  if (p < end && !(p[0] & 0x81)) {
+    *v = p[0] >> 1;
+    return 1;
+  }
+  if (end - p >= 2 && (p[0] & 0x81) == 0x80 && !(p[1] & 0x80)) {
+    *v = (int32_t)(((p[0] & 0x7fu) | (uint32_t)p[1] << 7) >> 1);
+    return 2;
+  }
+  return vget32(p, end, v);
 }
 
 /* ---- headers of entries ---- */
@@ -424,7 +448,7 @@ kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err) {
 static inline size_t bytes_field(const uint8_t *p, const uint8_t *end, const uint8_t **out,
                                  int32_t *len) {
   int32_t l;
-  size_t k = vget32(p, end, &l);
+  size_t k = vlen32(p, end, &l);
   if (!k || (l >= 0 && end - p - (ptrdiff_t)k < l)) return 0;
   *out = l >= 0 ? p + k : NULL;
   *len = l < 0 ? -1 : l;
@@ -444,7 +468,7 @@ static inline __attribute__((always_inline)) kl_rc v2_record(const kl_batch *b, 
   int32_t len, d32;
   int64_t d64;
   size_t k;
-  if (!(k = vget32(p, end, &len)) || len < 0 || end - p - (ptrdiff_t)k < len) {
+  if (!(k = vlen32(p, end, &len)) || len < 0 || end - p - (ptrdiff_t)k < len) {
     return kl_err_set(err, KL_CORRUPT, "record %d: bad length", idx);
   }
   p += k;
@@ -461,7 +485,7 @@ static inline __attribute__((always_inline)) kl_rc v2_record(const kl_batch *b, 
   ** the dating of segments rest on it, so a record above it (a crafted
   ** batch) would be found by a scan and missed by a seek. */
   if (r->timestamp > b->max_timestamp) goto bad;
-  if (!(k = vget32(p, rend, &d32))) goto bad;
+  if (!(k = vlen32(p, rend, &d32))) goto bad;
   /* Offsets must grow and stay inside the batch, or offset pushdown (which
   ** trusts the header's last offset) and a full scan would disagree, and
   ** rows would come out of order. */
@@ -479,7 +503,7 @@ static inline __attribute__((always_inline)) kl_rc v2_record(const kl_batch *b, 
   if (!(k = bytes_field(p, rend, &r->value, &r->value_len))) goto bad;
   p += k;
   int32_t hc;
-  if (!(k = vget32(p, rend, &hc)) || hc < 0) goto bad;
+  if (!(k = vlen32(p, rend, &hc)) || hc < 0) goto bad;
   p += k;
   if (hc > rend - p) goto bad;
   r->headers = p;
@@ -487,7 +511,7 @@ static inline __attribute__((always_inline)) kl_rc v2_record(const kl_batch *b, 
   for (int32_t i = 0; i < hc; i++) {
     int32_t l;
     for (int f = 0; f < 2; f++) {
-      if (!(k = vget32(p, rend, &l))) goto bad;
+      if (!(k = vlen32(p, rend, &l))) goto bad;
       p += k;
       if (f == 0 && l < 0) goto bad;
       if (l >= 0) {
