@@ -53,6 +53,27 @@ size_t kl_varint_get64(const uint8_t *p, const uint8_t *end, int64_t *v) {
   return 0;
 }
 
+/* The general varint readers, for the inline ones' rare cases: out of
+** line, their value returned with the bytes consumed (n, 0 if invalid or
+** truncated), so that no caller's variable has its address taken and the
+** inline paths keep theirs in registers. */
+typedef struct vslow {
+  int64_t v;
+  size_t n;
+} vslow;
+
+static __attribute__((noinline)) vslow vslow32(const uint8_t *p, const uint8_t *end) {
+  int32_t v = 0;
+  size_t n = kl_varint_get32(p, end, &v);
+  return (vslow){v, n};
+}
+
+static __attribute__((noinline)) vslow vslow64(const uint8_t *p, const uint8_t *end) {
+  int64_t v = 0;
+  size_t n = kl_varint_get64(p, end, &v);
+  return (vslow){v, n};
+}
+
 /* Most fields of a record fit in one or two varint bytes (lengths, counts,
 ** offset deltas; a timestamp delta in three): decoded inline, with one
 ** bound check for all of their bytes, they are a large part of a scan.
@@ -67,7 +88,9 @@ static inline size_t vget32(const uint8_t *p, const uint8_t *end, int32_t *v) {
     u = (p[0] & 0x7fu) | (uint32_t)p[1] << 7;
     n = 2;
   } else {
-    return kl_varint_get32(p, end, v);
+    vslow r = vslow32(p, end);
+    *v = (int32_t)r.v;
+    return r.n;
   }
   *v = (int32_t)((u >> 1) ^ (~(u & 1) + 1));
   return n;
@@ -76,20 +99,46 @@ static inline size_t vget32(const uint8_t *p, const uint8_t *end, int32_t *v) {
 static inline size_t vget64(const uint8_t *p, const uint8_t *end, int64_t *v) {
   uint64_t u;
   size_t n;
-  if (p < end && !(p[0] & 0x80)) {
+  if (end - p >= 3) { /* one bound check for up to three bytes */
+    if (!(p[0] & 0x80)) {
+      u = p[0];
+      n = 1;
+    } else if (!(p[1] & 0x80)) {
+      u = (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
+      n = 2;
+    } else if (!(p[2] & 0x80)) {
+      u = (p[0] & 0x7fu) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
+      n = 3;
+    } else {
+      vslow r = vslow64(p, end);
+      *v = r.v;
+      return r.n;
+    }
+  } else if (p < end && !(p[0] & 0x80)) {
     u = p[0];
     n = 1;
-  } else if (end - p >= 3 && !(p[1] & 0x80)) {
-    u = (p[0] & 0x7fu) | (uint64_t)p[1] << 7;
-    n = 2;
-  } else if (end - p >= 3 && !(p[2] & 0x80)) {
-    u = (p[0] & 0x7fu) | (uint64_t)(p[1] & 0x7f) << 7 | (uint64_t)p[2] << 14;
-    n = 3;
   } else {
-    return kl_varint_get64(p, end, v);
+    vslow r = vslow64(p, end);
+    *v = r.v;
+    return r.n;
   }
   *v = (int64_t)((u >> 1) ^ (~(u & 1) + 1));
   return n;
+}
+
+/* A length, count or offset delta: vget32, with a shorter path for what
+** most of them are, a non-negative value of one or two bytes (the low bit
+** of the first byte is the zig-zag sign: one test for both). */
+static inline size_t vlen32(const uint8_t *p, const uint8_t *end, int32_t *v) {
+  if (p < end && !(p[0] & 0x81)) {
+    *v = p[0] >> 1;
+    return 1;
+  }
+  if (end - p >= 2 && (p[0] & 0x81) == 0x80 && !(p[1] & 0x80)) {
+    *v = (int32_t)(((p[0] & 0x7fu) | (uint32_t)p[1] << 7) >> 1);
+    return 2;
+  }
+  return vget32(p, end, v);
 }
 
 /* ---- headers of entries ---- */
@@ -399,7 +448,7 @@ kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err) {
 static inline size_t bytes_field(const uint8_t *p, const uint8_t *end, const uint8_t **out,
                                  int32_t *len) {
   int32_t l;
-  size_t k = vget32(p, end, &l);
+  size_t k = vlen32(p, end, &l);
   if (!k || (l >= 0 && end - p - (ptrdiff_t)k < l)) return 0;
   *out = l >= 0 ? p + k : NULL;
   *len = l < 0 ? -1 : l;
@@ -408,22 +457,19 @@ static inline size_t bytes_field(const uint8_t *p, const uint8_t *end, const uin
 
 /* The v2 record framer, a Kafka-rule walker (cyclomatic complexity above
 ** 25 on purpose): one check per field of DefaultRecord, in the order of
-** its bytes, each a way a record is malformed. */
-kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
-  if (it->remaining == 0) {
-    if (it->p != it->end) {
-      return kl_err_set(err, KL_CORRUPT, "%d bytes left after the last record", (int)(it->end - it->p));
-    }
-    return KL_DONE;
-  }
-  if (it->b.magic < 2) return next_legacy(it, r, err);
-
-  const uint8_t *p = it->p, *end = it->end;
+** its bytes, each a way a record is malformed.  The record at *pp (below
+** end) of batch b, whose previous record's offset delta is *last; idx is
+** its index, for the message.  *pp and *last move only when it decodes.
+** Inline: kl_records_next runs it once a call, kl_records_decode in a loop
+** whose state stays in registers. */
+static inline __attribute__((always_inline)) kl_rc v2_record(const kl_batch *b, const uint8_t **pp, const uint8_t *end,
+                              int32_t *last, int32_t idx, kl_record *r, kl_err *err) {
+  const uint8_t *p = *pp;
   int32_t len, d32;
   int64_t d64;
   size_t k;
-  if (!(k = vget32(p, end, &len)) || len < 0 || end - p - (ptrdiff_t)k < len) {
-    return kl_err_set(err, KL_CORRUPT, "record %d: bad length", it->b.record_count - it->remaining);
+  if (!(k = vlen32(p, end, &len)) || len < 0 || end - p - (ptrdiff_t)k < len) {
+    return kl_err_set(err, KL_CORRUPT, "record %d: bad length", idx);
   }
   p += k;
   const uint8_t *rend = p + len;
@@ -433,32 +479,31 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   p += k;
   /* Wrapping arithmetic, as Kafka's Java longs: a crafted file (its CRC
   ** recomputed) must not reach undefined behaviour. */
-  r->timestamp = it->b.ts_type == KL_TS_APPEND
-                     ? it->b.max_timestamp
-                     : (int64_t)((uint64_t)it->b.base_timestamp + (uint64_t)d64);
+  r->timestamp = b->ts_type == KL_TS_APPEND ? b->max_timestamp
+                                            : (int64_t)((uint64_t)b->base_timestamp + (uint64_t)d64);
   /* The header's max timestamp bounds every record's: lookups by time and
   ** the dating of segments rest on it, so a record above it (a crafted
   ** batch) would be found by a scan and missed by a seek. */
-  if (r->timestamp > it->b.max_timestamp) goto bad;
-  if (!(k = vget32(p, rend, &d32))) goto bad;
+  if (r->timestamp > b->max_timestamp) goto bad;
+  if (!(k = vlen32(p, rend, &d32))) goto bad;
   /* Offsets must grow and stay inside the batch, or offset pushdown (which
   ** trusts the header's last offset) and a full scan would disagree, and
   ** rows would come out of order. */
-  if (d32 <= it->last_delta || d32 > it->b.last_offset_delta) goto bad;
-  it->last_delta = d32;
+  if (d32 <= *last || d32 > b->last_offset_delta) goto bad;
+  *last = d32;
   p += k;
-  r->offset = (int64_t)((uint64_t)it->b.base_offset + (uint64_t)(int64_t)d32);
+  r->offset = (int64_t)((uint64_t)b->base_offset + (uint64_t)(int64_t)d32);
   r->sequence = -1;
-  if (it->b.base_sequence >= 0) {
+  if (b->base_sequence >= 0) {
     /* Sequences wrap within [0, 2^31 - 1]. */
-    r->sequence = (int32_t)(((int64_t)it->b.base_sequence + d32) & 0x7fffffff);
+    r->sequence = (int32_t)(((int64_t)b->base_sequence + d32) & 0x7fffffff);
   }
   if (!(k = bytes_field(p, rend, &r->key, &r->key_len))) goto bad;
   p += k;
   if (!(k = bytes_field(p, rend, &r->value, &r->value_len))) goto bad;
   p += k;
   int32_t hc;
-  if (!(k = vget32(p, rend, &hc)) || hc < 0) goto bad;
+  if (!(k = vlen32(p, rend, &hc)) || hc < 0) goto bad;
   p += k;
   if (hc > rend - p) goto bad;
   r->headers = p;
@@ -466,7 +511,7 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   for (int32_t i = 0; i < hc; i++) {
     int32_t l;
     for (int f = 0; f < 2; f++) {
-      if (!(k = vget32(p, rend, &l))) goto bad;
+      if (!(k = vlen32(p, rend, &l))) goto bad;
       p += k;
       if (f == 0 && l < 0) goto bad;
       if (l >= 0) {
@@ -477,11 +522,53 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
   }
   r->headers_len = (size_t)(p - r->headers);
   if (p != rend) goto bad;
-  it->p = rend;
-  it->remaining--;
+  *pp = rend;
   return KL_OK;
 bad:
-  return kl_err_set(err, KL_CORRUPT, "record %d is malformed", it->b.record_count - it->remaining);
+  return kl_err_set(err, KL_CORRUPT, "record %d is malformed", idx);
+}
+
+/* The records are all produced: KL_DONE, unless bytes are left over. */
+static kl_rc records_end(const uint8_t *p, const uint8_t *end, kl_err *err) {
+  if (p != end) {
+    return kl_err_set(err, KL_CORRUPT, "%d bytes left after the last record", (int)(end - p));
+  }
+  return KL_DONE;
+}
+
+kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err) {
+  if (it->remaining == 0) return records_end(it->p, it->end, err);
+  if (it->b.magic < 2) return next_legacy(it, r, err);
+  kl_rc rc = v2_record(&it->b, &it->p, it->end, &it->last_delta,
+                       it->b.record_count - it->remaining, r, err);
+  if (rc == KL_OK) it->remaining--;
+  return rc;
+}
+
+int32_t kl_records_decode(kl_records *it, kl_record *out, int32_t max, kl_rc *rc, kl_err *err) {
+  int32_t n = 0;
+  *rc = KL_OK;
+  if (it->b.magic < 2) {
+    while (n < max && (*rc = kl_records_next(it, &out[n], err)) == KL_OK) n++;
+    return n;
+  }
+  /* The header's fields in a copy of its own, which the records written
+  ** cannot alias: the loop reads them from registers. */
+  const kl_batch b = it->b;
+  const uint8_t *p = it->p, *end = it->end;
+  int32_t last = it->last_delta, left = it->remaining;
+  for (; n < max; n++) {
+    if (left == 0) {
+      *rc = records_end(p, end, err);
+      break;
+    }
+    if ((*rc = v2_record(&b, &p, end, &last, b.record_count - left, &out[n], err)) != KL_OK) break;
+    left--;
+  }
+  it->p = p;
+  it->last_delta = last;
+  it->remaining = left;
+  return n;
 }
 
 kl_rc kl_header_next(const uint8_t **pp, const uint8_t *end, kl_header *h) {

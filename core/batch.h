@@ -143,6 +143,14 @@ kl_rc kl_records_open(kl_records *it, const kl_env *env, kl_codec_ctx *ctx, cons
 ** grow inside the batch's range. */
 kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err);
 
+/* Decode up to max records into out[0..n) and return n: what n calls of
+** kl_records_next would give, and in *rc what the call after them would
+** return (KL_OK when max were decoded: more may follow; else KL_DONE or
+** the error, err saying why), in one loop: a scan decodes a batch's
+** records a chunk at a time and produces its rows from the chunk.  The
+** records borrow as kl_records_next's do. */
+int32_t kl_records_decode(kl_records *it, kl_record *out, int32_t max, kl_rc *rc, kl_err *err);
+
 /* Pass over the next n records, for a lookup of one record in a batch
 ** decoded before: each is framed and checked as kl_records_next does (one
 ** framer, one validation; only nothing is returned).  KL_OK, or

@@ -50,6 +50,10 @@ typedef struct stretch {
 } stretch;
 
 enum { TS_INLINE = 128 }; /* timestamps kept without allocating */
+/* Records of a plain batch decoded at a time (kl_records_decode), ahead
+** of their rows: 64 of them take 4.5 KiB, and most batches of a scan are
+** one or two chunks. */
+enum { CHUNK = 64 };
 
 struct kl_cursor {
   kl_log *log;
@@ -70,11 +74,21 @@ struct kl_cursor {
   kl_records it;            /* records of the current batch (CS_RECORDS) */
   int plain;                /* each of them is a row as it decodes: the
                             ** batch lies within the bounds, no key is
-                            ** sought, nothing is left to learn of it */
+                            ** sought, nothing is left to learn of it;
+                            ** its rows then come from chunk */
+  kl_record chunk[CHUNK];   /* plain: records decoded ahead of their rows */
+  int32_t cn, cx;           /* chunk holds cn of them (0: the current row is
+                            ** rec); the current row is chunk[cx] */
+  kl_rc chunk_rc;           /* what ended the last chunk's decoding (KL_OK:
+                            ** more records follow), */
+  kl_err chunk_err;         /* and why, reported when the rows reach it */
   int32_t count_left;       /* rows of the current batch still to produce
                             ** from its header's record count (CS_COUNT) */
   int32_t count_at;         /* the current row's index in that batch */
   int lazy;                 /* the current row is not decoded yet (CS_COUNT) */
+  int count_free;           /* every row counted is within the bounds (no
+                            ** timestamps to check, or the batch lies
+                            ** within them): kl_cursor_step counts them */
   size_t fhint;             /* where in the segment's facts fpos's fact
                             ** probably is (checked before use) */
   int64_t fpos;             /* CS_FACT: the next batch is the fact at this
@@ -260,7 +274,9 @@ void kl_cursor_reuse(kl_cursor *c, kl_log *log, kl_stats *stats, int on_corrupt)
 }
 
 const kl_stats *kl_cursor_stats(const kl_cursor *c) { return c->rd.stats; }
-const kl_record *kl_cursor_record(const kl_cursor *c) { return &c->rec; }
+const kl_record *kl_cursor_record(const kl_cursor *c) {
+  return c->state == CS_RECORDS && c->cn > 0 ? &c->chunk[c->cx] : &c->rec;
+}
 const kl_batch *kl_cursor_batch(const kl_cursor *c) { return &c->batch; }
 const kl_segment *kl_cursor_segment(const kl_cursor *c) { return c->seg; }
 
@@ -593,6 +609,8 @@ static kl_rc open_records(kl_cursor *c, kl_err *err) {
   }
   c->recs0 = c->batch.codec == KL_CODEC_NONE ? c->batch.bytes : c->it.p;
   c->plain = !c->bnd.keys && batch_within(c, &c->batch, f);
+  c->cn = c->cx = 0;
+  c->chunk_rc = KL_OK;
   if (rc == KL_OK) {
     c->run_bytes += c->it.end - c->it.p;
     fill_ahead(c);
@@ -720,17 +738,45 @@ static void fw_count(kl_cursor *c, int *row) {
   c->state = c->src;
 }
 
+/* CS_RECORDS of a plain batch (a full scan's: no check, nothing to
+** note): the next row from the chunk, decoding the next chunk when it is
+** used up.  The rows and errors are those of decoding record by record:
+** what ended a chunk's decoding is reported when the rows reach it. */
+static kl_rc fw_plain(kl_cursor *c, int *row, kl_err *err) {
+  if (c->cx + 1 < c->cn) {
+    c->cx++;
+  } else {
+    c->cn = c->cx = 0;
+    if (c->chunk_rc == KL_OK) {
+      kl_err_clear(&c->chunk_err);
+      c->cn = kl_records_decode(&c->it, c->chunk, CHUNK, &c->chunk_rc, &c->chunk_err);
+    }
+    if (c->cn == 0) { /* the batch's rows end here */
+      kl_rc rc = c->chunk_rc;
+      c->state = c->src;
+      if (rc == KL_DONE) {
+        learn_decoded(c);
+        return KL_OK;
+      }
+      *err = c->chunk_err;
+      if (skip_damage(c, rc, err)) return KL_OK;
+      return kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+    }
+  }
+  /* Counted as rows are produced, as when decoded one by one: the records
+  ** of a chunk past where a query stops are not. */
+  c->rd.stats->records_decoded++;
+  *row = 1;
+  return KL_OK;
+}
+
 /* CS_RECORDS: decode the next record of the batch; a row when it is in
 ** the bounds.  Past hi the rows end; at the batch's end, what it taught
 ** is kept and the next batch is taken. */
 static inline kl_rc fw_records(kl_cursor *c, int *row, kl_err *err) {
   assert(c->state == CS_RECORDS);
+  if (c->plain) return fw_plain(c, row, err);
   kl_rc rc = kl_records_next(&c->it, &c->rec, err);
-  if (rc == KL_OK && c->plain) { /* a full scan's: no check, nothing to note */
-    c->rd.stats->records_decoded++;
-    *row = 1;
-    return KL_OK;
-  }
   if (rc == KL_OK) {
     note_record(c);
     if (c->rec.offset > c->hi) finish(c);
@@ -818,6 +864,7 @@ static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
     c->count_left = c->batch.record_count;
     c->count_at = -1;
     c->cts = known_ts ? f->ts : NULL;
+    c->count_free = !c->cts || batch_within(c, &c->batch, f);
     if (c->cts && c->lo > c->batch.base_offset) {
       /* Record i is at base + i (kl_fact.ts): straight to lo. */
       int32_t past = (int32_t)(c->lo - c->batch.base_offset);
@@ -1298,6 +1345,24 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
     c->cts = NULL;
   }
   return rc;
+}
+
+int kl_cursor_step(kl_cursor *c) {
+  if (c->state == CS_RECORDS) { /* a plain batch's next decoded record */
+    if (c->cx + 1 >= c->cn) return 0;
+    c->cx++;
+    c->rd.stats->records_decoded++;
+    return 1;
+  }
+  if (c->state == CS_COUNT && c->count_free && c->count_left > 0) {
+    /* The next of a batch's rows counted, not decoded (fw_count's, whose
+    ** checks of the timestamps kept would all pass). */
+    c->count_left--;
+    c->count_at++;
+    c->lazy = 1;
+    return 1;
+  }
+  return 0;
 }
 
 kl_rc kl_cursor_next(kl_cursor *c, kl_err *err) {

@@ -113,6 +113,11 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err);
 
 /* KL_OK: a record is current.  KL_DONE: no more.  Else an error. */
 kl_rc kl_cursor_next(kl_cursor *c, kl_err *err);
+/* kl_cursor_next when the next row is at hand, in the current batch,
+** needing no work and no check (counted rows, records decoded ahead): 1,
+** the row moved to; else 0, nothing done, and kl_cursor_next moves.  The
+** per-row path of a full scan, kept small. */
+int kl_cursor_step(kl_cursor *c);
 
 /* A row is produced without decoding its batch when the batch lies wholly
 ** within the bounds on its header alone (offsets, max timestamp, record

@@ -628,7 +628,13 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   return lv_step(c);
 }
 
-int lv_next(sqlite3_vtab_cursor *cur) { return lv_step((kl_vcursor *)cur); }
+int lv_next(sqlite3_vtab_cursor *cur) {
+  kl_vcursor *c = (kl_vcursor *)cur;
+  /* A full scan's next row, when it is at hand (kl_cursor_step): the
+  ** per-row price of count(*). */
+  if (c->plain && kl_cursor_step(c->cur)) return SQLITE_OK;
+  return lv_step(c);
+}
 
 int lv_eof(sqlite3_vtab_cursor *cur) { return ((kl_vcursor *)cur)->eof; }
 
@@ -717,6 +723,18 @@ static int record_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_
   return SQLITE_OK;
 }
 
+/* The topic column: the partition's topic (NULL for a directory not named
+** <topic>-<n>), its length found once a partition. */
+static void result_topic(sqlite3_context *ctx, kl_vcursor *c) {
+  const char *t = c->part->topic;
+  if (!t) return;
+  if (c->len_part != c->part) {
+    c->len_part = c->part;
+    c->topic_len = (int)strlen(t);
+  }
+  sqlite3_result_text(ctx, t, c->topic_len, SQLITE_TRANSIENT);
+}
+
 /* The columns of batch b, of where it lies, and of the options. */
 static void batch_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_batch *b) {
   switch (col) {
@@ -732,9 +750,7 @@ static void batch_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_
       break;
     case KL_COL_SEGMENT: sqlite3_result_int64(ctx, kl_cursor_segment(c->cur)->base); break;
     case KL_COL_POSITION: sqlite3_result_int64(ctx, b->position); break;
-    case KL_COL_TOPIC:
-      if (c->part->topic) sqlite3_result_text(ctx, c->part->topic, -1, SQLITE_TRANSIENT);
-      break;
+    case KL_COL_TOPIC: result_topic(ctx, c); break;
     case KL_COL_PARTITION:
       if (c->part->partition >= 0) sqlite3_result_int(ctx, c->part->partition);
       break;
@@ -755,6 +771,26 @@ static void batch_column(kl_vcursor *c, sqlite3_context *ctx, int col, const kl_
 int lv_column(sqlite3_vtab_cursor *cur, sqlite3_context *ctx, int col) {
   kl_vcursor *c = (kl_vcursor *)cur;
   int rc;
+  /* The hot paths first: a scan's raw values, and the topic and partition
+  ** a GROUP BY reads on every row. */
+  if (!c->on_pair) {
+    if (col == KL_COL_VALUE || col == KL_COL_KEY) {
+      int v = col == KL_COL_VALUE;
+      if (c->text[v] == KL_TYPE_BLOB && !kl_cursor_lazy(c->cur)) {
+        const kl_record *r = kl_cursor_record(c->cur);
+        int32_t n = v ? r->value_len : r->key_len;
+        if (n >= 0) sqlite3_result_blob(ctx, n ? (const void *)(v ? r->value : r->key) : "", n,
+                                        SQLITE_TRANSIENT);
+        return SQLITE_OK;
+      }
+    } else if (col == KL_COL_TOPIC) {
+      result_topic(ctx, c);
+      return SQLITE_OK;
+    } else if (col == KL_COL_PARTITION) {
+      if (c->part->partition >= 0) sqlite3_result_int(ctx, c->part->partition);
+      return SQLITE_OK;
+    }
+  }
   if (is_record_column(col)) { /* the hot path: a scan's values */
     if (column_known(c, ctx, col)) return SQLITE_OK;
     if ((c->on_pair || kl_cursor_lazy(c->cur)) && (rc = load_row(c)) != SQLITE_OK) return rc;

@@ -84,6 +84,8 @@ typedef struct kl_vcursor {
   size_t sel_one;
   size_t nsel, isel;        /* how many; the next to read */
   const kl_part *part;      /* the one being read */
+  const kl_part *len_part;  /* the partition whose topic's length is */
+  int topic_len;            /* topic_len (found once, not once a row) */
   size_t place;             /* its place in the listing, for rowids */
   kl_logref *ref;           /* its log (one ref), or NULL */
   kl_cursor *cur;

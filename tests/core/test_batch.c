@@ -956,6 +956,51 @@ static void test_header_sanity(void **state) {
   kl_buf_free(NULL, &scratch);
 }
 
+/* Two bytes fields alike (both NULL, or the same bytes). */
+static void same_bytes(const uint8_t *a, int32_t na, const uint8_t *b, int32_t nb) {
+  assert_int_equal(na, nb);
+  if (na > 0) assert_memory_equal(a, b, (size_t)na);
+}
+
+/* kl_records_decode in chunks of `chunk` gives what kl_records_next gives
+** record by record: the same records, then the same end (KL_DONE or the
+** error, with its message) where the records stop. */
+static void decode_matches_next(const kl_batch *b, int32_t chunk) {
+  kl_buf s1 = {0}, s2 = {0};
+  kl_err e1 = {0}, e2 = {0};
+  kl_records a, c;
+  kl_rc r1 = kl_records_open(&a, NULL, NULL, b, &s1, NULL, &e1);
+  assert_int_equal(kl_records_open(&c, NULL, NULL, b, &s2, NULL, &e2), r1);
+  kl_record want, got[8];
+  int32_t n = 0, i = 0;
+  kl_rc end = KL_OK;
+  assert_true(chunk > 0 && chunk <= 8);
+  for (int k = 0; r1 == KL_OK && k < 100000; k++) {
+    r1 = kl_records_next(&a, &want, &e1);
+    if (i == n && end == KL_OK) {
+      n = kl_records_decode(&c, got, chunk, &end, &e2);
+      i = 0;
+    }
+    if (r1 != KL_OK) {
+      assert_int_equal(i, n);
+      assert_int_equal(end, r1);
+      assert_string_equal(e1.msg, e2.msg);
+      break;
+    }
+    assert_true(i < n);
+    const kl_record *g = &got[i++];
+    assert_int_equal(g->offset, want.offset);
+    assert_int_equal(g->timestamp, want.timestamp);
+    assert_int_equal(g->sequence, want.sequence);
+    assert_int_equal(g->header_count, want.header_count);
+    same_bytes(g->key, g->key_len, want.key, want.key_len);
+    same_bytes(g->value, g->value_len, want.value, want.value_len);
+    same_bytes(g->headers, (int32_t)g->headers_len, want.headers, (int32_t)want.headers_len);
+  }
+  kl_buf_free(NULL, &s1);
+  kl_buf_free(NULL, &s2);
+}
+
 /* Iterate every record of a batch (CRC fixed first) and return the rc that
 ** ended the iteration; *n gets the records produced. */
 static kl_rc drain(uint8_t *p, size_t size, int *n) {
@@ -1058,6 +1103,9 @@ static void test_malformed_records(void **state) {
     assert_int_equal(kl_records_open(&it, NULL, NULL, &b, &scratch, NULL, &err), KL_OK);
     if (cases[i].good) assert_int_equal(kl_records_skip(&it, cases[i].good, &err), KL_OK);
     if (kl_records_skip(&it, 1, &err) != KL_CORRUPT) fail_msg("case %zu: skipped", i);
+    /* And decoding them a chunk at a time stops where they do. */
+    decode_matches_next(&b, 1);
+    decode_matches_next(&b, 4);
     kl_buf_free(NULL, &scratch);
     free(p);
   }
@@ -1335,6 +1383,7 @@ static int poke(uint8_t *p, size_t n, int fix) {
     (void)kl_control_parse(&r, &type, &ce, NULL);
   }
   kl_buf_free(NULL, &scratch);
+  decode_matches_next(&b, 1 + (int32_t)((size_t)b.size % 5));
   return 1;
 }
 
