@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "avro_node.h"
 #include "decimal.h"
@@ -1062,9 +1065,22 @@ static inline uint8_t *write_long(uint8_t *w, int64_t v) {
     *w = (uint8_t)('0' + u);
     return w + 1;
   }
+  static const char pairs[201] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
   char t[20];
   size_t k = sizeof t;
-  for (; u; u /= 10) t[--k] = (char)('0' + u % 10);
+  for (; u >= 100; u /= 100) {
+    k -= 2;
+    memcpy(t + k, pairs + 2 * (u % 100), 2);
+  }
+  if (u >= 10) {
+    k -= 2;
+    memcpy(t + k, pairs + 2 * u, 2);
+  } else {
+    t[--k] = (char)('0' + u);
+  }
   memcpy(w, t + k, sizeof t - k);
   return w + (sizeof t - k);
 }
@@ -1089,15 +1105,40 @@ static inline const uint8_t *vlen(const uint8_t *p, const uint8_t *end, size_t *
   return p;
 }
 
+#ifdef __SSE2__
+/* The bytes of x a JSON string cannot hold as they are, one bit each:
+** below 0x20 or past ASCII (signed, both are below 0x20), '"', '\\'. */
+static inline unsigned special16(__m128i x) {
+  __m128i m = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
+                           _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                        _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+  return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
 /* Copy the n bytes at p to w when they are ASCII a JSON string holds as
-** they are (else 0, w's bytes undefined): eight at a time, and the last
-** few as a word too when the payload goes on past them (end), the bytes
-** past the string taken as spaces by a mask (in memory order, as the
-** string's).  Writes up to 7 bytes past w + n. */
+** they are (else 0, w's bytes undefined): sixteen at a time (SSE2) or
+** eight, and the last few as a whole vector or word too when the payload
+** goes on past them (end), the bytes past the string masked off (in
+** memory order, as the string's).  Writes up to 15 bytes past w + n. */
 static inline int copy_plain(uint8_t *w, const uint8_t *p, size_t n, const uint8_t *end) {
+  size_t j = 0;
+#ifdef __SSE2__
+  if ((size_t)(end - p) >= ((n + 15) & ~(size_t)15)) {
+    for (; j + 16 <= n; j += 16) {
+      __m128i x = _mm_loadu_si128((const __m128i *)(p + j));
+      if (special16(x)) return 0;
+      _mm_storeu_si128((__m128i *)(w + j), x);
+    }
+    if (j == n) return 1;
+    __m128i x = _mm_loadu_si128((const __m128i *)(p + j));
+    if (special16(x) & ((1u << (n - j)) - 1)) return 0;
+    _mm_storeu_si128((__m128i *)(w + j), x);
+    return 1;
+  }
+#endif
   static const uint8_t keep[16] = {255, 255, 255, 255, 255, 255, 255, 255};
   const uint64_t high = 0x8080808080808080ull, spaces = 0x2020202020202020ull;
-  size_t j = 0;
   uint64_t x, m;
   for (; j + 8 <= n; j += 8) {
     memcpy(&x, p + j, 8);
@@ -1210,7 +1251,17 @@ static inline uint8_t *step_real(const uint8_t **pp, const uint8_t *end, uint8_t
   size_t k = is_float ? 4 : 8;
   if ((size_t)(end - p) < k) return NULL;
   uint64_t u = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (is_float) {
+    uint32_t u4;
+    memcpy(&u4, p, 4);
+    u = u4;
+  } else {
+    memcpy(&u, p, 8);
+  }
+#else
   for (size_t i = k; i-- > 0;) u = u << 8 | p[i];
+#endif
   *pp = p + k;
   if (!is_float) {
     double f;
@@ -1254,9 +1305,8 @@ static kl_rc run(av_dec *d, const av_code *c, int depth) {
   const uint8_t *p = d->p, *end = d->end;
   uint8_t *w = o->p + o->len;
   for (const av_step *st = c->steps;; st++) {
-    if (st->lit_n <= KL_KEY_PAD) {
-      memcpy(w, st->lit.p, 8);
-      memcpy(w + 8, st->lit.p + 8, 8);
+    if (__builtin_expect(st->lit_n <= KL_KEY_PAD, 1)) {
+      memcpy(w, st->lit.p, KL_KEY_PAD);
     } else {
       memcpy(w, st->lit.p, st->lit_n);
     }
