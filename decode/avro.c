@@ -1015,23 +1015,30 @@ static kl_rc compile_schema(kl_avro_schema *s) {
   return compile(&cp, s->root, 0);
 }
 
-/* Varints without a message (the walk gives it); a value of one or two
-** bytes without a loop.  NULL when the walk would refuse it. */
-static const uint8_t *vlong_slow(const uint8_t *p, const uint8_t *end, int64_t *out) {
-  uint64_t v = 0;
+typedef struct av_varint {
+  const uint8_t *p;         /* past it, NULL when refused */
+  uint64_t v;               /* its bits, before the zig-zag */
+} av_varint;
+
+/* A varint near the end of the bytes, returned whole (in registers), so
+** that the caller's value need not live in memory for the call. */
+static av_varint vlong_slow(const uint8_t *p, const uint8_t *end) {
+  av_varint r = {NULL, 0};
   for (int shift = 0; shift < 64; shift += 7) {
-    if (p >= end) return NULL;
+    if (p >= end) return r;
     uint8_t b = *p++;
-    if (shift == 63 && (b & 0x7e)) return NULL;
-    v |= (uint64_t)(b & 0x7f) << shift;
+    if (shift == 63 && (b & 0x7e)) return r;
+    r.v |= (uint64_t)(b & 0x7f) << shift;
     if (!(b & 0x80)) {
-      *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-      return p;
+      r.p = p;
+      return r;
     }
   }
-  return NULL;
+  return r;
 }
 
+/* Varints without a message (the walk gives it); a value of one or two
+** bytes without a loop.  NULL when the walk would refuse it. */
 static inline const uint8_t *vlong(const uint8_t *p, const uint8_t *end, int64_t *out) {
   uint64_t v;
   if (p < end && p[0] < 0x80) {
@@ -1052,7 +1059,10 @@ static inline const uint8_t *vlong(const uint8_t *p, const uint8_t *end, int64_t
       }
     }
   } else {
-    return vlong_slow(p, end, out);
+    av_varint r = vlong_slow(p, end);
+    if (!r.p) return NULL;
+    p = r.p;
+    v = r.v;
   }
   *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
   return p;
@@ -1357,13 +1367,14 @@ static kl_rc run(av_dec *d, const av_code *c, int depth) {
   int64_t left = 0;          /* items left in the current block (array, map) */
   for (const av_step *next = c->steps;;) {
     const av_step *st = next++;
-    if (__builtin_expect(st->lit_n <= KL_KEY_PAD, 1)) {
+    size_t lit_n = st->lit_n; /* read once: the copy may alias it */
+    if (__builtin_expect(lit_n <= KL_KEY_PAD, 1)) {
       memcpy(w, st->lit.p, KL_KEY_PAD);
     } else {
-      memcpy(w, st->lit.p, st->lit_n);
+      memcpy(w, st->lit.p, lit_n);
     }
-    w += st->lit_n;
-    int64_t v = 0;
+    w += lit_n;
+    int64_t v;
     switch ((av_op)st->op) {
       case OP_END:
         if (!in) {
