@@ -1362,6 +1362,15 @@ static kl_rc run(av_dec *d, const av_code *c, int depth) {
   if (o->cap - o->len < c->room && kl_buf_reserve(d->env, o, o->len + c->room)) return KL_NOMEM;
   const uint8_t *p = d->p, *end = d->end;
   uint8_t *w = o->p + o->len;
+  /* each op's code (GNU C's labels as values: one indirect jump a step) */
+  static const void *const go[] = {
+      [OP_END] = &&op_end,         [OP_SLOW] = &&op_variable, [OP_NULL] = &&op_null,
+      [OP_BOOLEAN] = &&op_boolean, [OP_INT] = &&op_int,       [OP_LONG] = &&op_long,
+      [OP_FLOAT] = &&op_float,     [OP_DOUBLE] = &&op_double, [OP_ENUM] = &&op_enum,
+      [OP_BYTES] = &&op_variable,  [OP_STRING] = &&op_string, [OP_FIXED] = &&op_variable,
+      [OP_ARRAY] = &&op_blocks,    [OP_MAP] = &&op_blocks,    [OP_UNION] = &&op_union,
+      [OP_RECORD] = &&op_variable};
+  _Static_assert(sizeof go / sizeof go[0] == OP_RECORD + 1, "an entry for every op");
   const av_step *in = NULL;  /* the array, map or union step whose flat list runs */
   const av_code *sub = NULL; /* that list */
   int64_t left = 0;          /* items left in the current block (array, map) */
@@ -1375,98 +1384,105 @@ static kl_rc run(av_dec *d, const av_code *c, int depth) {
     }
     w += lit_n;
     int64_t v;
-    switch ((av_op)st->op) {
-      case OP_END:
-        if (!in) {
-          d->p = p;
-          o->len = (size_t)(w - o->p);
-          return KL_OK;
-        }
-        if (in->op == OP_UNION) {
-          ROOM(in->rest);
-        } else {
-          if (--left == 0 && (left = block_count(d, in->nd, &p)) <= 0) {
-            if (left < 0) return KL_CORRUPT;
-            ROOM(1 + in->rest);
-            *w++ = in->op == OP_MAP ? '}' : ']';
-            next = in + 1;
-            in = NULL;
-            continue;
-          }
-          ROOM(1);
-          *w++ = ',';
-          goto item;
-        }
-        next = in + 1;
-        in = NULL;
-        continue;
-      case OP_NULL: w = (uint8_t *)memcpy(w, "null", 4) + 4; continue;
-      case OP_BOOLEAN:
-        if (p == end || *p > 1) return KL_CORRUPT;
-        w = *p++ ? (uint8_t *)memcpy(w, "true", 4) + 4 : (uint8_t *)memcpy(w, "false", 5) + 5;
-        continue;
-      case OP_INT: case OP_LONG:
-        if (!(p = st->op == OP_INT ? vint(p, end, &v) : vlong(p, end, &v))) return KL_CORRUPT;
-        w = write_long(w, v);
-        continue;
-      case OP_FLOAT: case OP_DOUBLE:
-        if (!(w = step_real(&p, end, w, st->op == OP_FLOAT))) return KL_CORRUPT;
-        continue;
-      case OP_STRING: {
-        kl_rc rc = step_string(d, st->rest, &p, &w);
-        if (rc) return rc;
-        continue;
-      }
-      case OP_ENUM:
-        if (!(p = vint(p, end, &v)) || v < 0 || (uint64_t)v >= st->nd->n) return KL_CORRUPT;
-        if (st->nd->key_len[v] <= KL_KEY_PAD) memcpy(w, st->nd->keys[v], KL_KEY_PAD);
-        else memcpy(w, st->nd->keys[v], st->nd->key_len[v]);
-        w += st->nd->key_len[v];
-        continue;
-      case OP_ARRAY: case OP_MAP: {
-        const av_code *ic = st->nd->kids[0]->code;
-        if (!ic->flat) break;
-        int dd = depth + st->level; /* run_blocks' depth; its items' is dd + 1 */
-        if (dd >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
-        *w++ = st->op == OP_MAP ? '{' : '[';
-        if ((left = block_count(d, st->nd, &p)) <= 0) {
-          if (left < 0) return KL_CORRUPT;
-          ROOM(1 + st->rest);
-          *w++ = st->op == OP_MAP ? '}' : ']';
-          continue;
-        }
-        if (ic->levels && dd + ic->levels >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
-        in = st;
-        sub = ic;
-        goto item;
-      }
-      case OP_UNION: {
-        if (d->flags & KL_AVRO_WRAP_UNIONS) break;
-        const uint8_t *at = p;
-        int dd = depth + st->level; /* run_union's depth; its branch's is dd + 1 */
-        if (dd >= KL_AVRO_MAX_DEPTH || !(p = vlong(p, end, &v)) || v < 0 ||
-            (uint64_t)v >= st->nd->n) {
-          return KL_CORRUPT;
-        }
-        const av_node *k = st->nd->kids[v];
-        if (k->type == AV_NULL) {
-          ROOM(4 + st->rest);
-          w = (uint8_t *)memcpy(w, "null", 4) + 4;
-          continue;
-        }
-        if (!k->code->flat) {
-          p = at;
-          break;
-        }
-        if (k->code->levels && dd + k->code->levels >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
-        in = st;
-        sub = k->code;
-        ROOM(sub->room);
-        next = sub->steps;
-        continue;
-      }
-      default: break;
+    goto *go[st->op];
+  op_end:
+    if (!in) {
+      d->p = p;
+      o->len = (size_t)(w - o->p);
+      return KL_OK;
     }
+    if (in->op == OP_UNION) {
+      ROOM(in->rest);
+      next = in + 1;
+      in = NULL;
+      continue;
+    }
+    if (--left == 0 && (left = block_count(d, in->nd, &p)) <= 0) {
+      if (left < 0) return KL_CORRUPT;
+      ROOM(1 + in->rest);
+      *w++ = in->op == OP_MAP ? '}' : ']';
+      next = in + 1;
+      in = NULL;
+      continue;
+    }
+    ROOM(1);
+    *w++ = ',';
+    goto item;
+  op_null:
+    w = (uint8_t *)memcpy(w, "null", 4) + 4;
+    continue;
+  op_boolean:
+    if (p == end || *p > 1) return KL_CORRUPT;
+    w = *p++ ? (uint8_t *)memcpy(w, "true", 4) + 4 : (uint8_t *)memcpy(w, "false", 5) + 5;
+    continue;
+  op_int:
+    if (!(p = vint(p, end, &v))) return KL_CORRUPT;
+    w = write_long(w, v);
+    continue;
+  op_long:
+    if (!(p = vlong(p, end, &v))) return KL_CORRUPT;
+    w = write_long(w, v);
+    continue;
+  op_float:
+    if (!(w = step_real(&p, end, w, 1))) return KL_CORRUPT;
+    continue;
+  op_double:
+    if (!(w = step_real(&p, end, w, 0))) return KL_CORRUPT;
+    continue;
+  op_string: {
+    kl_rc rc = step_string(d, st->rest, &p, &w);
+    if (rc) return rc;
+    continue;
+  }
+  op_enum:
+    if (!(p = vint(p, end, &v)) || v < 0 || (uint64_t)v >= st->nd->n) return KL_CORRUPT;
+    if (st->nd->key_len[v] <= KL_KEY_PAD) memcpy(w, st->nd->keys[v], KL_KEY_PAD);
+    else memcpy(w, st->nd->keys[v], st->nd->key_len[v]);
+    w += st->nd->key_len[v];
+    continue;
+  op_blocks: {
+    const av_code *ic = st->nd->kids[0]->code;
+    if (!ic->flat) goto op_variable;
+    int dd = depth + st->level; /* run_blocks' depth; its items' is dd + 1 */
+    if (dd >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+    *w++ = st->op == OP_MAP ? '{' : '[';
+    if ((left = block_count(d, st->nd, &p)) <= 0) {
+      if (left < 0) return KL_CORRUPT;
+      ROOM(1 + st->rest);
+      *w++ = st->op == OP_MAP ? '}' : ']';
+      continue;
+    }
+    if (ic->levels && dd + ic->levels >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+    in = st;
+    sub = ic;
+    goto item;
+  }
+  op_union: {
+    if (d->flags & KL_AVRO_WRAP_UNIONS) goto op_variable;
+    const uint8_t *at = p;
+    int dd = depth + st->level; /* run_union's depth; its branch's is dd + 1 */
+    if (dd >= KL_AVRO_MAX_DEPTH || !(p = vlong(p, end, &v)) || v < 0 ||
+        (uint64_t)v >= st->nd->n) {
+      return KL_CORRUPT;
+    }
+    const av_node *k = st->nd->kids[v];
+    if (k->type == AV_NULL) {
+      ROOM(4 + st->rest);
+      w = (uint8_t *)memcpy(w, "null", 4) + 4;
+      continue;
+    }
+    if (!k->code->flat) {
+      p = at;
+      goto op_variable;
+    }
+    if (k->code->levels && dd + k->code->levels >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+    in = st;
+    sub = k->code;
+    ROOM(sub->room);
+    next = sub->steps;
+    continue;
+  }
+  op_variable: {
     d->p = p;
     o->len = (size_t)(w - o->p);
     kl_rc rc = run_variable(d, st, depth);
@@ -1477,6 +1493,7 @@ static kl_rc run(av_dec *d, const av_code *c, int depth) {
     p = d->p;
     w = o->p + o->len;
     continue;
+  }
   item: /* the next item of in's block: a map's key first */
     if (in->op == OP_MAP) {
       kl_rc krc = step_string(d, KL_KEY_PAD, &p, &w);
