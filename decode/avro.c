@@ -1098,7 +1098,9 @@ static inline uint8_t *write_long(uint8_t *w, int64_t v) {
   } else {
     t[--k] = (char)('0' + u);
   }
-  memcpy(w, t + k, 20); /* a constant size: no call (the room is 21 bytes) */
+  /* a constant size, no call (the room is 21 bytes); the bytes past the
+  ** digits lie past the text, or are written over by what follows */
+  memcpy(w, t + k, 20);
   return w + (20 - k);
 }
 
