@@ -9,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "avro_node.h"
 #include "decimal.h"
@@ -868,6 +871,8 @@ struct av_code {
   int levels;               /* records laid in line, nested (0: the node is no record) */
   size_t laid;              /* fields laid, those of the records in line too */
   int done;                 /* 0 while being compiled (a recursive type) */
+  int flat;                 /* its values are scalars and strings only: no list of
+                            ** its own is entered (run enters it without a call) */
 };
 
 /* The room a step's value takes at most when its size is fixed; 0 for the
@@ -976,6 +981,11 @@ static kl_rc finish(av_comp *cp, av_code *c) {
     rest += st->lit_n + fixed_room(st);
   }
   c->room = rest;
+  c->flat = 1;
+  for (size_t i = 0; i < c->n; i++) {
+    av_op op = (av_op)c->steps[i].op;
+    if (op == OP_SLOW || op == OP_BYTES || op == OP_FIXED || op >= OP_ARRAY) c->flat = 0;
+  }
   c->done = 1;
   return KL_OK;
 }
@@ -1005,23 +1015,30 @@ static kl_rc compile_schema(kl_avro_schema *s) {
   return compile(&cp, s->root, 0);
 }
 
-/* Varints without a message (the walk gives it); a value of one or two
-** bytes without a loop.  NULL when the walk would refuse it. */
-static const uint8_t *vlong_slow(const uint8_t *p, const uint8_t *end, int64_t *out) {
-  uint64_t v = 0;
+typedef struct av_varint {
+  const uint8_t *p;         /* past it, NULL when refused */
+  uint64_t v;               /* its bits, before the zig-zag */
+} av_varint;
+
+/* A varint near the end of the bytes, returned whole (in registers), so
+** that the caller's value need not live in memory for the call. */
+static av_varint vlong_slow(const uint8_t *p, const uint8_t *end) {
+  av_varint r = {NULL, 0};
   for (int shift = 0; shift < 64; shift += 7) {
-    if (p >= end) return NULL;
+    if (p >= end) return r;
     uint8_t b = *p++;
-    if (shift == 63 && (b & 0x7e)) return NULL;
-    v |= (uint64_t)(b & 0x7f) << shift;
+    if (shift == 63 && (b & 0x7e)) return r;
+    r.v |= (uint64_t)(b & 0x7f) << shift;
     if (!(b & 0x80)) {
-      *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
-      return p;
+      r.p = p;
+      return r;
     }
   }
-  return NULL;
+  return r;
 }
 
+/* Varints without a message (the walk gives it); a value of one or two
+** bytes without a loop.  NULL when the walk would refuse it. */
 static inline const uint8_t *vlong(const uint8_t *p, const uint8_t *end, int64_t *out) {
   uint64_t v;
   if (p < end && p[0] < 0x80) {
@@ -1042,7 +1059,10 @@ static inline const uint8_t *vlong(const uint8_t *p, const uint8_t *end, int64_t
       }
     }
   } else {
-    return vlong_slow(p, end, out);
+    av_varint r = vlong_slow(p, end);
+    if (!r.p) return NULL;
+    p = r.p;
+    v = r.v;
   }
   *out = (int64_t)((v >> 1) ^ (~(v & 1) + 1));
   return p;
@@ -1062,11 +1082,26 @@ static inline uint8_t *write_long(uint8_t *w, int64_t v) {
     *w = (uint8_t)('0' + u);
     return w + 1;
   }
-  char t[20];
-  size_t k = sizeof t;
-  for (; u; u /= 10) t[--k] = (char)('0' + u % 10);
-  memcpy(w, t + k, sizeof t - k);
-  return w + (sizeof t - k);
+  static const char pairs[201] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  char t[40]; /* the digits end at t + 20; 20 bytes are copied from their start */
+  size_t k = 20;
+  for (; u >= 100; u /= 100) {
+    k -= 2;
+    memcpy(t + k, pairs + 2 * (u % 100), 2);
+  }
+  if (u >= 10) {
+    k -= 2;
+    memcpy(t + k, pairs + 2 * u, 2);
+  } else {
+    t[--k] = (char)('0' + u);
+  }
+  /* a constant size, no call (the room is 21 bytes); the bytes past the
+  ** digits lie past the text, or are written over by what follows */
+  memcpy(w, t + k, 20);
+  return w + (20 - k);
 }
 
 static inline uint8_t *write_real(uint8_t *w, double v, int is_float) {
@@ -1089,15 +1124,40 @@ static inline const uint8_t *vlen(const uint8_t *p, const uint8_t *end, size_t *
   return p;
 }
 
+#ifdef __SSE2__
+/* The bytes of x a JSON string cannot hold as they are, one bit each:
+** below 0x20 or past ASCII (signed, both are below 0x20), '"', '\\'. */
+static inline unsigned special16(__m128i x) {
+  __m128i m = _mm_or_si128(_mm_cmplt_epi8(x, _mm_set1_epi8(0x20)),
+                           _mm_or_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('"')),
+                                        _mm_cmpeq_epi8(x, _mm_set1_epi8('\\'))));
+  return (unsigned)_mm_movemask_epi8(m);
+}
+#endif
+
 /* Copy the n bytes at p to w when they are ASCII a JSON string holds as
-** they are (else 0, w's bytes undefined): eight at a time, and the last
-** few as a word too when the payload goes on past them (end), the bytes
-** past the string taken as spaces by a mask (in memory order, as the
-** string's).  Writes up to 7 bytes past w + n. */
-static inline int copy_plain(uint8_t *w, const uint8_t *p, size_t n, const uint8_t *end) {
+** they are (else 0, w's bytes undefined): sixteen at a time (SSE2) or
+** eight, and the last few as a whole vector or word too when the payload
+** goes on past them (end), the bytes past the string masked off (in
+** memory order, as the string's).  Writes up to 15 bytes past w + n. */
+static inline __attribute__((always_inline)) int copy_plain(uint8_t *w, const uint8_t *p, size_t n, const uint8_t *end) {
+  size_t j = 0;
+#ifdef __SSE2__
+  if ((size_t)(end - p) >= ((n + 15) & ~(size_t)15)) {
+    for (; j + 16 <= n; j += 16) {
+      __m128i x = _mm_loadu_si128((const __m128i *)(p + j));
+      if (special16(x)) return 0;
+      _mm_storeu_si128((__m128i *)(w + j), x);
+    }
+    if (j == n) return 1;
+    __m128i x = _mm_loadu_si128((const __m128i *)(p + j));
+    if (special16(x) & ((1u << (n - j)) - 1)) return 0;
+    _mm_storeu_si128((__m128i *)(w + j), x);
+    return 1;
+  }
+#endif
   static const uint8_t keep[16] = {255, 255, 255, 255, 255, 255, 255, 255};
   const uint64_t high = 0x8080808080808080ull, spaces = 0x2020202020202020ull;
-  size_t j = 0;
   uint64_t x, m;
   for (; j + 8 <= n; j += 8) {
     memcpy(&x, p + j, 8);
@@ -1106,8 +1166,25 @@ static inline int copy_plain(uint8_t *w, const uint8_t *p, size_t n, const uint8
   }
   if (j == n) return 1;
   if ((size_t)(end - (p + j)) < 8) {
-    if (!plain_ascii(p + j, n - j)) return 0;
-    memcpy(w + j, p + j, n - j);
+    /* the value's last bytes: words that overlap rather than a call */
+    if (n >= 8) {
+      memcpy(&x, p + n - 8, 8);
+      if (special8(x, high)) return 0;
+      memcpy(w + n - 8, &x, 8);
+    } else if (n >= 4) {
+      uint32_t a, b;
+      memcpy(&a, p, 4);
+      memcpy(&b, p + n - 4, 4);
+      if (special8((uint64_t)a | (uint64_t)b << 32, high)) return 0;
+      memcpy(w, &a, 4);
+      memcpy(w + n - 4, &b, 4);
+    } else {
+      x = spaces << 24 | (uint64_t)p[0] | (uint64_t)p[n / 2] << 8 | (uint64_t)p[n - 1] << 16;
+      if (special8(x, high)) return 0;
+      w[0] = p[0];
+      w[n / 2] = p[n / 2];
+      w[n - 1] = p[n - 1];
+    }
     return 1;
   }
   memcpy(&x, p + j, 8);
@@ -1136,25 +1213,36 @@ static kl_rc run_string(av_dec *d, size_t rest) {
   return KL_OK;
 }
 
+/* The count of the next block at *pp of an array or map nd, by the walk's
+** rules, *pp moved past its header: 0 at the end, -1 refused. */
+static inline __attribute__((always_inline)) int64_t block_count(av_dec *d, const av_node *nd, const uint8_t **pp) {
+  int64_t count = 0, size = 0;
+  const uint8_t *p = vlong(*pp, d->end, &count);
+  if (!p) return -1;
+  if (count < 0) {
+    if (count == INT64_MIN) return -1;
+    count = -count;
+    if (!(p = vlong(p, d->end, &size)) || size < 0) return -1;
+  }
+  *pp = p;
+  if (count == 0) return 0;
+  size_t per = nd->kids[0]->min_bytes + (nd->type == AV_MAP ? 1 : 0);
+  if (per > 0 && (uint64_t)count > (uint64_t)(d->end - p) / per) return -1;
+  if (per == 0 && (uint64_t)count > KL_AVRO_MAX_EMPTY_ITEMS - d->empty_items) return -1;
+  if (per == 0) d->empty_items += (size_t)count;
+  return count;
+}
+
 /* Arrays and maps (blocks), by the walk's rules. */
 static kl_rc run_blocks(av_dec *d, const av_node *nd, int depth) {
   if (depth >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
   int is_map = nd->type == AV_MAP;
   const av_code *item = nd->kids[0]->code;
-  size_t per = nd->kids[0]->min_bytes + (is_map ? 1 : 0);
   kl_rc rc = putc_(d, is_map ? '{' : '[');
   for (int64_t idx = 0; rc == KL_OK;) {
-    int64_t count = 0, size = 0;
-    if (!(d->p = vlong(d->p, d->end, &count))) return KL_CORRUPT;
+    int64_t count = block_count(d, nd, &d->p);
+    if (count < 0) return KL_CORRUPT;
     if (count == 0) break;
-    if (count < 0) {
-      if (count == INT64_MIN) return KL_CORRUPT;
-      count = -count;
-      if (!(d->p = vlong(d->p, d->end, &size)) || size < 0) return KL_CORRUPT;
-    }
-    if (per > 0 && (uint64_t)count > (uint64_t)(d->end - d->p) / per) return KL_CORRUPT;
-    if (per == 0 && (uint64_t)count > KL_AVRO_MAX_EMPTY_ITEMS - d->empty_items) return KL_CORRUPT;
-    if (per == 0) d->empty_items += (size_t)count;
     for (int64_t i = 0; rc == KL_OK && i < count; i++, idx++) {
       if (idx && (rc = putc_(d, ','))) break;
       if (is_map && ((rc = run_string(d, KL_KEY_PAD)) || (rc = putc_(d, ':')))) break;
@@ -1210,7 +1298,17 @@ static inline uint8_t *step_real(const uint8_t **pp, const uint8_t *end, uint8_t
   size_t k = is_float ? 4 : 8;
   if ((size_t)(end - p) < k) return NULL;
   uint64_t u = 0;
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  if (is_float) {
+    uint32_t u4;
+    memcpy(&u4, p, 4);
+    u = u4;
+  } else {
+    memcpy(&u, p, 8);
+  }
+#else
   for (size_t i = k; i-- > 0;) u = u << 8 | p[i];
+#endif
   *pp = p + k;
   if (!is_float) {
     double f;
@@ -1223,14 +1321,14 @@ static inline uint8_t *step_real(const uint8_t **pp, const uint8_t *end, uint8_t
   return write_real(w, f, 1);
 }
 
-/* A string at *pp, written at *ww with the room of the steps after it;
-** both moved past it. */
-static inline kl_rc step_string(av_dec *d, const av_step *st, const uint8_t **pp, uint8_t **ww) {
+/* A string at *pp, written at *ww with rest bytes of room after it; both
+** moved past it. */
+static inline __attribute__((always_inline)) kl_rc step_string(av_dec *d, size_t rest, const uint8_t **pp, uint8_t **ww) {
   size_t n = 0;
   const uint8_t *q = vlen(*pp, d->end, &n);
   if (!q) return KL_CORRUPT;
   kl_buf *o = d->o;
-  size_t need = 6 * n + 2 + st->rest, at = (size_t)(*ww - o->p);
+  size_t need = 6 * n + 2 + rest, at = (size_t)(*ww - o->p);
   if (o->cap - at < need && kl_buf_reserve(d->env, o, at + need)) return KL_NOMEM;
   uint8_t *w = o->p + at;
   *pp = q + n;
@@ -1246,52 +1344,147 @@ static inline kl_rc step_string(av_dec *d, const av_step *st, const uint8_t **pp
   return rc;
 }
 
-/* One list of steps, for a datum met depth deep (the walk's d->depth). */
+/* Room for n more bytes at w (which may move). */
+#define ROOM(n)                                                                   \
+  do {                                                                            \
+    size_t at_ = (size_t)(w - o->p);                                              \
+    if (o->cap - at_ < (n) && kl_buf_reserve(d->env, o, at_ + (n))) return KL_NOMEM; \
+    w = o->p + at_;                                                               \
+  } while (0)
+
+/* One list of steps, for a datum met depth deep (the walk's d->depth).
+** The items of an array or a map, and the branch of a union, whose lists
+** are flat (av_code.flat) run in this loop rather than by a call: the
+** steps go on in their list (sub) and come back after the step that
+** entered it (in) at its OP_END.  A flat list enters none, so one is open
+** at a time.  The checks are run_blocks' and run_union's, in their order. */
 static kl_rc run(av_dec *d, const av_code *c, int depth) {
   if (c->levels && depth + c->levels - 1 >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
   kl_buf *o = d->o;
   if (o->cap - o->len < c->room && kl_buf_reserve(d->env, o, o->len + c->room)) return KL_NOMEM;
   const uint8_t *p = d->p, *end = d->end;
   uint8_t *w = o->p + o->len;
-  for (const av_step *st = c->steps;; st++) {
-    if (st->lit_n <= KL_KEY_PAD) {
-      memcpy(w, st->lit.p, 8);
-      memcpy(w + 8, st->lit.p + 8, 8);
+  /* each op's code (GNU C's labels as values: one indirect jump a step) */
+  static const void *const go[] = {
+      [OP_END] = &&op_end,         [OP_SLOW] = &&op_variable, [OP_NULL] = &&op_null,
+      [OP_BOOLEAN] = &&op_boolean, [OP_INT] = &&op_int,       [OP_LONG] = &&op_long,
+      [OP_FLOAT] = &&op_float,     [OP_DOUBLE] = &&op_double, [OP_ENUM] = &&op_enum,
+      [OP_BYTES] = &&op_variable,  [OP_STRING] = &&op_string, [OP_FIXED] = &&op_variable,
+      [OP_ARRAY] = &&op_blocks,    [OP_MAP] = &&op_blocks,    [OP_UNION] = &&op_union,
+      [OP_RECORD] = &&op_variable};
+  _Static_assert(sizeof go / sizeof go[0] == OP_RECORD + 1, "an entry for every op");
+  const av_step *in = NULL;  /* the array, map or union step whose flat list runs */
+  const av_code *sub = NULL; /* that list */
+  int64_t left = 0;          /* items left in the current block (array, map) */
+  for (const av_step *next = c->steps;;) {
+    const av_step *st = next++;
+    size_t lit_n = st->lit_n; /* read once: the copy may alias it */
+    if (__builtin_expect(lit_n <= KL_KEY_PAD, 1)) {
+      memcpy(w, st->lit.p, KL_KEY_PAD);
     } else {
-      memcpy(w, st->lit.p, st->lit_n);
+      memcpy(w, st->lit.p, lit_n);
     }
-    w += st->lit_n;
-    int64_t v = 0;
-    switch ((av_op)st->op) {
-      case OP_END:
-        d->p = p;
-        o->len = (size_t)(w - o->p);
-        return KL_OK;
-      case OP_NULL: w = (uint8_t *)memcpy(w, "null", 4) + 4; continue;
-      case OP_BOOLEAN:
-        if (p == end || *p > 1) return KL_CORRUPT;
-        w = *p++ ? (uint8_t *)memcpy(w, "true", 4) + 4 : (uint8_t *)memcpy(w, "false", 5) + 5;
-        continue;
-      case OP_INT: case OP_LONG:
-        if (!(p = st->op == OP_INT ? vint(p, end, &v) : vlong(p, end, &v))) return KL_CORRUPT;
-        w = write_long(w, v);
-        continue;
-      case OP_FLOAT: case OP_DOUBLE:
-        if (!(w = step_real(&p, end, w, st->op == OP_FLOAT))) return KL_CORRUPT;
-        continue;
-      case OP_STRING: {
-        kl_rc rc = step_string(d, st, &p, &w);
-        if (rc) return rc;
-        continue;
-      }
-      case OP_ENUM:
-        if (!(p = vint(p, end, &v)) || v < 0 || (uint64_t)v >= st->nd->n) return KL_CORRUPT;
-        memcpy(w, st->nd->keys[v], st->nd->key_len[v] <= KL_KEY_PAD ? KL_KEY_PAD
-                                                                    : st->nd->key_len[v]);
-        w += st->nd->key_len[v];
-        continue;
-      default: break;
+    w += lit_n;
+    int64_t v;
+    goto *go[st->op];
+  op_end:
+    if (!in) {
+      d->p = p;
+      o->len = (size_t)(w - o->p);
+      return KL_OK;
     }
+    if (in->op == OP_UNION) {
+      ROOM(in->rest);
+      next = in + 1;
+      in = NULL;
+      continue;
+    }
+    if (--left == 0 && (left = block_count(d, in->nd, &p)) <= 0) {
+      if (left < 0) return KL_CORRUPT;
+      ROOM(1 + in->rest);
+      *w++ = in->op == OP_MAP ? '}' : ']';
+      next = in + 1;
+      in = NULL;
+      continue;
+    }
+    ROOM(1);
+    *w++ = ',';
+    goto item;
+  op_null:
+    w = (uint8_t *)memcpy(w, "null", 4) + 4;
+    continue;
+  op_boolean:
+    if (p == end || *p > 1) return KL_CORRUPT;
+    w = *p++ ? (uint8_t *)memcpy(w, "true", 4) + 4 : (uint8_t *)memcpy(w, "false", 5) + 5;
+    continue;
+  op_int:
+    if (!(p = vint(p, end, &v))) return KL_CORRUPT;
+    w = write_long(w, v);
+    continue;
+  op_long:
+    if (!(p = vlong(p, end, &v))) return KL_CORRUPT;
+    w = write_long(w, v);
+    continue;
+  op_float:
+    if (!(w = step_real(&p, end, w, 1))) return KL_CORRUPT;
+    continue;
+  op_double:
+    if (!(w = step_real(&p, end, w, 0))) return KL_CORRUPT;
+    continue;
+  op_string: {
+    kl_rc rc = step_string(d, st->rest, &p, &w);
+    if (rc) return rc;
+    continue;
+  }
+  op_enum:
+    if (!(p = vint(p, end, &v)) || v < 0 || (uint64_t)v >= st->nd->n) return KL_CORRUPT;
+    if (st->nd->key_len[v] <= KL_KEY_PAD) memcpy(w, st->nd->keys[v], KL_KEY_PAD);
+    else memcpy(w, st->nd->keys[v], st->nd->key_len[v]);
+    w += st->nd->key_len[v];
+    continue;
+  op_blocks: {
+    const av_code *ic = st->nd->kids[0]->code;
+    if (!ic->flat) goto op_variable;
+    int dd = depth + st->level; /* run_blocks' depth; its items' is dd + 1 */
+    if (dd >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+    *w++ = st->op == OP_MAP ? '{' : '[';
+    if ((left = block_count(d, st->nd, &p)) <= 0) {
+      if (left < 0) return KL_CORRUPT;
+      ROOM(1 + st->rest);
+      *w++ = st->op == OP_MAP ? '}' : ']';
+      continue;
+    }
+    if (ic->levels && dd + ic->levels >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+    in = st;
+    sub = ic;
+    goto item;
+  }
+  op_union: {
+    if (d->flags & KL_AVRO_WRAP_UNIONS) goto op_variable;
+    const uint8_t *at = p;
+    int dd = depth + st->level; /* run_union's depth; its branch's is dd + 1 */
+    if (dd >= KL_AVRO_MAX_DEPTH || !(p = vlong(p, end, &v)) || v < 0 ||
+        (uint64_t)v >= st->nd->n) {
+      return KL_CORRUPT;
+    }
+    const av_node *k = st->nd->kids[v];
+    if (k->type == AV_NULL) {
+      ROOM(4 + st->rest);
+      w = (uint8_t *)memcpy(w, "null", 4) + 4;
+      continue;
+    }
+    if (!k->code->flat) {
+      p = at;
+      goto op_variable;
+    }
+    if (k->code->levels && dd + k->code->levels >= KL_AVRO_MAX_DEPTH) return KL_CORRUPT;
+    in = st;
+    sub = k->code;
+    ROOM(sub->room);
+    next = sub->steps;
+    continue;
+  }
+  op_variable: {
     d->p = p;
     o->len = (size_t)(w - o->p);
     kl_rc rc = run_variable(d, st, depth);
@@ -1301,8 +1494,20 @@ static kl_rc run(av_dec *d, const av_code *c, int depth) {
     }
     p = d->p;
     w = o->p + o->len;
+    continue;
+  }
+  item: /* the next item of in's block: a map's key first */
+    if (in->op == OP_MAP) {
+      kl_rc krc = step_string(d, KL_KEY_PAD, &p, &w);
+      if (krc) return krc;
+      *w++ = ':';
+    }
+    ROOM(sub->room);
+    next = sub->steps;
   }
 }
+
+#undef ROOM
 
 kl_rc kl_avro_decode(const kl_avro_schema *s, const uint8_t *p, size_t n, unsigned flags,
                      kl_buf *json, kl_err *err) {

@@ -46,6 +46,17 @@ size_t put_integer(double v, char *out) {
   return k;
 }
 
+/* The two digits of u < 100 before q; q moved to them. */
+char *put_pair(char *q, uint64_t u) {
+  static const char pairs[201] =
+      "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+      "40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+      "8081828384858687888990919293949596979899";
+  q -= 2;
+  std::memcpy(q, pairs + 2 * u, 2);
+  return q;
+}
+
 /* v with at most 4 decimals, or 0.  |v| * 10^4 < 2^51 keeps the rounding
 ** error of v * 10^d below a half, so rounding finds the one integer r with
 ** r / 10^d == v when there is one (and r is exact); the first d that has
@@ -65,12 +76,16 @@ size_t few_decimals(double v, char *out) {
     char t[64], *e = t + 40, *q = e;
     std::memset(e, 0, 24); /* copied past the text, then overwritten */
     uint64_t u = r < 0 ? (uint64_t)0 - (uint64_t)r : (uint64_t)r;
-    for (int i = 0; i < dec; i++, u /= 10) *--q = (char)('0' + u % 10);
-    *--q = '.';
-    do {
+    int i = dec;
+    for (; i >= 2; i -= 2, u /= 100) q = put_pair(q, u % 100);
+    if (i) {
       *--q = (char)('0' + u % 10);
       u /= 10;
-    } while (u);
+    }
+    *--q = '.';
+    for (; u >= 100; u /= 100) q = put_pair(q, u % 100);
+    if (u >= 10) q = put_pair(q, u);
+    else *--q = (char)('0' + u);
     if (v < 0) *--q = '-';
     size_t k = (size_t)(e - q);
     std::memcpy(out, q, 24);

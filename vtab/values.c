@@ -208,6 +208,7 @@ void kl_coldec_free(kl_coldec *d) {
 
 /* The value of header name among r's headers, or NULL. */
 static const uint8_t *find_header(const kl_record *r, const char *name, size_t *n) {
+  if (!r->headers_len) return NULL; /* most records: no headers to walk */
   const uint8_t *p = r->headers, *end = r->headers + r->headers_len;
   kl_header h;
   size_t nl = strlen(name);

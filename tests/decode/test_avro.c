@@ -110,7 +110,7 @@ static void escaped(const uint8_t *p, size_t n, char *out) {
   out[k] = 0;
 }
 
-/* Strings copied eight bytes at a time: every byte that needs an escape,
+/* Strings copied sixteen or eight bytes at a time: every byte that needs an escape,
 ** and bytes past ASCII, at every position of a word and after it. */
 static void test_strings(void **state) {
   static const uint8_t specials[] = {'"', '\\', 0, 0x1f, 0x0a, 0x7f, 0x20};
@@ -133,16 +133,20 @@ static void test_strings(void **state) {
         if (rc != KL_OK || strcmp(got, want) != 0) {
           fail_msg("len %zu, byte %02x at %zu: got %s, want %s", len, specials[k], at, got, want);
         }
-        /* and with more of the value after it (its last bytes read as a word) */
-        static const char rec[] = "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":"
-                                  "\"s\",\"type\":\"string\"},{\"name\":\"f\",\"type\":"
-                                  "{\"type\":\"fixed\",\"name\":\"F\",\"size\":8}}]}";
-        memset(enc + len + 1, '"', 8);
-        char rwant[600];
-        snprintf(rwant, sizeof rwant, "{\"s\":%s,\"f\":\"2222222222222222\"}", want);
-        rc = run(rec, enc, len + 9, 0, got, sizeof got, &e);
-        if (rc != KL_OK || strcmp(got, rwant) != 0) {
-          fail_msg("in a record, len %zu, byte %02x at %zu: got %s", len, specials[k], at, got);
+        /* and with more of the value after it (its last bytes read as a word
+        ** or a vector: 8 bytes after it, or 16) */
+        for (size_t after = 8; after <= 16; after += 8) {
+          char rec[300], rwant[600];
+          snprintf(rec, sizeof rec, "{\"type\":\"record\",\"name\":\"R\",\"fields\":[{\"name\":"
+                   "\"s\",\"type\":\"string\"},{\"name\":\"f\",\"type\":"
+                   "{\"type\":\"fixed\",\"name\":\"F\",\"size\":%zu}}]}", after);
+          memset(enc + len + 1, '"', after);
+          snprintf(rwant, sizeof rwant, "{\"s\":%s,\"f\":\"%s\"}", want,
+                   after == 8 ? "2222222222222222" : "22222222222222222222222222222222");
+          rc = run(rec, enc, len + 1 + after, 0, got, sizeof got, &e);
+          if (rc != KL_OK || strcmp(got, rwant) != 0) {
+            fail_msg("in a record, len %zu, byte %02x at %zu: got %s", len, specials[k], at, got);
+          }
         }
         if (at + 1 < len) { /* a byte that begins no UTF-8 sequence */
           v[at + 1] = 0xff;
