@@ -183,6 +183,9 @@ int kl_ahead_push(kl_ahead *a, const void *owner, const kl_file *f, const kl_bat
   slot *s = SLOT(a, a->tail);
   s->owner = owner;
   s->file = *f;
+  /* A worker reads through the descriptor, never a mapping: the segment
+  ** may close (and unmap) while the job waits. */
+  s->file.map = NULL;
   s->b = *b;
   s->b.bytes = NULL;
   s->held = 0;

@@ -200,5 +200,15 @@ const uint8_t *kl_bcache_adopt(kl_bcache *c, uint64_t uid, int64_t pos, int32_t 
   return x->buf.p;
 }
 
+void kl_bcache_set_bound(kl_bcache *c, size_t max_bytes) {
+  c->max_bytes = max_bytes;
+  if (c->bytes <= max_bytes) return;
+  kl_buf spare = {0};
+  make_room(c, 0, &spare); /* spare: memory no longer counted */
+  kl_buf_free(c->env, &spare);
+}
+
+size_t kl_bcache_bound(const kl_bcache *c) { return c->max_bytes; }
+
 size_t kl_bcache_bytes(const kl_bcache *c) { return c->bytes; }
 size_t kl_bcache_count(const kl_bcache *c) { return c->n; }

@@ -37,6 +37,8 @@
 /* A table's bound: 8 MiB of decompressed batches (512 producer batches of
 ** 16 KiB, or 70 of 500 records of 230 bytes). */
 #define KL_BCACHE_BYTES ((size_t)8 << 20)
+/* The largest bound a table may ask for (its cache_bytes option): 1 GiB. */
+#define KL_BCACHE_MAX_BYTES ((size_t)1 << 30)
 
 typedef struct kl_bcache kl_bcache;
 typedef struct kl_bcache_entry kl_bcache_entry;
@@ -64,6 +66,11 @@ const uint8_t *kl_bcache_get(kl_bcache *c, uint64_t uid, int64_t pos, int32_t si
 ** memory (buf is then untouched). */
 const uint8_t *kl_bcache_adopt(kl_bcache *c, uint64_t uid, int64_t pos, int32_t size, kl_buf *buf,
                                int cheap, kl_bcache_entry **e);
+
+/* Make max_bytes the bound from now on; a lower one evicts least recently
+** used entries that no reader holds until the bytes kept are within it. */
+void kl_bcache_set_bound(kl_bcache *c, size_t max_bytes);
+size_t kl_bcache_bound(const kl_bcache *c);
 
 /* Done with the bytes of e (NULL: nothing). */
 void kl_bcache_release(kl_bcache *c, kl_bcache_entry *e);

@@ -1229,8 +1229,12 @@ static kl_rc record_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
   if (rc) return kl_err_set(err, rc, "out of memory");
   if ((rc = seg_file(c, err)) != KL_OK) return rc;
   if ((rc = kl_file_read(&c->seg->log, at, c->one.p, n, err)) != KL_OK) return rc;
-  c->rd.stats->reads++;
-  c->rd.stats->bytes_read += n;
+  if (c->seg->log.map) {
+    c->rd.stats->bytes_mapped += n;
+  } else {
+    c->rd.stats->reads++;
+    c->rd.stats->bytes_read += n;
+  }
   c->one.len = n;
   c->one_seg = c->seg;
   c->one_at = at;

@@ -113,8 +113,19 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
 }
 
 void kl_file_close(kl_file *f) {
+  if (f->map) kl_os_unmap(f->env, (void *)f->map, (size_t)f->size);
+  f->map = NULL;
   if (f->fd >= 0) kl_os_close(f->env, f->fd);
   f->fd = -1;
+}
+
+int kl_file_map(kl_file *f) {
+  if (f->map || f->fd < 0 || f->mem || f->size <= 0) return f->map != NULL;
+  /* The size checked after the open is the size mapped: a file that
+  ** cannot shrink keeps every page of it. */
+  if (!kl_os_fixed_size(f->env, f->fd)) return 0;
+  f->map = kl_os_map(f->env, f->fd, (size_t)f->size);
+  return f->map != NULL;
 }
 
 static long read_at(const kl_file *f, void *buf, size_t n, int64_t pos) {
@@ -127,6 +138,10 @@ void kl_file_hold_tail(kl_file *f, int64_t at, const uint8_t *mem) {
 }
 
 kl_rc kl_file_read(const kl_file *f, int64_t pos, void *buf, size_t n, kl_err *err) {
+  if (f->map && pos >= 0 && pos + (int64_t)n <= f->size) {
+    memcpy(buf, f->map + pos, n);
+    return KL_OK;
+  }
   if (f->mem && pos + (int64_t)n > f->mem_at) {
     /* The part in memory; the file's below it. */
     int64_t from = pos > f->mem_at ? pos : f->mem_at;
@@ -246,7 +261,9 @@ kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const
   if (rc) return kl_err_set(err, rc, "out of memory reading %s", f->path);
   rc = kl_file_read(f, pos + (int64_t)keep, w->buf.p + keep, want - keep, err);
   if (rc) return rc;
-  if (stats) {
+  if (stats && f->map) {
+    stats->bytes_mapped += want - keep;
+  } else if (stats) {
     stats->bytes_read += want - keep;
     stats->reads++;
   }

@@ -4,10 +4,10 @@
 ** positioned reads of an open file (kl_file) and a window of one file held
 ** in memory (kl_window).
 **
-** Nothing is memory-mapped.  A mapping of a file that another process
-** truncates turns the next access into SIGBUS, which kills the program that
-** embeds SQLite; a positioned read of the same bytes returns short, which
-** is an error we can report.  Kafka itself reads .log data this way (it maps
+** Nothing is memory-mapped unless the file cannot shrink (kl_file_map).  A
+** mapping of a file that another process truncates turns the next access
+** into SIGBUS, which kills the program that embeds SQLite; a positioned
+** read of the same bytes returns short, which is an error we can report.  Kafka itself reads .log data this way (it maps
 ** only its indexes, which the broker alone resizes); we are a library in
 ** someone else's process, next to brokers, copies and writers we do not
 ** control, so indexes are read the same way (index.c keeps the pieces it
@@ -37,6 +37,8 @@ typedef struct kl_file {
   const uint8_t *mem;       /* bytes [mem_at, size) when not NULL, read
                             ** from here, not the file (borrowed) */
   int64_t mem_at;
+  const uint8_t *map;       /* bytes [0, size) mapped (kl_file_map), or
+                            ** NULL: reads copy from here, no system call */
   const kl_env *env;
 } kl_file;
 
@@ -63,6 +65,15 @@ kl_rc kl_fd_open_stat(const kl_env *env, const char *path, int flags, int mode, 
 ** message); otherwise as kl_fd_open fails.  f->path borrows path. */
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err);
 void kl_file_close(kl_file *f);
+
+/* Map f's bytes for reading when the OS says the file can never shrink
+** (os.h xFixedSize: a read-only file system, an immutable or append-only
+** inode), so that no access to the mapping can fault (SIGBUS); else, or
+** when the mapping fails, f stays read with pread.  Not for a file whose
+** tail is held in memory; a capped one maps its size (the committed
+** bytes, which a file that cannot shrink keeps).  1 when mapped.  The
+** mapping goes with kl_file_close. */
+int kl_file_map(kl_file *f);
 
 /* The bytes from position at to f->size are mem's (borrowed for as long as
 ** f is open), not the file's: a writer's batch not yet written (commit.h

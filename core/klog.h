@@ -153,6 +153,10 @@ typedef struct kl_stats {
   uint64_t segments_dated;      /* closed segments dated by their time
                                 ** index's last entry, their .log not
                                 ** opened (scan.h kl_scan_max_timestamp) */
+  uint64_t segments_mapped;     /* .log files mapped (the mmap option): their
+                                ** bytes are copied without a system call */
+  uint64_t bytes_mapped;        /* bytes copied from mapped .log files (not
+                                ** in reads and bytes_read) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

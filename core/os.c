@@ -10,7 +10,11 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 static int px_open(const kl_os *os, const char *path, int flags, int mode) {
@@ -107,10 +111,32 @@ static int64_t px_seek_data(const kl_os *os, int fd, int64_t pos) {
 #endif
 }
 
+static int px_fixed_size(const kl_os *os, int fd) {
+  (void)os;
+  struct statvfs vs;
+  if (fstatvfs(fd, &vs) == 0 && (vs.f_flag & ST_RDONLY)) return 1;
+#ifdef FS_IOC_GETFLAGS
+  int flags = 0;
+  return ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0 && (flags & (FS_IMMUTABLE_FL | FS_APPEND_FL));
+#else
+  return 0;
+#endif
+}
+static void *px_map(const kl_os *os, int fd, size_t n) {
+  (void)os;
+  void *p = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+static int px_unmap(const kl_os *os, void *p, size_t n) {
+  (void)os;
+  return munmap(p, n);
+}
+
 static const kl_os posix = {
   NULL,        px_open,    px_close,   px_read,   px_write,    px_writev,   px_sync,
   px_truncate, px_stat,    px_fstat,   px_rename, px_unlink,   px_mkdir,    px_rmdir,
-  px_opendir,  px_readdir, px_closedir, px_lock,  px_seek_data,
+  px_opendir,  px_readdir, px_closedir, px_lock,  px_seek_data, px_fixed_size, px_map,
+  px_unmap,
 };
 
 const kl_os *kl_os_posix(void) { return &posix; }
@@ -170,3 +196,6 @@ int kl_os_is_dir(const kl_env *env, const char *path) {
   struct stat st;
   return kl_os_stat(env, path, &st) == 0 && S_ISDIR(st.st_mode);
 }
+int kl_os_fixed_size(const kl_env *env, int fd) { return CALL(env, xFixedSize, fd); }
+void *kl_os_map(const kl_env *env, int fd, size_t n) { return CALL(env, xMap, fd, n); }
+int kl_os_unmap(const kl_env *env, void *p, size_t n) { return CALL(env, xUnmap, p, n); }

@@ -63,6 +63,15 @@ struct kl_os {
   /* lseek(fd, pos, SEEK_DATA): the next position holding data (a hole is
   ** skipped), -1 with ENXIO when only a hole is left. */
   int64_t (*xSeekData)(const kl_os *os, int fd, int64_t pos);
+  /* Can the open file fd never shrink, whoever writes it: 1 when its file
+  ** system is mounted read-only or its inode is immutable or append-only
+  ** (chattr +i / +a: truncation is refused), else 0.  A mapping of such a
+  ** file faults no page of its size away, so never raises SIGBUS. */
+  int (*xFixedSize)(const kl_os *os, int fd);
+  /* mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0) (NULL, not MAP_FAILED, with
+  ** errno on failure) and munmap. */
+  void *(*xMap)(const kl_os *os, int fd, size_t n);
+  int (*xUnmap)(const kl_os *os, void *p, size_t n);
 };
 
 /* The POSIX table (never NULL, never changes). */
@@ -88,6 +97,9 @@ int kl_os_readdir(const kl_env *env, void *dir, const char **name, int *is_dir);
 void kl_os_closedir(const kl_env *env, void *dir);
 int kl_os_lock(const kl_env *env, int fd, int lock);
 int64_t kl_os_seek_data(const kl_env *env, int fd, int64_t pos);
+int kl_os_fixed_size(const kl_env *env, int fd);
+void *kl_os_map(const kl_env *env, int fd, size_t n);
+int kl_os_unmap(const kl_env *env, void *p, size_t n);
 
 /* Is path a directory (stat through env's table)? */
 int kl_os_is_dir(const kl_env *env, const char *path);

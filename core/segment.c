@@ -98,6 +98,16 @@ static void close_files(kl_segment *s, int all) {
 
 void kl_segment_close(kl_segment *s) { close_files(s, 0); }
 
+void kl_segset_map(kl_segset *set, int map) {
+  if (set->map == map) return;
+  set->map = map;
+  for (kl_segment *o = set->lru; o;) {
+    kl_segment *newer = o->newer;
+    if (o->pins == 0) kl_segment_close(o);
+    o = newer;
+  }
+}
+
 /* Bytes of what a fact keeps per record. */
 static size_t per_record(const kl_fact *f) {
   return sizeof(int64_t) + (f->rend ? sizeof(uint32_t) : 0);
@@ -225,6 +235,10 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
   s->opened = 1;
   link_mru(s);
   if (stats) stats->segments_opened++;
+  /* Mapped only when the file cannot shrink: a read through the mapping
+  ** then never faults (file.h).  A writer's view (its tail in mem) is
+  ** read. */
+  if (s->set->map && !s->mem && kl_file_map(&s->log) && stats) stats->segments_mapped++;
   /* Stay within the bound: close the least recently used that no reader
   ** holds (this one is the most recent). */
   for (kl_segment *o = s->set->lru; o && s->set->open > s->set->max_open;) {

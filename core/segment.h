@@ -36,6 +36,8 @@ typedef struct kl_segset {
   uint64_t uids;            /* identities given to its segments so far */
   struct kl_bcache *bcache; /* decompressed batches its lookups keep
                             ** (bcache.h, the owner's), or NULL */
+  int map;                  /* map each .log that cannot shrink when it
+                            ** opens (file.h kl_file_map; kl_segset_map) */
 } kl_segset;
 
 /* The bound when the process's descriptor limit cannot be read. */
@@ -271,6 +273,12 @@ int kl_offset_file_name(const char *name, const char *suffix, int64_t *offset);
 /* An empty set with the given bound (<= 0: kl_segset_bound of this
 ** process's RLIMIT_NOFILE). */
 void kl_segset_init(kl_segset *set, int max_open);
+
+/* Map the .log files of set's segments from now on, when each cannot
+** shrink (map 1), or read them all with pread (0).  A change closes the
+** open segments no reader holds, so that each opens again the new way;
+** those held change when they next open. */
+void kl_segset_map(kl_segset *set, int map);
 
 /* The bound on open segments of one set for a soft descriptor limit of
 ** soft (< 0: unknown, KL_SEGSET_MAX_OPEN): a quarter of it, at three

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "ahead.h"
+#include "bcache.h"
 #include "broker.h"
 #include "codec.h"
 #include "headers.h"
@@ -597,6 +598,11 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   memcpy(c->opt, a.opt, sizeof c->opt);
   c->bnd.max_skew = c->max_skew = a.opt[KL_OPT_MAX_SKEW];
   if ((rc = set_columns(c, &a)) != SQLITE_OK) return rc;
+  /* The table's kept batches take the bound of the scan using them. */
+  if (kl_bcache_bound(vt->set.bcache) != (size_t)a.opt[KL_OPT_CACHE_BYTES]) {
+    kl_bcache_set_bound(vt->set.bcache, (size_t)a.opt[KL_OPT_CACHE_BYTES]);
+  }
+  kl_segset_map(&vt->set, (int)a.opt[KL_OPT_MMAP]);
   if (!a.dir) {
     return lv_set_error(cur->pVtab, SQLITE_ERROR, "%s",
                      "kafka_log: a path is required: kafka_log('<partition or log directory>')");

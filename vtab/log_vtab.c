@@ -55,7 +55,7 @@ static const char kl_schema[] =
     " position INTEGER NOT NULL, topic TEXT, partition INTEGER,"
     " dir HIDDEN, on_corrupt HIDDEN, max_skew_ms HIDDEN, isolation HIDDEN, key_type HIDDEN,"
     " value_type HIDDEN, schemas HIDDEN, threads HIDDEN,"
-    " sort_bytes HIDDEN)";
+    " sort_bytes HIDDEN, cache_bytes HIDDEN, mmap HIDDEN)";
 
 /* ---- shared logs ---- */
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ahead.h"
+#include "bcache.h"
 #include "codec.h"
 #include "scan.h"
 
@@ -41,6 +42,7 @@ static const kl_opt_word w_mode[] = {
 static const kl_opt_word w_readonly[] = {
     {"1", KL_MODE_READ}, {"true", KL_MODE_READ}, {"on", KL_MODE_READ},
     {"0", KL_MODE_WRITE}, {"false", KL_MODE_WRITE}, {"off", KL_MODE_WRITE}, {NULL, 0}};
+static const kl_opt_word w_mmap[] = {{"off", 0}, {"on", 1}, {NULL, 0}};
 static const kl_opt_word w_checkpoints[] = {{"read", 0}, {"ignore", 1}, {NULL, 0}};
 static const kl_opt_word w_codec[] = {
     {"none", KL_CODEC_NONE}, {"uncompressed", KL_CODEC_NONE}, {"gzip", KL_CODEC_GZIP},
@@ -80,6 +82,13 @@ static const kl_option options[] = {
     /* What ORDER BY timestamp holds in memory before it sorts in passes;
     ** 8 MiB is about what SQLite's own sorter holds before it spills. */
     {"sort_bytes", KL_OPT_SORT_BYTES, 64, INT64_MAX, NULL, NULL, 8 << 20},
+    /* The table's decompressed batches kept for point lookups: 8 MiB by
+    ** default, and never more than 1 GiB, so that a typing slip cannot
+    ** let a join grow the process without bound. */
+    {"cache_bytes", KL_OPT_CACHE_BYTES, 0, KL_BCACHE_MAX_BYTES, NULL, NULL, KL_BCACHE_BYTES},
+    /* Off by default: only files that cannot shrink are mapped, and only
+    ** an archive's are (a broker's can); see file.h. */
+    {"mmap", KL_OPT_MMAP, 0, 0, w_mmap, "'off' or 'on'", 0},
     {"readonly", KL_OPT_MODE, 0, 0, w_readonly, "1 (mode='read') or 0 (mode='write')", 0},
 };
 #define NOPTIONS (sizeof options / sizeof *options)

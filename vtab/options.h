@@ -42,6 +42,8 @@ typedef enum kl_opt_id {
   KL_OPT_MAX_MESSAGE_BYTES,
   KL_OPT_THREADS,           /* read-ahead worker threads (core/ahead.h) */
   KL_OPT_SORT_BYTES,        /* memory for ORDER BY timestamp (log_tsorder.c) */
+  KL_OPT_CACHE_BYTES,       /* decompressed batches kept for lookups (core/bcache.h) */
+  KL_OPT_MMAP,              /* 1: map .log files that cannot shrink (core/file.h) */
   KL_OPT_COUNT
 } kl_opt_id;
 

@@ -54,6 +54,8 @@ const kl_term kl_log_terms[] = {
     {"value_type=?", KL_COL_VALUE_TYPE, EQ, KL_ACT_OPTION, KL_OPT_VALUE_TYPE, 0, 0, 0, 0, 0, 0},
     {"threads=?", KL_COL_THREADS, EQ, KL_ACT_OPTION, KL_OPT_THREADS, 0, 0, 0, 0, 0, 0},
     {"sort_bytes=?", KL_COL_SORT_BYTES, EQ, KL_ACT_OPTION, KL_OPT_SORT_BYTES, 0, 0, 0, 0, 0, 0},
+    {"cache_bytes=?", KL_COL_CACHE_BYTES, EQ, KL_ACT_OPTION, KL_OPT_CACHE_BYTES, 0, 0, 0, 0, 0, 0},
+    {"mmap=?", KL_COL_MMAP, EQ, KL_ACT_OPTION, KL_OPT_MMAP, 0, 0, 0, 0, 0, 0},
     {"schemas=?", KL_COL_SCHEMAS, EQ, KL_ACT_OWN, KL_LOG_OWN_SCHEMAS, 0, 0, 0, 0, 0, 0},
     {"LIMIT ?", KL_TERM_ANY, SQLITE_INDEX_CONSTRAINT_LIMIT, KL_ACT_LIMIT, 0, KL_T_ROWS, 0, 0, 0, 0,
      0},
@@ -113,7 +115,8 @@ static int ts_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_p
                          (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION) |
                          (1ull << KL_COL_KEY_TYPE) | (1ull << KL_COL_VALUE_TYPE) |
                          (1ull << KL_COL_SCHEMAS) | (1ull << KL_COL_THREADS) |
-                         (1ull << KL_COL_SORT_BYTES);
+                         (1ull << KL_COL_SORT_BYTES) | (1ull << KL_COL_CACHE_BYTES) |
+                         (1ull << KL_COL_MMAP);
   int only_pairs = (info->colUsed & ~pairs) == 0;
   if (!only_pairs && !limited) return 0;
   return KL_P_TS_ORDER | (only_pairs ? KL_P_PAIRS : 0) | (info->aOrderBy[0].desc ? KL_P_DESC : 0);
@@ -128,7 +131,7 @@ static int ts_order(sqlite3_index_info *info, const kl_terms_plan *p, const kl_p
 ** reject the first row and keep a later one. */
 static int one_row_stands(const sqlite3_index_info *info) {
   sqlite3_uint64 m = (1ull << KL_COL_TOPIC) | (1ull << KL_COL_PARTITION);
-  for (int col = KL_COL_DIR; col <= KL_COL_SORT_BYTES; col++) m |= 1ull << col;
+  for (int col = KL_COL_DIR; col <= KL_COL_LAST; col++) m |= 1ull << col;
   if (info->colUsed & ~m) return 0;
   for (int i = 0; i < info->nConstraint; i++) {
     int col = info->aConstraint[i].iColumn, op = info->aConstraint[i].op;

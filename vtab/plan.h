@@ -116,7 +116,10 @@ enum {
   KL_COL_VALUE_TYPE,/* hidden: sixth */
   KL_COL_SCHEMAS,   /* hidden: where 'confluent' columns find their schemas */
   KL_COL_THREADS,   /* hidden: read-ahead worker threads of the scan */
-  KL_COL_SORT_BYTES /* hidden: memory for ORDER BY timestamp */
+  KL_COL_SORT_BYTES,/* hidden: memory for ORDER BY timestamp */
+  KL_COL_CACHE_BYTES,/* hidden: the table's decompressed batches for lookups */
+  KL_COL_MMAP,      /* hidden: map .log files that cannot shrink */
+  KL_COL_LAST = KL_COL_MMAP
 };
 
 /* kl_term.arg of kafka_log's KL_ACT_OWN terms. */

@@ -45,7 +45,12 @@
 **   10 offset, timestamp, value WHERE timestamp < ?1 ORDER BY offset DESC LIMIT 10
 **   11 sum(length(r.value)) FROM k JOIN kafka_log(D) r ON r.offset = k.x:
 **      --lookups (50,000) random offsets per query from a temp table k
-**      (k.id BETWEEN ?1 AND ?1 + lookups - 1), time per lookup
+**      (k.id BETWEEN ?1 AND ?1 + lookups - 1), time per lookup; 11b-d on
+**      logs written by INSERT; 11e with cache_bytes = 64 MiB (the main log's
+**      compressed batches all kept decompressed), 11f with mmap = 'on' too,
+**      11g the INSERT log with mmap = 'on' (the .log files are made
+**      immutable for them, chattr +i, which needs CAP_LINUX_IMMUTABLE, and
+**      writable again after; without it they are read, and the note says so)
 **   12 offset WHERE timestamp >= ?1 LIMIT 1 on the few- and the many-segment
 **      logs (repeated; the ratio many/few), then the first such query on a
 **      fresh connection; kafka_log_stats() of one seek on the many-segment log;
@@ -71,6 +76,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/utsname.h>
@@ -788,9 +796,36 @@ static void make_offsets(sqlite3 *db, long nk, long records) {
 /* The join of lookups lookups from k into the table @T. */
 static void join_sql(char *b, size_t n, long lookups) {
   snprintf(b, n,
-           "SELECT sum(length(r.value)) FROM k JOIN @T r ON r.offset = k.x WHERE k.id "
+           "SELECT sum(length(r.value)) FROM k JOIN @T r ON r.offset = k.x@K WHERE k.id "
            "BETWEEN ?1 AND ?1 + %ld",
            lookups - 1);
+}
+
+/* Set (on) or clear the immutable flag of every .log of dir, as chattr +i
+** does: what mmap='on' asks before it maps a file.  The count of files
+** changed; fewer than there are when this process may not (it needs
+** CAP_LINUX_IMMUTABLE). */
+static int immutable_logs(const char *dir, int on) {
+  DIR *d = opendir(dir);
+  if (!d) return 0;
+  int n = 0;
+  struct dirent *e;
+  while ((e = readdir(d))) {
+    size_t len = strlen(e->d_name);
+    if (len < 4 || strcmp(e->d_name + len - 4, ".log") != 0) continue;
+    char p[4600];
+    snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+    int fd = open(p, O_RDONLY);
+    if (fd < 0) continue;
+    int flags = 0;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+      flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+      if (ioctl(fd, FS_IOC_SETFLAGS, &flags) == 0) n++;
+    }
+    close(fd);
+  }
+  closedir(d);
+  return n;
 }
 
 /* The scan floor: per row, kafka_log on the main log (codecs rotating) and
@@ -1132,6 +1167,62 @@ int main(int argc, char **argv) {
         printf("  measured %-14s %s\n", ids[i], fs[i]->note);
       }
       side_done(&ns);
+      fflush(stdout);
+
+      /* 11e-g: the same joins with the table's kept batches holding the
+      ** log's compressed batches (64 MiB), and with the .log files mapped
+      ** (mmap='on' maps only files that cannot shrink: they are made
+      ** immutable for it, and writable again after). */
+      int made = immutable_logs(main_dir, 1) > 0;
+      made = (immutable_logs(idir[0], 1) > 0) && made;
+      static const char *const xids[] = {"join_lookups_cache", "join_lookups_cache_mmap",
+                                         "join_lookups_insert_mmap"};
+      static const char *const xlabel[] = {"11e join, cache_bytes=64 MiB, per lookup",
+                                           "11f the same, and mmap='on'",
+                                           "11g log written by INSERT, mmap='on'"};
+      static const char *const xterm[] = {" AND r.cache_bytes = 67108864",
+                                          " AND r.cache_bytes = 67108864 AND r.mmap = 'on'",
+                                          " AND r.mmap = 'on'"};
+      const char *xdirs[3] = {main_dir, main_dir, idir[0]};
+      side xs[3];
+      figure *xf[3];
+      for (int i = 0; i < 3; i++) {
+        side_init(&xs[i], "kafka_log", 1, xdirs[i], kdb, tmpl, xterm[i], 0, 0, nk - o.lookups,
+                  (double)o.lookups);
+        xf[i] = add_fig(xids[i], xlabel[i], tmpl, xterm[i], "lookup", -1, -1, G_RATIO_GE, 1.5);
+        if (!xs[i].ok) snprintf(xf[i]->note, sizeof xf[i]->note, "kafka_log: %s", xs[i].err);
+        if (i > 0 && !made) {
+          snprintf(xf[i]->note, sizeof xf[i]->note, "not mapped: this process cannot make "
+                   "files immutable");
+        }
+      }
+      side_init(&ns, "native", 0, main_db, ndb, tmpl, NULL, 0, 0, nk - o.lookups,
+                (double)o.lookups);
+      for (int i = 0; i < 3; i++) {
+        run_once(&xs[i]); /* fills the kept batches, maps the files */
+        xf[i]->correct = compare(&xs[i], &ns, NULL, 3, xf[i]->note, sizeof xf[i]->note);
+        plan_of(&xs[i], xf[i]->plan_k, sizeof xf[i]->plan_k);
+        plan_of(&ns, xf[i]->plan_n, sizeof xf[i]->plan_n);
+        double by, ba;
+        lookup_work(&xs[i], &by, &ba);
+        size_t nl = strlen(xf[i]->note);
+        snprintf(xf[i]->note + nl, sizeof xf[i]->note - nl, "%s%.0f bytes decompressed, %.2f "
+                 "batches decoded per lookup", nl ? "; " : "", by, ba);
+      }
+      /* Measured one at a time: the sides on one log share the table's
+      ** kept batches and its open segments. */
+      for (int i = 0; i < 3; i++) {
+        side *two[2] = {&xs[i], &ns};
+        double t2[2];
+        measure(two, 2, o.min_time, t2);
+        xf[i]->k = t2[0];
+        xf[i]->n = t2[1];
+        side_done(&xs[i]);
+        printf("  measured %-14s %s\n", xids[i], xf[i]->note);
+      }
+      side_done(&ns);
+      immutable_logs(main_dir, 0);
+      immutable_logs(idir[0], 0);
       fflush(stdout);
     }
     sqlite3_close(kdb);

@@ -185,12 +185,46 @@ static void test_out_of_memory_keeps_nothing(void **state) {
   }
 }
 
+/* A lower bound evicts at once, least recent first, but never a pinned
+** entry, which stays readable until released; a higher one keeps more. */
+static void test_lower_bound_evicts_at_once(void **state) {
+  (void)state;
+  t_failalloc fa;
+  const kl_env *env = t_failenv(&fa, 0);
+  kl_bcache *c = kl_bcache_new(env, 1 << 20);
+  kl_bcache_entry *pinned = NULL, *e;
+  for (int i = 0; i < 8; i++) {
+    kl_buf b = filled(env, 8000, (uint8_t)('a' + i));
+    assert_non_null(kl_bcache_adopt(c, 1, i * 100, 50, &b, 0, i == 0 ? &pinned : &e));
+    if (i) kl_bcache_release(c, e);
+    kl_buf_free(env, &b);
+  }
+  assert_int_equal(kl_bcache_count(c), 8);
+  kl_bcache_set_bound(c, 20000);
+  assert_int_equal(kl_bcache_bound(c), 20000);
+  /* The pinned (oldest) entry stays; of the rest only the newest fits. */
+  assert_true(kl_bcache_bytes(c) <= 20000 + 9000);
+  assert_true(kept(c, 1, 0, 50, 8000, 'a'));
+  assert_true(kept(c, 1, 700, 50, 8000, 'h'));
+  assert_false(kept(c, 1, 100, 50, 1, 'b'));
+  kl_bcache_release(c, pinned);
+  kl_bcache_set_bound(c, 0); /* nothing kept */
+  assert_int_equal(kl_bcache_count(c), 0);
+  assert_int_equal(kl_bcache_bytes(c), 0);
+  kl_buf b = filled(env, 100, 'z');
+  assert_null(kl_bcache_adopt(c, 1, 0, 50, &b, 0, &e));
+  kl_buf_free(env, &b);
+  kl_bcache_free(c);
+  assert_int_equal(fa.live, 0);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_found_by_identity_and_length),
       cmocka_unit_test(test_bound_evicts_least_recent_unpinned),
       cmocka_unit_test(test_cheap_entries_go_first),
       cmocka_unit_test(test_out_of_memory_keeps_nothing),
+      cmocka_unit_test(test_lower_bound_evicts_at_once),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -15,7 +15,11 @@
 */
 #include "sqltest.h"
 
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <unistd.h>
 
 #include "kwriter.h"
 
@@ -186,10 +190,10 @@ static void test_stats_accumulate_and_reset(void **state) {
   char *keys = st_text(db, "SELECT group_concat(key, ' ') FROM"
                            " (SELECT key FROM json_each(kafka_log_stats()) ORDER BY key)", NULL);
   assert_string_equal(keys, "batch_headers batches_ahead batches_decoded batches_skipped"
-                            " bytes_decompressed bytes_read crc_checks dirs_listed"
+                            " bytes_decompressed bytes_mapped bytes_read crc_checks dirs_listed"
                             " index_fallbacks index_probes logs_opened partitions_listed reads"
-                            " records_decoded schemas_parsed segments_dated segments_opened"
-                            " sort_passes threads_started values_decoded");
+                            " records_decoded schemas_parsed segments_dated segments_mapped"
+                            " segments_opened sort_passes threads_started values_decoded");
   free(keys);
   st_close(other);
   st_close(db);
@@ -721,6 +725,139 @@ static void test_lookup_again_decompresses_nothing(void **state) {
   }
 }
 
+/*
+** The table's kept batches are bounded by cache_bytes: a join whose
+** batches all fit decompresses nothing and reads nothing the second time;
+** one bounded below them decompresses again (least recently used first
+** out), and cache_bytes = 0 keeps nothing.  The answer never changes, and
+** a bound outside 0 to 1 GiB is refused.
+*/
+static void test_cache_bytes_bounds_kept_batches(void **state) {
+  char *dir = codec_log("cb", KL_CODEC_ZSTD, 40, 200);
+  sqlite3 *db = st_open();
+  st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1)", "t", dir);
+  /* One lookup in each batch, in an order that is not the log's. */
+  st_exec(db, "CREATE TEMP TABLE k(x INTEGER)");
+  st_exec(db, "WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 39)"
+              " INSERT INTO k SELECT ((i * 17) % 40) * 50 + 7 FROM s");
+  char *want = st_text(db, "SELECT sum(length(value)) || '|' || count(*) || char(10)"
+                           " FROM kafka_log(?1) WHERE offset % 50 = 7", "t", dir);
+  static const char *const j[] = {
+      "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r ON r.offset = k.x"
+      " AND r.cache_bytes = 1048576",
+      "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r ON r.offset = k.x"
+      " AND r.cache_bytes = 65536",
+      "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r ON r.offset = k.x"
+      " AND r.cache_bytes = 0"};
+  st_stats fill = measure_on(db, dir, j[0], 0, 0, want);
+  assert_true(fill.bytes_decompressed > 0);
+  st_stats all = measure_on(db, dir, j[0], 0, 0, want);
+  assert_int_equal(all.bytes_decompressed, 0);
+  assert_int_equal(stat_reads(db), 0);
+  assert_int_equal(all.records_decoded, 40);
+  /* 64 KiB hold a few of the 40 batches of 10 KiB: most are decompressed
+  ** again, each read once. */
+  measure_on(db, dir, j[1], 0, 0, want);
+  st_stats few = measure_on(db, dir, j[1], 0, 0, want);
+  assert_true(few.bytes_decompressed > fill.bytes_decompressed / 2);
+  int64_t reads = stat_reads(db);
+  assert_true(reads > 20 && reads <= 40);
+  /* None kept: every lookup decompresses its batch. */
+  measure_on(db, dir, j[2], 0, 0, want);
+  st_stats none = measure_on(db, dir, j[2], 0, 0, want);
+  assert_int_equal(none.bytes_decompressed, fill.bytes_decompressed);
+  assert_int_equal(stat_reads(db), 40);
+  /* Whatever the plan. */
+  measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r"
+             " ON r.offset + 0 = k.x AND r.cache_bytes = 0", 0, 0, want);
+  free(want);
+  char bad[4400];
+  snprintf(bad, sizeof bad, "SELECT count(*) FROM kafka_log('%s') WHERE cache_bytes = -1", dir);
+  st_expect_error(db, bad, SQLITE_ERROR,
+                  "cache_bytes=-1 is not valid: cache_bytes takes an integer from 0 to 1073741824");
+  snprintf(bad, sizeof bad, "SELECT count(*) FROM kafka_log('%s') WHERE cache_bytes = 1073741825",
+           dir);
+  st_expect_error(db, bad, SQLITE_ERROR, "cache_bytes=1073741825 is not valid");
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* Set or clear the immutable flag of path (chattr +i / -i): 0, or -1 when
+** this process may not (it needs CAP_LINUX_IMMUTABLE) or the file system
+** has no such flag. */
+static int set_immutable(const char *path, int on) {
+  int fd = open(path, O_RDONLY);
+  if (fd < 0) return -1;
+  int flags = 0, rc = ioctl(fd, FS_IOC_GETFLAGS, &flags);
+  if (rc == 0) {
+    flags = on ? flags | FS_IMMUTABLE_FL : flags & ~FS_IMMUTABLE_FL;
+    rc = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+  }
+  close(fd);
+  return rc == 0 ? 0 : -1;
+}
+
+static int64_t stat_of(sqlite3 *db, const char *key) {
+  char q[128];
+  snprintf(q, sizeof q, "SELECT json_extract(kafka_log_stats(), '$.%s')", key);
+  return st_int(db, q, NULL);
+}
+
+/*
+** mmap = 'on' maps a .log only when it cannot shrink: a file anyone may
+** truncate is read with pread as before (reads counted); an immutable one
+** is mapped (segments_mapped), and its lookups then make no read at all
+** (their bytes counted in bytes_mapped), with the same rows as pread's.
+*/
+static void test_mmap_maps_only_files_that_cannot_shrink(void **state) {
+  char *dir = codec_log("mm", KL_CODEC_NONE, 40, 200);
+  char log[4200];
+  snprintf(log, sizeof log, "%s/00000000000000000000.log", dir);
+  sqlite3 *db = st_open();
+  st_exec(db, "CREATE TEMP TABLE k(x INTEGER)");
+  st_exec(db, "WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 39)"
+              " INSERT INTO k SELECT ((i * 17) % 40) * 50 + 7 FROM s");
+  char *want = st_text(db, "SELECT sum(length(value)) || '|' || count(*) || char(10)"
+                           " FROM kafka_log(?1) WHERE offset % 50 = 7", "t", dir);
+  static const char j[] = "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r"
+                          " ON r.offset = k.x AND r.mmap = 'on'";
+  /* Writable: not mapped, each lookup one read. */
+  st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1) WHERE mmap = 'on'", "t", dir);
+  measure_on(db, dir, j, 0, 0, want);
+  assert_int_equal(stat_of(db, "segments_mapped"), 0);
+  assert_int_equal(stat_of(db, "reads"), 40);
+  assert_int_equal(stat_of(db, "bytes_mapped"), 0);
+  if (set_immutable(log, 1) != 0) {
+    print_message("  (this process cannot make a file immutable: the mapped half is not run)\n");
+  } else {
+    /* A new connection opens the segment again, now immutable. */
+    st_close(db);
+    db = st_open();
+    st_exec(db, "CREATE TEMP TABLE k(x INTEGER)");
+    st_exec(db, "WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 39)"
+                " INSERT INTO k SELECT ((i * 17) % 40) * 50 + 7 FROM s");
+    st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+    st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1) WHERE mmap = 'on'", "t", dir);
+    assert_int_equal(stat_of(db, "segments_mapped"), 1);
+    assert_int_equal(stat_of(db, "reads"), 0);
+    st_stats m = measure_on(db, dir, j, 0, 0, want);
+    assert_int_equal(m.records_decoded, 40);
+    assert_int_equal(stat_of(db, "reads"), 0);
+    assert_true(stat_of(db, "bytes_mapped") >= 40 * 200);
+    /* Off again: the segment opens again and is read. */
+    measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r"
+               " ON r.offset = k.x", 0, 0, want);
+    assert_int_equal(stat_of(db, "reads"), 40);
+    assert_int_equal(stat_of(db, "bytes_mapped"), 0);
+    assert_int_equal(set_immutable(log, 0), 0);
+  }
+  free(want);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
 /* Copy the files of the one-segment log src over those of dst in place
 ** (same inodes: an append, or a truncation and an append, as a broker's
 ** follower truncates and fetches again). */
@@ -799,6 +936,8 @@ int main(void) {
       cmocka_unit_test(test_open_segments_follow_nofile),
       cmocka_unit_test(test_lookup_again_decompresses_nothing),
       cmocka_unit_test(test_kept_batches_follow_the_files),
+      cmocka_unit_test(test_cache_bytes_bounds_kept_batches),
+      cmocka_unit_test(test_mmap_maps_only_files_that_cannot_shrink),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
