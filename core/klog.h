@@ -153,6 +153,9 @@ typedef struct kl_stats {
   uint64_t segments_dated;      /* closed segments dated by their time
                                 ** index's last entry, their .log not
                                 ** opened (scan.h kl_scan_max_timestamp) */
+  uint64_t segments_helped;     /* of the segments a seek dated or read the
+                                ** tail of, those whose files a helper
+                                ** thread read (dating.h) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches
