@@ -74,9 +74,14 @@ typedef struct kl_date_pass kl_date_pass;
 /* A pass over n segments: the paths of segment i are paths[2 i] (.log) and
 ** paths[2 i + 1] (.timeindex), NULL for a segment that is not dated from
 ** its files (its facts stay KL_DATE_UNREAD); the strings must stay valid
-** until kl_date_end.  The helper starts at once.  KL_NOMEM, or KL_IO when
-** the thread cannot start (the caller dates the segments itself). */
-kl_rc kl_date_begin(const kl_env *env, const char *const *paths, size_t n, kl_date_pass **out);
+** until kl_date_end.  The helper starts at once (with if_idle, only when a
+** core is idle now
+** (fewer threads running than cores online: on a busy machine a helper
+** only takes turns with the caller, and joining it waits for the
+** scheduler to run it again)).  KL_BUSY when none is, KL_NOMEM, or KL_IO
+** when the thread cannot start: the caller dates the segments itself. */
+kl_rc kl_date_begin(const kl_env *env, const char *const *paths, size_t n, int if_idle,
+                    kl_date_pass **out);
 
 /* The facts of segment i (i < n; taken in increasing order), valid until
 ** the next call. */

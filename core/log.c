@@ -455,7 +455,7 @@ static kl_rc begin_pass(kl_log *log, kl_reader *rd, const char ***paths, kl_date
     (*paths)[2 * i + 1] = d ? s->timeindex_path : NULL;
     want += d;
   }
-  if (want <= KL_DATE_PASS_MIN || kl_date_begin(log->env, *paths, n, pass) != KL_OK) {
+  if (want <= KL_DATE_PASS_MIN || kl_date_begin(log->env, *paths, n, 1, pass) != KL_OK) {
     kl_free(log->env, *paths);
     *paths = NULL;
   }

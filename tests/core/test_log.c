@@ -1046,7 +1046,7 @@ static void test_dating_with_a_helper(void **state) {
   }
   for (int round = 0; round < 3; round++) {
     kl_date_pass *p;
-    assert_int_equal(kl_date_begin(NULL, paths, n, &p), KL_OK);
+    assert_int_equal(kl_date_begin(NULL, paths, n, 0, &p), KL_OK);
     for (i = 0; i < n; i++) {
       const kl_date_facts *f = kl_date_get(p, i);
       if (!paths[2 * i]) {
@@ -1069,7 +1069,7 @@ static void test_dating_with_a_helper(void **state) {
   }
   /* Stopped early, a pass ends at once. */
   kl_date_pass *p;
-  assert_int_equal(kl_date_begin(NULL, paths, n, &p), KL_OK);
+  assert_int_equal(kl_date_begin(NULL, paths, n, 0, &p), KL_OK);
   assert_int_equal(kl_date_get(p, 0)->state, KL_DATE_READ);
   kl_date_end(p);
   free(paths);
