@@ -104,12 +104,9 @@ static kl_rc list_segments(kl_log *log, kl_err *err) {
     memcpy(path, dir, dn);
     path[dn] = '/';
     strcpy(path + dn + 1, name);
-    kl_segment *s = kl_malloc(env, sizeof *s);
-    if (!s) {
-      rc = KL_NOMEM;
-    } else if ((rc = kl_segment_init(s, env, log->set, base, path)) != KL_OK) {
-      kl_segment_free(s);
-      kl_free(env, s);
+    kl_segment *s;
+    if ((rc = kl_segment_new(env, log->set, base, path, &s)) != KL_OK) {
+      /* nothing allocated */
     } else if ((rc = kl_skiplist_insert(log->segs, base, s)) != KL_OK) {
       kl_segment_free(s);
       kl_free(env, s);
