@@ -241,7 +241,7 @@ static kl_rc ckpts_read(const kl_broker *b, const char *logdir, ckpts *ck, kl_er
     if (snprintf(path, sizeof path, "%s/%s", logdir, kl_checkpoint_name(i)) >= (int)sizeof path) {
       return kl_err_set(err, KL_IO, "%s: path too long", logdir);
     }
-    kl_rc rc = kl_checkpoint_read_topic(env, path, b->want, b->want_n, dst[i], err);
+    kl_rc rc = kl_checkpoint_read_part(env, path, b->want, b->want_n, b->want_part, dst[i], err);
     if (rc) {
       ckpts_free(env, ck);
       return rc;
@@ -257,6 +257,21 @@ static int logdir_marker(const char *name) {
   }
   return strcmp(name, "meta.properties") == 0 || strcmp(name, ".kafka_cleanshutdown") == 0 ||
          strcmp(name, "cleaner-offset-checkpoint") == 0;
+}
+
+/* Does dir hold one of the files only a log directory holds (looked up by
+** name, none listed)? */
+static int has_marker(const kl_env *env, const char *dir) {
+  static const char *const others[] = {"meta.properties", ".kafka_cleanshutdown",
+                                       "cleaner-offset-checkpoint"};
+  char path[4096];
+  struct stat st;
+  for (int i = 0; i < KL_CKPT_COUNT + 3; i++) {
+    const char *name = i < KL_CKPT_COUNT ? kl_checkpoint_name(i) : others[i - KL_CKPT_COUNT];
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 0;
+    if (kl_os_stat(env, path, &st) == 0) return 1;
+  }
+  return 0;
 }
 
 /* Is the entry name of dir a directory (known: what the listing said)? */
@@ -402,10 +417,12 @@ static kl_rc listing_read(const kl_env *env, const char *dir, listing *l, struct
     int64_t base;
     int32_t part;
     if (kl_segment_name(de_name, &base)) {
-      /* A partition directory, whatever else it holds: the rest of its
-      ** names (thousands of segments' files) say nothing more here. */
+      /* A partition directory, unless it holds a log directory's files:
+      ** the rest of its names (thousands of segments' files) say nothing
+      ** more here.  A log directory's segment files are foreign files. */
+      if (!l->segments && !l->marker) l->marker = has_marker(env, dir);
       l->segments = 1;
-      break;
+      if (!l->marker) break;
     } else if (passed_over(l, de_name)) {
       continue;
     } else if (logdir_marker(de_name)) {
@@ -480,7 +497,7 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   ckpts ck;
   memset(&ck, 0, sizeof ck);
   if (rc == KL_OK) rc = kl_partition_logdir(dir, parent, sizeof parent, name, sizeof name, err);
-  if (rc == KL_OK && (l.segments || (!l.ndirs && !l.marker && kl_partition_name(name, &part)))) {
+  if (rc == KL_OK && !l.marker && (l.segments || (!l.ndirs && kl_partition_name(name, &part)))) {
     *was_partition = 1;
     rc = list_partition(b, dir, parent, name, idx, &ck, seen, err);
   } else if (rc == KL_OK && (l.ndirs || l.marker)) {
@@ -492,6 +509,46 @@ static kl_rc list_one(kl_broker *b, const char *dir, int idx, int *was_partition
   }
   ckpts_free(env, &ck);
   listing_free(env, &l);
+  return rc;
+}
+
+/* A named listing of the log directory dir without reading its names
+** (ext4 lists 2,000 entries in about half a millisecond, more than the
+** rest of a lookup): dir holds a log directory's files, so it is a log
+** directory whatever else it holds, and the partition's directory is
+** looked up under each name a listing would take for it: the topic, a
+** hyphen, the partition's number with up to nine leading zeros (1, 01, ...
+** 0000000001: kl_partition_name reads at most ten digits).  *done = 0
+** when dir is not such a directory (the listing then decides). */
+static kl_rc list_named(kl_broker *b, const char *dir, int *done, kl_err *err) {
+  const kl_env *env = b->env;
+  struct stat st;
+  *done = 0;
+  if (kl_os_stat(env, dir, &st) != 0 || !S_ISDIR(st.st_mode) || !has_marker(env, dir)) {
+    return KL_OK;
+  }
+  listing l;
+  memset(&l, 0, sizeof l);
+  l.b = b;
+  char digits[16], name[512], path[4096];
+  int nd = snprintf(digits, sizeof digits, "%d", (int)b->want_part);
+  kl_rc rc = KL_OK;
+  for (int zeros = 0; rc == KL_OK && b->want_part >= 0 && nd + zeros <= 10; zeros++) {
+    int n = snprintf(name, sizeof name, "%s-%.*s%s", b->want, zeros, "000000000", digits);
+    struct stat ps;
+    if (n >= (int)sizeof name || strcmp(name, "__cluster_metadata-0") == 0) continue;
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) continue;
+    if (kl_os_stat(env, path, &ps) != 0 || !S_ISDIR(ps.st_mode)) continue;
+    l.ndirs++;
+    rc = listing_add_sub(env, &l, dir, name, err);
+  }
+  ckpts ck;
+  memset(&ck, 0, sizeof ck);
+  int seen = 0;
+  if (rc == KL_OK) rc = list_logdir(b, dir, &st, &l, 0, &ck, &seen, err);
+  ckpts_free(env, &ck);
+  listing_free(env, &l);
+  *done = rc == KL_OK;
   return rc;
 }
 
@@ -585,7 +642,19 @@ kl_rc kl_broker_open_named(const kl_env *env, const char *path, unsigned flags, 
   const char *s;
   size_t n;
   kl_path_iter_init(&it, env, path);
-  while (rc == KL_OK && kl_path_next(&it, &s, &n)) {
+  /* A query naming one partition of one log directory reads no names. */
+  kl_path_iter one_it = it;
+  const char *s2;
+  size_t n2;
+  int done = 0;
+  if (b->want && kl_path_next(&one_it, &s, &n) && n < sizeof one &&
+      !kl_path_next(&one_it, &s2, &n2)) {
+    memcpy(one, s, n);
+    one[n] = 0;
+    rc = list_named(b, one, &done, err);
+    entries = done;
+  }
+  while (rc == KL_OK && !done && kl_path_next(&it, &s, &n)) {
     if (n >= sizeof one) {
       rc = kl_err_set(err, KL_IO, "%.*s...: path too long", 64, s);
       break;

@@ -4,8 +4,11 @@
 ** directories and the offset checkpoint files, or a single partition
 ** directory.
 **
-** A path names a partition directory when it holds segment files
-** (<20 digits>.log), else a log directory: its entries named
+** A path names a log directory when it holds one of the files only Kafka's
+** log directories hold (meta.properties, an offset checkpoint,
+** .kafka_cleanshutdown, cleaner-offset-checkpoint), whatever else it holds;
+** else a partition directory when it holds segment files (<20 digits>.log),
+** else a log directory: a log directory's entries named
 ** "<topic>-<partition>" are the partitions.  Directories Kafka leaves while
 ** deleting or moving a partition ("-delete", "-future", "-stray" suffixes)
 ** are not partitions; the internal topics (__consumer_offsets,
@@ -63,15 +66,18 @@ kl_rc kl_broker_open_flags(const kl_env *env, const char *path, unsigned flags, 
 
 /* kl_broker_open_flags keeping only the partitions of topic (tn bytes)
 ** numbered partition: what a query naming one partition needs of a log
-** directory of thousands.  Every directory of the path is still read, once
-** and in one pass over its names (a directory holding segments is a
-** partition directory, one holding partition directories a log directory:
-** only its names tell), and every checkpoint line is still checked, so the
-** same partitions come out as from the whole listing, in its order, with
-** its errors; but only the entries naming the partition are kept (no other
-** is parsed once the directory is known to be a log directory), and of the
-** checkpoints only the topic's entries.  A topic Kafka would not accept
-** (kl_topic_valid) lists every partition, as kl_broker_open_flags does. */
+** directory of thousands.  A path of one log directory holding Kafka's
+** files is not read at all: the partition's directory is looked up under
+** each name a listing takes for it (<topic>-<n>, and n with up to nine
+** leading zeros: orders-01 is partition 1 too), which costs ten stats where
+** listing 2,000 names costs ext4 about half a millisecond.  Any other path
+** has its directories read, once and in one pass over their names (only
+** names tell a partition directory from a log directory without Kafka's
+** files).  Every checkpoint line is still checked, so the same partitions
+** come out as from the whole listing, in its order, with its errors; but
+** only the entries naming the partition are kept, and of the checkpoints
+** only its entries.  A topic Kafka would not accept (kl_topic_valid) lists
+** every partition, as kl_broker_open_flags does. */
 kl_rc kl_broker_open_named(const kl_env *env, const char *path, unsigned flags, const char *topic,
                            size_t tn, int32_t partition, kl_broker **out, kl_err *err);
 

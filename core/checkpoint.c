@@ -239,6 +239,7 @@ typedef struct offsets_ud {
   size_t cap;
   const char *only;         /* keep this topic's entries alone, or NULL */
   size_t only_n;
+  int64_t only_part;        /* and of it this partition's alone, or -1 */
 } offsets_ud;
 
 static kl_rc keep_offset(offsets_ud *u, const char *topic, size_t tn, int32_t partition,
@@ -258,32 +259,53 @@ static kl_rc offset_entry(void *ud, const char *const *fld, const size_t *fl, si
 
 /* A digit run of at most max digits at *p (before e), its value in *v. */
 static int digits(const char **p, const char *e, int max, uint64_t *v) {
-  const char *s = *p;
+  const char *s = *p, *lim = e - s > max ? s + max : e;
   uint64_t x = 0;
-  while (s < e && *s >= '0' && *s <= '9' && s - *p < max) x = x * 10 + (uint64_t)(*s++ - '0');
-  if (s == *p || (s < e && *s >= '0' && *s <= '9')) return 0;
+  unsigned d;
+  while (s < lim && (d = (unsigned)(unsigned char)*s - '0') <= 9) x = x * 10 + d, s++;
+  if (s == *p || (s < e && (unsigned)(unsigned char)*s - '0' <= 9)) return 0;
   *p = s;
   *v = x;
   return 1;
+}
+
+/* The length of the run of bytes above ' ' at the start of s[0..n): eight
+** at a time (a byte below 0x21 is found by the borrow it makes; bytes of
+** 0x80 and above, never below, are masked out). */
+static size_t graphic_run(const char *s, size_t n) {
+  const uint64_t ones = 0x0101010101010101u, highs = 0x8080808080808080u;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t w;
+    memcpy(&w, s + i, 8);
+    if (((w - ones * 0x21) & ~w & highs) != 0) break;
+  }
+  while (i < n && (unsigned char)s[i] > ' ') i++;
+  return i;
 }
 
 /* "<topic> <partition> <offset>" as Kafka writes it: single spaces, a
 ** partition of at most 9 digits, an offset of at most 18 (no sign but a
 ** minus on the offset), no other blank.  Every line of a log directory's
 ** three checkpoints is read for each listing, a named one included, and
-** this shape takes a fraction of what split and parse_int cost; any other
+** this shape takes a fraction of what split and parse_int cost (a line of
+** another topic than a named listing keeps is only checked); any other
 ** line, valid or not, is theirs to judge. */
 static int offset_fast(void *ud, const char *s, size_t n, size_t line, kl_rc *rc) {
-  const char *e = s + n, *p = s;
-  while (p < e && (unsigned char)*p > ' ') p++; /* blanks and controls end it */
-  if (p == s || p == e || *p != ' ') return 0;
-  size_t tn = (size_t)(p - s);
+  offsets_ud *u = ud;
+  const char *e = s + n;
+  size_t tn = graphic_run(s, n); /* blanks and controls end the topic */
+  const char *p = s + tn;
+  if (tn == 0 || p == e || *p != ' ') return 0;
   p++;
   uint64_t part, off;
   if (!digits(&p, e, 9, &part) || p == e || *p++ != ' ') return 0;
   int neg = p < e && *p == '-';
   p += neg;
   if (!digits(&p, e, 18, &off) || p != e) return 0;
+  *rc = KL_OK;
+  if (u->only && (tn != u->only_n || memcmp(s, u->only, tn) != 0)) return 1;
+  if (u->only_part >= 0 && (int64_t)part != u->only_part) return 1;
   *rc = keep_offset(ud, s, tn, (int32_t)part, neg ? -(int64_t)off : (int64_t)off, line);
   return 1;
 }
@@ -291,6 +313,7 @@ static int offset_fast(void *ud, const char *s, size_t n, size_t line, kl_rc *rc
 static kl_rc keep_offset(offsets_ud *u, const char *topic, size_t tn, int32_t partition,
                          int64_t off, size_t line) {
   if (u->only && (tn != u->only_n || memcmp(topic, u->only, tn) != 0)) return KL_OK;
+  if (u->only_part >= 0 && partition != u->only_part) return KL_OK;
   kl_ckpt *out = u->out;
   if (out->n == u->cap) {
     size_t cap = u->cap ? u->cap * 2 : 16;
@@ -317,9 +340,14 @@ kl_rc kl_checkpoint_read(const kl_env *env, const char *path, kl_ckpt *out, kl_e
 
 kl_rc kl_checkpoint_read_topic(const kl_env *env, const char *path, const char *topic, size_t tn,
                                kl_ckpt *out, kl_err *err) {
+  return kl_checkpoint_read_part(env, path, topic, tn, -1, out, err);
+}
+
+kl_rc kl_checkpoint_read_part(const kl_env *env, const char *path, const char *topic, size_t tn,
+                              int64_t partition, kl_ckpt *out, kl_err *err) {
   out->e = NULL;
   out->n = 0;
-  offsets_ud u = {env, out, 0, topic, tn};
+  offsets_ud u = {env, out, 0, topic, tn, topic ? partition : -1};
   kl_rc rc = walk_file(env, path, 3, "<topic> <partition> <offset>", offset_entry, offset_fast,
                        &u, err);
   if (rc) {

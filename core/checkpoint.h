@@ -53,6 +53,10 @@ void kl_checkpoint_free(const kl_env *env, kl_ckpt *c);
 ** the same error whichever partitions a reader asks for. */
 kl_rc kl_checkpoint_read_topic(const kl_env *env, const char *path, const char *topic, size_t tn,
                                kl_ckpt *out, kl_err *err);
+/* The same keeping, of topic, the entries of partition alone (-1: every
+** partition of it). */
+kl_rc kl_checkpoint_read_part(const kl_env *env, const char *path, const char *topic, size_t tn,
+                              int64_t partition, kl_ckpt *out, kl_err *err);
 
 /* A partition's leader-epoch-checkpoint (LeaderEpochCheckpointFile): the
 ** same framing, each entry "<leader epoch> <start offset>" (the first

@@ -189,6 +189,9 @@ void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads) {
   if (a != c->ra) release_ahead(c);
   c->ra = threads > 0 ? a : NULL;
   c->threads = threads;
+  /* The same workers' leave dates a fresh log's segments on a second
+  ** thread (log.c). */
+  c->rd.helpers = threads > 0;
 }
 
 /* Nothing queued ahead any more: the scan leaves the segment (whose file

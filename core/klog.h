@@ -157,6 +157,9 @@ typedef struct kl_stats {
                                 ** bytes are copied without a system call */
   uint64_t bytes_mapped;        /* bytes copied from mapped .log files (not
                                 ** in reads and bytes_read) */
+  uint64_t segments_helped;     /* of the segments a seek dated or read the
+                                ** tail of, those whose files a helper
+                                ** thread read (dating.h) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

@@ -10,6 +10,7 @@
 
 #include "broker.h"
 #include "commit.h"
+#include "dating.h"
 #include "os.h"
 #include "skiplist.h"
 
@@ -103,12 +104,9 @@ static kl_rc list_segments(kl_log *log, kl_err *err) {
     memcpy(path, dir, dn);
     path[dn] = '/';
     strcpy(path + dn + 1, name);
-    kl_segment *s = kl_malloc(env, sizeof *s);
-    if (!s) {
-      rc = KL_NOMEM;
-    } else if ((rc = kl_segment_init(s, env, log->set, base, path)) != KL_OK) {
-      kl_segment_free(s);
-      kl_free(env, s);
+    kl_segment *s;
+    if ((rc = kl_segment_new(env, log->set, base, path, &s)) != KL_OK) {
+      /* nothing allocated */
     } else if ((rc = kl_skiplist_insert(log->segs, base, s)) != KL_OK) {
       kl_segment_free(s);
       kl_free(env, s);
@@ -438,6 +436,29 @@ kl_rc kl_log_lookup_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *
   return kl_log_seek_time(log, rd, t, out, err);
 }
 
+/* A helper thread reading the facts that date the segments from
+** log->nknown on (dating.h), for those kl_scan_max_timestamp would date
+** from their files.  KL_OK with *pass NULL when it does not start: the
+** seek dates them on its own. */
+static kl_rc begin_pass(kl_log *log, kl_reader *rd, const char ***paths, kl_date_pass **pass) {
+  size_t n = log->nseg - log->nknown, want = 0;
+  *pass = NULL;
+  *paths = kl_malloc(log->env, 2 * n * sizeof **paths);
+  if (!*paths) return KL_OK;
+  for (size_t i = 0; i < n; i++) {
+    const kl_segment *s = log->arr[log->nknown + i];
+    int d = kl_scan_datable(rd, s);
+    (*paths)[2 * i] = d ? s->log_path : NULL;
+    (*paths)[2 * i + 1] = d ? s->timeindex_path : NULL;
+    want += d;
+  }
+  if (want <= KL_DATE_PASS_MIN || kl_date_begin(log->env, *paths, n, 1, pass) != KL_OK) {
+    kl_free(log->env, *paths);
+    *paths = NULL;
+  }
+  return KL_OK;
+}
+
 /* The first segment whose largest timestamp reaches t, or NULL (*s is
 ** then the first segment to look at: the search goes on from it). */
 static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **s,
@@ -460,13 +481,24 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
     log->nseg = n;
     log->nknown = 0;
   }
-  while (log->nknown < log->nseg && (log->nknown == 0 || log->runmax[log->nknown - 1] < t)) {
+  kl_date_pass *pass = NULL;
+  const char **paths = NULL;
+  size_t from = log->nknown;
+  kl_rc rc = KL_OK;
+  if (rd->helpers && log->nseg - from > KL_DATE_PASS_MIN) rc = begin_pass(log, rd, &paths, &pass);
+  while (rc == KL_OK && log->nknown < log->nseg &&
+         (log->nknown == 0 || log->runmax[log->nknown - 1] < t)) {
     int64_t m, at;
-    kl_rc rc = kl_scan_max_timestamp(rd, log->arr[log->nknown], &m, &at, err);
-    if (rc) return rc;
+    const kl_date_facts *f = pass ? kl_date_get(pass, log->nknown - from) : NULL;
+    rc = kl_scan_max_timestamp_from(rd, log->arr[log->nknown], f, &m, &at, err);
+    if (rc) break;
     if (log->nknown > 0 && log->runmax[log->nknown - 1] > m) m = log->runmax[log->nknown - 1];
     log->runmax[log->nknown++] = m;
   }
+  if (pass) rd->stats->segments_helped += kl_date_helped(pass);
+  kl_date_end(pass);
+  kl_free(log->env, paths);
+  if (rc) return rc;
   size_t lo = 0, hi = log->nknown;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;

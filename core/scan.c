@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 
 #include "codec.h"
+#include "dating.h"
 #include "os.h"
 
 void kl_reader_init(kl_reader *rd, const kl_env *env, kl_stats *stats, int on_corrupt) {
@@ -1016,44 +1017,24 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   return KL_OK;
 }
 
-/* Is a no earlier than b? */
-static int not_before(const struct timespec *a, const struct timespec *b) {
-  return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
+int kl_scan_datable(const kl_reader *rd, const kl_segment *s) {
+  return !rd->skip && !s->tail.known && !s->dated && !s->is_last && s->limit < 0 && !s->mem;
 }
 
 /* Date a closed segment from its time index's last entry (see
-** kl_scan_max_timestamp for when it stands): 1 with s->dated set, 0 when
-** the .log must be read.  Five system calls: the .log's stat, the
-** index's open and fstat (its size and time), one read of its last two
-** entries, its close.  Nothing here is an
-** error: the reading path reports what is wrong.  Complexity above 25: one
-** branch per condition under which Kafka's last time-index entry may stand
-** for the segment. */
-static int date_from_time_index(kl_segment *s, kl_stats *stats) {
-  if (s->is_last || s->limit >= 0 || s->mem) return 0;
-  const kl_env *env = s->env;
-  struct stat ls, ts;
-  if (kl_os_stat(env, s->log_path, &ls) != 0 || !S_ISREG(ls.st_mode) || ls.st_size <= 0) return 0;
-  if (s->seen && ((uint64_t)ls.st_dev != s->dev || (uint64_t)ls.st_ino != s->ino ||
-                  (int64_t)ls.st_size != s->size)) {
+** kl_scan_max_timestamp for when it stands), from the facts its files gave
+** (dating.h): 1 with s->dated set, 0 when the .log must be read.  Nothing
+** here is an error: the reading path reports what is wrong. */
+static int date_from_facts(kl_segment *s, const kl_date_facts *f, kl_stats *stats) {
+  if (f->read) stats->reads++;
+  stats->bytes_read += f->n;
+  if (f->state != KL_DATE_READ || !f->log_reg || f->log_size <= 0 || f->n == 0) return 0;
+  if (s->seen && (f->log_dev != s->dev || f->log_ino != s->ino || f->log_size != s->size)) {
     return 0;
   }
-  int fd;
-  if (kl_fd_open_stat(env, s->timeindex_path, O_RDONLY, 0, &fd, &ts, NULL) != KL_OK) return 0;
-  uint8_t e[2 * KL_INDEX_TIME];
-  size_t n = 0;
-  if (ts.st_size >= KL_INDEX_TIME && ts.st_size % KL_INDEX_TIME == 0 &&
-      not_before(&ts.st_mtim, &ls.st_mtim)) {
-    n = ts.st_size >= 2 * KL_INDEX_TIME ? 2 * KL_INDEX_TIME : KL_INDEX_TIME;
-    stats->reads++;
-    if (kl_os_read(env, fd, e, n, ts.st_size - (int64_t)n) != (long)n) n = 0;
-    stats->bytes_read += n;
-  }
-  kl_os_close(env, fd);
-  if (n == 0) return 0;
   kl_index ix;
-  kl_index_mem(&ix, KL_INDEX_TIME, e, n, s->base, -1);
-  if (ix.zero_slots || ix.zero_first || ix.n != (int64_t)(n / KL_INDEX_TIME)) return 0;
+  kl_index_mem(&ix, KL_INDEX_TIME, f->e, f->n, s->base, -1);
+  if (ix.zero_slots || ix.zero_first || ix.n != (int64_t)(f->n / KL_INDEX_TIME)) return 0;
   int64_t i = ix.n - 1;
   int64_t t = kl_index_timestamp_at(&ix, i), o = kl_index_time_offset_at(&ix, i);
   if (o < s->base || o >= s->next_base) return 0;
@@ -1067,9 +1048,17 @@ static int date_from_time_index(kl_segment *s, kl_stats *stats) {
   return 1;
 }
 
-kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
-                            kl_err *err) {
-  if (!rd->skip && !s->tail.known && (s->dated || date_from_time_index(s, rd->stats))) {
+kl_rc kl_scan_max_timestamp_from(kl_reader *rd, kl_segment *s, const kl_date_facts *f,
+                                 int64_t *ts, int64_t *off, kl_err *err) {
+  if (kl_scan_datable(rd, s)) {
+    kl_date_facts mine;
+    if (!f) {
+      kl_date_fetch(s->env, s->log_path, s->timeindex_path, &mine);
+      f = &mine;
+    }
+    date_from_facts(s, f, rd->stats);
+  }
+  if (!rd->skip && !s->tail.known && s->dated) {
     *ts = s->dated_ts;
     *off = s->dated_off;
     return KL_OK;
@@ -1080,6 +1069,11 @@ kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *
   *ts = t->max_timestamp;
   *off = t->max_ts_offset;
   return KL_OK;
+}
+
+kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
+                            kl_err *err) {
+  return kl_scan_max_timestamp_from(rd, s, NULL, ts, off, err);
 }
 
 kl_rc kl_scan_time_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *err) {

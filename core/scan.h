@@ -70,6 +70,9 @@ typedef struct kl_reader {
   const kl_env *env;
   kl_stats *stats;          /* where work is counted (never NULL) */
   int skip;                 /* KL_ON_CORRUPT_SKIP: follow salvage maps */
+  int helpers;              /* a seek by time may date segments with a
+                            ** helper thread (log.c, dating.h): 1, or 0
+                            ** (the default) */
   kl_window win;            /* bytes of the .log being read */
   kl_window ctx;            /* and of the context before a seek, apart so
                             ** that reading it does not drop the batches
@@ -282,6 +285,17 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
 */
 kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
                             kl_err *err);
+
+/* Would kl_scan_max_timestamp read s's files to date it (it is closed, not
+** dated yet, its tail unknown, and rd is not in skip mode)? */
+int kl_scan_datable(const kl_reader *rd, const kl_segment *s);
+
+/* kl_scan_max_timestamp with the facts of s's files read already (dating.h:
+** on a helper thread, by kl_date_pass), NULL: read them now.  The same
+** judgement, counters and answer either way. */
+struct kl_date_facts;
+kl_rc kl_scan_max_timestamp_from(kl_reader *rd, kl_segment *s, const struct kl_date_facts *f,
+                                 int64_t *ts, int64_t *off, kl_err *err);
 
 /* The offset (KL_INDEX_OFFSET) or time (KL_INDEX_TIME) index, opened, with
 ** a zero first slot decided by the log: a real (base, 0) or (0, base) entry,

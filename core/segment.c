@@ -27,24 +27,13 @@ void kl_segset_init(kl_segset *set, int max_open) {
   set->max_open = max_open > 0 ? max_open : kl_segset_default_bound();
 }
 
-kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t base,
-                      const char *log_path) {
-  memset(s, 0, sizeof *s);
-  s->base = base;
-  s->next_base = INT64_MAX;
-  s->env = env;
-  s->set = set;
-  s->uid = set ? ++set->uids : 0;
-  s->log.fd = -1;
-  s->zero_from = -1;
-  s->facts_cover = -1;
-  s->limit = -1;
-  size_t n = strlen(log_path);
-  if (n < 4) return KL_MISUSE;
+/* The bytes of the block holding a segment's three paths. */
+static size_t paths_size(size_t n) { return 3 * (n - 4 + 11); }
+
+/* Lay the three paths out in b (paths_size bytes). */
+static void set_paths(kl_segment *s, char *b, const char *log_path, size_t n) {
   /* "<p>.log", "<p>.index", "<p>.timeindex" in one block. */
   size_t stem = n - 4;
-  char *b = kl_malloc(env, 3 * (stem + 11));
-  if (!b) return KL_NOMEM;
   s->log_path = b;
   memcpy(b, log_path, n + 1);
   s->index_path = b + stem + 11;
@@ -55,6 +44,43 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
   memcpy(s->timeindex_path + stem, ".timeindex", sizeof ".timeindex");
   const char *slash = strrchr(s->log_path, '/');
   s->name = slash ? slash + 1 : s->log_path;
+}
+
+static void init_fields(kl_segment *s, const kl_env *env, kl_segset *set, int64_t base) {
+  memset(s, 0, sizeof *s);
+  s->base = base;
+  s->next_base = INT64_MAX;
+  s->env = env;
+  s->set = set;
+  s->uid = set ? ++set->uids : 0;
+  s->log.fd = -1;
+  s->zero_from = -1;
+  s->facts_cover = -1;
+  s->limit = -1;
+}
+
+kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t base,
+                      const char *log_path) {
+  init_fields(s, env, set, base);
+  size_t n = strlen(log_path);
+  if (n < 4) return KL_MISUSE;
+  char *b = kl_malloc(env, paths_size(n));
+  if (!b) return KL_NOMEM;
+  set_paths(s, b, log_path, n);
+  return KL_OK;
+}
+
+kl_rc kl_segment_new(const kl_env *env, kl_segset *set, int64_t base, const char *log_path,
+                     kl_segment **out) {
+  *out = NULL;
+  size_t n = strlen(log_path);
+  if (n < 4) return KL_MISUSE;
+  kl_segment *s = kl_malloc(env, sizeof *s + paths_size(n));
+  if (!s) return KL_NOMEM;
+  init_fields(s, env, set, base);
+  s->paths_inline = 1;
+  set_paths(s, (char *)(s + 1), log_path, n);
+  *out = s;
   return KL_OK;
 }
 
@@ -143,7 +169,7 @@ void kl_segment_free(kl_segment *s) {
   if (s->set) s->set->facts -= s->nfacts;
   kl_free(s->env, s->facts);
   kl_free(s->env, s->runmax);
-  kl_free(s->env, s->log_path);
+  if (!s->paths_inline) kl_free(s->env, s->log_path);
   memset(s, 0, sizeof *s);
   s->log.fd = -1;
 }

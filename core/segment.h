@@ -130,6 +130,8 @@ struct kl_segment {
                             ** two index paths below) */
   char *index_path, *timeindex_path;
   const char *name;         /* file name part of log_path */
+  int paths_inline;         /* the paths follow the struct in its block
+                            ** (kl_segment_new) */
   const kl_env *env;
   void *node;               /* the owning log's skip list node */
 
@@ -177,6 +179,13 @@ kl_rc kl_segment_init(kl_segment *s, const kl_env *env, kl_segset *set, int64_t 
                       const char *log_path);
 /* Close the files and free everything. */
 void kl_segment_free(kl_segment *s);
+
+/* kl_segment_init of a segment allocated with its paths in one block
+** (a log of thousands of segments lists them with one allocation each):
+** freed by kl_segment_free, then kl_free of the segment.  KL_NOMEM,
+** KL_MISUSE. */
+kl_rc kl_segment_new(const kl_env *env, kl_segset *set, int64_t base, const char *log_path,
+                     kl_segment **out);
 
 /* The segment's last n bytes below its limit are p's (copied), not the
 ** file's: what a writer's view holds in memory (commit.h kl_view).

@@ -487,10 +487,28 @@ static void test_named_listing(void **state) {
       int32_t p;
       assert_int_equal(kl_broker_named(n, &t, &tn, &p), 1);
       assert_int_equal(p, asks[k].p);
-      assert_true(kl_broker_dirs_listed(n) >= 1);
+      /* A log directory alone holding Kafka's files is not listed: the
+      ** partition is looked up by its names. */
+      if (i == 0) assert_int_equal(kl_broker_dirs_listed(n), 0);
+      else assert_true(kl_broker_dirs_listed(n) >= 1);
       kl_broker_close(n);
     }
   }
+  /* A segment file among a log directory's files does not make it a
+  ** partition directory, in either listing. */
+  put(d, "00000000000000000000.log", "");
+  for (size_t k = 0; k < sizeof asks / sizeof *asks; k++) {
+    kl_broker *n;
+    whole_named(paths[0], asks[k].topic, asks[k].p, &n);
+    assert_int_equal(kl_broker_single(n), 0);
+    kl_broker_close(n);
+  }
+  kl_broker *w;
+  kl_err e0 = {0};
+  assert_int_equal(kl_broker_open(NULL, d, &w, &e0), KL_OK);
+  assert_int_equal(kl_broker_single(w), 0);
+  assert_true(kl_broker_count(w) >= 2);
+  kl_broker_close(w);
   /* A topic Kafka would not accept lists every partition. */
   kl_broker *a, *b;
   kl_err err = {0};

@@ -20,6 +20,7 @@
 #include "batch.h"
 #include "builder.h"
 #include "codec.h"
+#include "dating.h"
 #include "faultos.h"
 #include "kwriter.h"
 #include "log.h"
@@ -1021,6 +1022,93 @@ static void test_dating_system_calls(void **state) {
   free(dir);
 }
 
+/*
+** Dating with a helper thread (core/dating.h): the facts a pass gives are
+** those each segment's own reads give, whichever thread read them, and a
+** seek that dates with a helper answers, dates and counts as one that
+** dates alone.
+*/
+static void test_dating_with_a_helper(void **state) {
+  char *dir = t_mkdtemp("log-dating-helper");
+  kw_options o = opts(600, 200, 0, KL_CODEC_NONE);
+  write_log(dir, &o, 1200, 0, ts_jitter, 31);
+  kl_log *log = open_log(dir);
+  recs a = {0};
+  scan_all(log, &a);
+  size_t n = kl_log_segment_count(log);
+  assert_true(n > KL_DATE_PASS_MIN + 20);
+  const char **paths = calloc(2 * n, sizeof *paths);
+  size_t i = 0;
+  for (kl_segment *s = kl_log_first(log); s; s = kl_log_next(log, s), i++) {
+    if (i % 7 == 3) continue; /* not dated from its files: left unread */
+    paths[2 * i] = s->log_path;
+    paths[2 * i + 1] = s->timeindex_path;
+  }
+  for (int round = 0; round < 3; round++) {
+    kl_date_pass *p;
+    assert_int_equal(kl_date_begin(NULL, paths, n, 0, &p), KL_OK);
+    for (i = 0; i < n; i++) {
+      const kl_date_facts *f = kl_date_get(p, i);
+      if (!paths[2 * i]) {
+        assert_int_equal(f->state, KL_DATE_UNREAD);
+        continue;
+      }
+      kl_date_facts mine;
+      kl_date_fetch(NULL, paths[2 * i], paths[2 * i + 1], &mine);
+      assert_int_equal(f->state, KL_DATE_READ);
+      assert_int_equal(f->state, mine.state);
+      assert_int_equal(f->log_size, mine.log_size);
+      assert_int_equal(f->log_ino, mine.log_ino);
+      assert_int_equal(f->ti_size, mine.ti_size);
+      assert_int_equal(f->read, mine.read);
+      assert_int_equal(f->n, mine.n);
+      assert_memory_equal(f->e, mine.e, mine.n);
+    }
+    assert_true(kl_date_helped(p) <= n);
+    kl_date_end(p);
+  }
+  /* Stopped early, a pass ends at once. */
+  kl_date_pass *p;
+  assert_int_equal(kl_date_begin(NULL, paths, n, 0, &p), KL_OK);
+  assert_int_equal(kl_date_get(p, 0)->state, KL_DATE_READ);
+  kl_date_end(p);
+  free(paths);
+  close_log(log);
+  int64_t ts_max = INT64_MIN;
+  for (i = 0; i < a.n; i++) ts_max = a.r[i].ts > ts_max ? a.r[i].ts : ts_max;
+  for (int k = 0; k < 5; k++) {
+    int64_t t = k == 4 ? ts_max + 1 : a.r[a.n * (size_t)k / 4].ts + 1;
+    kl_time_lookup tl[2];
+    kl_stats st[2];
+    for (int h = 0; h < 2; h++) {
+      kl_log *lg = open_log(dir);
+      kl_reader rd;
+      kl_reader_init(&rd, NULL, NULL, KL_ON_CORRUPT_ERROR);
+      rd.helpers = h;
+      kl_err err = {0};
+      assert_int_equal(kl_log_lookup_time(lg, &rd, t, &tl[h], &err), KL_OK);
+      st[h] = *rd.stats;
+      if (!h) assert_int_equal(st[h].segments_helped, 0);
+      kl_reader_free(&rd);
+      close_log(lg);
+    }
+    int64_t wts = 0, want = ref_time(&a, t, &wts);
+    assert_int_equal(tl[1].status, want < 0 ? KL_LOOKUP_NOT_FOUND : KL_LOOKUP_OK);
+    assert_int_equal(tl[1].status, tl[0].status);
+    assert_int_equal(tl[1].offset, tl[0].offset);
+    assert_int_equal(tl[1].timestamp, tl[0].timestamp);
+    assert_int_equal(tl[1].segment_base, tl[0].segment_base);
+    if (want >= 0) assert_int_equal(tl[1].offset, want);
+    assert_int_equal(st[1].segments_dated, st[0].segments_dated);
+    assert_int_equal(st[1].reads, st[0].reads);
+    assert_int_equal(st[1].bytes_read, st[0].bytes_read);
+    assert_true(st[1].segments_helped <= st[1].segments_dated);
+  }
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_missing_dir),
@@ -1039,6 +1127,7 @@ int main(void) {
       cmocka_unit_test(test_non_monotonic_timestamps),
       cmocka_unit_test(test_dating_from_time_index),
       cmocka_unit_test(test_dating_system_calls),
+      cmocka_unit_test(test_dating_with_a_helper),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -47,6 +47,20 @@ static void test_paths(void **state) {
   kl_segment_free(&s);
   /* A path too short to end in .log is a misuse, not a crash. */
   assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "x"), KL_MISUSE);
+  /* The same paths in one block with the segment. */
+  kl_segment *n;
+  assert_int_equal(kl_segment_new(NULL, &set, 1234, "/d/p-0/00000000000000001234.log", &n), KL_OK);
+  assert_ptr_equal(n->log_path, (char *)(n + 1));
+  assert_string_equal(n->log_path, "/d/p-0/00000000000000001234.log");
+  assert_string_equal(n->index_path, "/d/p-0/00000000000000001234.index");
+  assert_string_equal(n->timeindex_path, "/d/p-0/00000000000000001234.timeindex");
+  assert_string_equal(n->name, "00000000000000001234.log");
+  assert_int_equal(n->base, 1234);
+  assert_int_equal(n->uid, set.uids);
+  kl_segment_free(n);
+  free(n);
+  assert_int_equal(kl_segment_new(NULL, &set, 0, "x", &n), KL_MISUSE);
+  assert_null(n);
 }
 
 /* Opening is lazy, counted, and remembered while open. */

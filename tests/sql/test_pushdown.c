@@ -192,7 +192,7 @@ static void test_stats_accumulate_and_reset(void **state) {
   assert_string_equal(keys, "batch_headers batches_ahead batches_decoded batches_skipped"
                             " bytes_decompressed bytes_mapped bytes_read crc_checks dirs_listed"
                             " index_fallbacks index_probes logs_opened partitions_listed reads"
-                            " records_decoded schemas_parsed segments_dated segments_mapped"
+                            " records_decoded schemas_parsed segments_dated segments_helped segments_mapped"
                             " segments_opened sort_passes threads_started values_decoded");
   free(keys);
   st_close(other);
