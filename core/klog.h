@@ -153,6 +153,10 @@ typedef struct kl_stats {
   uint64_t segments_dated;      /* closed segments dated by their time
                                 ** index's last entry, their .log not
                                 ** opened (scan.h kl_scan_max_timestamp) */
+  uint64_t segments_skipped;    /* segments a scan with time bounds passed
+                                ** over unopened, every record's timestamp
+                                ** in them known to miss the bounds
+                                ** (segment.h kl_segment_facts_range) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches
