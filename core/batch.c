@@ -443,6 +443,30 @@ kl_rc kl_records_skip(kl_records *it, int32_t n, kl_err *err) {
   return KL_OK;
 }
 
+kl_rc kl_records_times(kl_records *it, int32_t n, int64_t *ts, kl_err *err) {
+  if (it->b.magic < 2) return kl_err_set(err, KL_MISUSE, "legacy batch");
+  const uint8_t *p = it->p, *end = it->end;
+  int append = it->b.ts_type == KL_TS_APPEND;
+  for (int32_t i = 0; i < n; i++) {
+    int32_t len;
+    int64_t d64;
+    size_t k;
+    if (it->remaining == 0 || !(k = vget32(p, end, &len)) || len < 1 || end - p - (ptrdiff_t)k < len) {
+      return kl_err_set(err, KL_CORRUPT, "record %d: bad length", it->b.record_count - it->remaining);
+    }
+    const uint8_t *rend = p + k + len;
+    if (!vget64(p + k + 1, rend, &d64)) {
+      return kl_err_set(err, KL_CORRUPT, "record %d: bad timestamp", it->b.record_count - it->remaining);
+    }
+    /* As kl_records_next computes it, wrapping as Java's longs do. */
+    ts[i] = append ? it->b.max_timestamp : (int64_t)((uint64_t)it->b.base_timestamp + (uint64_t)d64);
+    p = rend;
+    it->remaining--;
+  }
+  it->p = p;
+  return KL_OK;
+}
+
 /* A record's key or value at p, below end: a varint length (-1: null),
 ** then that many bytes.  The bytes consumed, 0 when malformed. */
 static inline size_t bytes_field(const uint8_t *p, const uint8_t *end, const uint8_t **out,

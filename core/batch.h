@@ -151,6 +151,13 @@ kl_rc kl_records_next(kl_records *it, kl_record *r, kl_err *err);
 ** records borrow as kl_records_next's do. */
 int32_t kl_records_decode(kl_records *it, kl_record *out, int32_t max, kl_rc *rc, kl_err *err);
 
+/* The timestamps of the next n records of a v2 batch into ts, for a batch
+** whose records all decoded once (kl_records_next accepted every one, and
+** its bytes are those it read): each record's length and timestamp are
+** read, the rest is passed over by its length.  KL_OK; KL_CORRUPT when
+** the bytes frame fewer records after all; KL_MISUSE for a legacy batch. */
+kl_rc kl_records_times(kl_records *it, int32_t n, int64_t *ts, kl_err *err);
+
 /* Pass over the next n records, for a lookup of one record in a batch
 ** decoded before: each is framed and checked as kl_records_next does (one
 ** framer, one validation; only nothing is returned).  KL_OK, or

@@ -356,12 +356,23 @@ static int fact_outside(const kl_cursor *c, const kl_fact *f) {
 }
 
 /* Segments whose largest timestamp is below the lower time bound hold
-** nothing.  A segment whose tail cannot be read for damage is read: the
-** walk then meets the damage where it is. */
+** nothing, nor do those whose records' timestamps, all known (a walk read
+** every batch of the segment and decoded each), miss the bounds: a
+** repeated window passes over them without a look at their batches.  A
+** segment whose tail cannot be read for damage is read: the walk then
+** meets the damage where it is. */
 static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *err) {
   *wanted = 1;
+  int64_t mn, mx, at;
+  if ((has_ts_lo(c) || c->bnd.ts_hi != INT64_MAX) && !c->rd.skip &&
+      kl_segment_facts_range(s, &mn, &mx)) {
+    if (mn > c->bnd.ts_hi || mx < c->bnd.ts_lo) {
+      *wanted = 0;
+      c->rd.stats->segments_skipped++;
+    }
+    return KL_OK;
+  }
   if (!has_ts_lo(c)) return KL_OK;
-  int64_t mx, at;
   kl_err e = {0};
   kl_rc rc = kl_scan_max_timestamp(&c->rd, s, &mx, &at, &e);
   if (rc == KL_CORRUPT) return KL_OK;
@@ -421,10 +432,7 @@ static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
     c->rn = 0;
     return kl_scan_batch_error(c->seg, b->position, rc, err);
   }
-  if (rc == KL_DONE && f && !f->decoded) {
-    f->min_ts = min_ts;
-    f->decoded = 1;
-  }
+  if (rc == KL_DONE && f) kl_segment_decoded(c->seg, f, min_ts);
   return KL_OK;
 }
 
@@ -671,8 +679,7 @@ static void learn_decoded(kl_cursor *c) {
   if (f && c->kfw && c->kseen == f->b.record_count) kl_segment_learn_keys(c->seg, f, c->kfb, c->kfw);
   c->kfw = 0;
   if (f && !f->decoded) {
-    f->min_ts = c->bmin;
-    f->decoded = 1;
+    kl_segment_decoded(c->seg, f, c->bmin);
     const kl_batch *b = &f->b;
     if (b->magic == 2 && c->tsn == b->record_count &&
         b->last_offset - b->base_offset + 1 == b->record_count) {
@@ -837,6 +844,33 @@ static kl_rc fw_walk(kl_cursor *c, kl_err *err) {
   return KL_OK;
 }
 
+/* The timestamps of the current batch's records into c->tsb, read from its
+** bytes (KL_OK), for a batch that decoded once but whose timestamps are not
+** kept (over the budget, segment.h): a repeated window's edge batches, cut
+** by its bounds, are counted from them without their records decoded. */
+static kl_rc batch_times(kl_cursor *c, kl_err *err) {
+  int32_t n = c->batch.record_count;
+  while (c->tscap < n) {
+    if (!grow_ts(c)) return kl_err_set(err, KL_NOMEM, "out of memory");
+  }
+  kl_rc rc = batch_bytes(c, err);
+  kl_records it;
+  if (rc == KL_OK) rc = kl_reader_records(&c->rd, c->seg, &c->batch, &it, err);
+  if (rc == KL_OK) rc = kl_records_times(&it, n, c->tsb, err);
+  if (rc == KL_CORRUPT) rc = kl_scan_batch_error(c->seg, c->batch.position, rc, err);
+  c->tsn = -1; /* what the batch has to teach was learnt when it decoded */
+  return rc;
+}
+
+/* Is the current batch (its fact f) one whose timestamps batch_times reads
+** for counting it: v2, every record at base + i (kl_fact.ts), decoded
+** once, its timestamps not kept, no key sought? */
+static int times_wanted(const kl_cursor *c, const kl_fact *f) {
+  const kl_batch *b = &c->batch;
+  return f && f->decoded && !f->ts && !c->rd.skip && !c->bnd.keys && b->magic == 2 &&
+         b->record_count > 0 && b->last_offset - b->base_offset + 1 == b->record_count;
+}
+
 /* CS_BATCH: how the rows of the batch just obtained are produced: none
 ** (passed over on its header or its facts), from its count, or decoded. */
 static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
@@ -859,15 +893,21 @@ static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
     return KL_OK;
   }
   int known_ts = f && f->ts && !c->rd.skip;
-  if (!c->bnd.keys && (known_ts || batch_within(c, &c->batch, f))) {
+  int within = batch_within(c, &c->batch, f);
+  int read_ts = !known_ts && !within && times_wanted(c, f);
+  if (read_ts) {
+    kl_rc rc = batch_times(c, err);
+    if (rc) return rc;
+  }
+  if (!c->bnd.keys && (known_ts || read_ts || within)) {
     /* Its rows need not be decoded until a field of one is asked for
     ** (kl_cursor_load): count(*) reads nothing when the batch is known,
     ** and with its timestamps known, neither do offsets and timestamps,
     ** nor bounds that cut through it. */
     c->count_left = c->batch.record_count;
     c->count_at = -1;
-    c->cts = known_ts ? f->ts : NULL;
-    c->count_free = !c->cts || batch_within(c, &c->batch, f);
+    c->cts = known_ts ? f->ts : read_ts ? c->tsb : NULL;
+    c->count_free = !c->cts || within;
     if (c->cts && c->lo > c->batch.base_offset) {
       /* Record i is at base + i (kl_fact.ts): straight to lo. */
       int32_t past = (int32_t)(c->lo - c->batch.base_offset);
@@ -1148,7 +1188,9 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   if (has_ts_lo(c)) {
     kl_time_lookup tl;
     kl_err e = {0};
-    kl_rc rc = kl_log_find_time(c->log, &c->rd, b->ts_lo, &tl, &e);
+    /* A floor is enough: records are filtered by timestamp anyway, and
+    ** it needs no record read when the facts know the batch. */
+    kl_rc rc = kl_log_find_time_floor(c->log, &c->rd, b->ts_lo, &tl, &e);
     if (rc == KL_CORRUPT) {
       /* The seek is only a shortcut (records are filtered by timestamp
       ** anyway): without it the scan meets the damage itself, and reports

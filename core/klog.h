@@ -160,6 +160,10 @@ typedef struct kl_stats {
   uint64_t segments_helped;     /* of the segments a seek dated or read the
                                 ** tail of, those whose files a helper
                                 ** thread read (dating.h) */
+  uint64_t segments_skipped;    /* segments a scan with time bounds passed
+                                ** over unopened, every record's timestamp
+                                ** in them known to miss the bounds
+                                ** (segment.h kl_segment_facts_range) */
 } kl_stats;
 
 /* Largest allocation a length field on disk may cause: decompressed batches

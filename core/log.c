@@ -509,7 +509,11 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
   return KL_OK;
 }
 
-/* kl_log_seek_time, and with use_facts kl_log_find_time. */
+/* What seek_time may answer from the batch facts: nothing (the index
+** steps are asked for), the first record reaching t, or a floor of it. */
+enum { FIND_INDEX = 0, FIND_EXACT, FIND_FLOOR };
+
+/* kl_log_seek_time, kl_log_find_time or kl_log_find_time_floor, by use_facts. */
 static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_time_lookup *out,
                        kl_err *err) {
   memset(out, 0, sizeof *out);
@@ -522,9 +526,11 @@ static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_
     int64_t mx, at;
     if ((rc = kl_scan_max_timestamp(rd, s, &mx, &at, err)) != KL_OK) return rc;
     if (mx < t) continue;
-    int known = use_facts && !rd->skip ? kl_segment_facts_seek_time(s, t, &out->offset,
-                                                                     &out->timestamp)
-                                       : -1;
+    int known = !use_facts || rd->skip ? -1
+                : use_facts == FIND_FLOOR  ? kl_segment_facts_seek_batch(s, t, &out->offset)
+                                           : kl_segment_facts_seek_time(s, t, &out->offset,
+                                                                        &out->timestamp);
+    if (known == 1 && use_facts == FIND_FLOOR) out->timestamp = -1;
     if (known == 0) continue;
     if (known == 1) {
       out->status = KL_LOOKUP_OK;
@@ -553,11 +559,16 @@ static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_
 }
 
 kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
-  return seek_time(log, rd, t, 0, out, err);
+  return seek_time(log, rd, t, FIND_INDEX, out, err);
 }
 
 kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
-  return seek_time(log, rd, t, 1, out, err);
+  return seek_time(log, rd, t, FIND_EXACT, out, err);
+}
+
+kl_rc kl_log_find_time_floor(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
+                             kl_err *err) {
+  return seek_time(log, rd, t, FIND_FLOOR, out, err);
 }
 
 kl_rc kl_log_time_reached(kl_log *log, kl_reader *rd, int64_t t, int64_t *offset, int *found,

@@ -146,6 +146,15 @@ kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
 ** say nothing then. */
 kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err);
 
+/* kl_log_find_time for a scan that filters records by timestamp itself:
+** out->offset is at or below the first record reaching t, and every record
+** before it is below t.  Where the batch facts cover the segment it is the
+** first offset of the batch holding that record, found without reading
+** one (out->timestamp is then -1); elsewhere the record itself, as
+** kl_log_find_time finds it. */
+kl_rc kl_log_find_time_floor(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
+                             kl_err *err);
+
 /* The first data record (control records are not rows) carrying the
 ** smallest timestamp, from the batch facts alone (segment.h), reading
 ** nothing: *known = 0 when they cannot tell (a segment they do not cover,

@@ -25,6 +25,7 @@ int kl_segset_default_bound(void) {
 void kl_segset_init(kl_segset *set, int max_open) {
   memset(set, 0, sizeof *set);
   set->max_open = max_open > 0 ? max_open : kl_segset_default_bound();
+  set->max_ts_bytes = KL_SEGSET_MAX_TS_BYTES;
 }
 
 /* The bytes of the block holding a segment's three paths. */
@@ -413,7 +414,7 @@ const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos) {
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
                               int32_t n) {
   size_t bytes = (size_t)n * (sizeof *ts + (rend ? sizeof *rend : 0));
-  if (f->ts || n <= 0 || n != f->b.record_count || s->set->ts_bytes + bytes > KL_SEGSET_MAX_TS_BYTES) {
+  if (f->ts || n <= 0 || n != f->b.record_count || s->set->ts_bytes + bytes > s->set->max_ts_bytes) {
     return;
   }
   f->ts = kl_malloc(s->env, (size_t)n * sizeof *ts);
@@ -466,7 +467,11 @@ const kl_fact *kl_segment_fact_reaching(const kl_segment *s, int64_t offset) {
   return lo < s->nfacts ? &s->facts[lo] : NULL;
 }
 
-int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_t *ts) {
+/* With facts covering s: the index of the first fact whose running maximum
+** of max timestamps reaches t (nfacts when none does), or -1 when the facts
+** do not cover s or out of memory.  Its batch holds the first record that
+** reaches t: every record before it is below t. */
+static int64_t fact_reaching_time(kl_segment *s, int64_t t) {
   if (!kl_segment_facts_cover(s)) return -1;
   if (s->runmax_gen != s->facts_gen + 1) {
     int64_t *m = kl_realloc(s->env, s->runmax, s->nfacts * sizeof *m);
@@ -478,15 +483,63 @@ int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_
     }
     s->runmax_gen = s->facts_gen + 1;
   }
-  /* The first batch whose max reaches t holds the first record that does:
-  ** every record before it is below t. */
   size_t lo = 0, hi = s->nfacts;
   while (lo < hi) {
     size_t mid = lo + (hi - lo) / 2;
     if (s->runmax[mid] < t) lo = mid + 1;
     else hi = mid;
   }
-  if (lo == s->nfacts) return 0;
+  return (int64_t)lo;
+}
+
+int kl_segment_facts_seek_batch(kl_segment *s, int64_t t, int64_t *offset) {
+  int64_t i = fact_reaching_time(s, t);
+  if (i < 0) return -1;
+  if ((size_t)i == s->nfacts) return 0;
+  const kl_batch *b = &s->facts[i].b;
+  if (!b->first_known) return -1; /* a legacy wrapper's first offset */
+  *offset = b->base_offset;
+  return 1;
+}
+
+void kl_segment_decoded(kl_segment *s, kl_fact *f, int64_t min_ts) {
+  if (f->decoded) return;
+  f->min_ts = min_ts;
+  f->decoded = 1;
+  s->decoded_n++;
+}
+
+int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx) {
+  if (s->range_gen == s->facts_gen + 1 && s->range_dec == s->decoded_n) {
+    *mn = s->range_min;
+    *mx = s->range_max;
+    return 1;
+  }
+  /* Only a known answer is kept: once the facts cover the segment no fact
+  ** is added (nor a link or an end lost), so nothing but a fact decoded
+  ** or added changes it. */
+  if (!kl_segment_facts_cover(s)) return 0;
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (size_t i = 0; i < s->nfacts; i++) {
+    const kl_fact *f = &s->facts[i];
+    if (f->b.is_control || f->b.record_count == 0) continue;
+    if (!f->decoded) return 0;
+    if (f->min_ts < lo) lo = f->min_ts;
+    if (f->b.max_timestamp > hi) hi = f->b.max_timestamp;
+  }
+  s->range_min = *mn = lo;
+  s->range_max = *mx = hi;
+  s->range_gen = s->facts_gen + 1;
+  s->range_dec = s->decoded_n;
+  return 1;
+}
+
+int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_t *ts) {
+  /* The first batch whose max reaches t holds the first record that does:
+  ** every record before it is below t. */
+  int64_t lo = fact_reaching_time(s, t);
+  if (lo < 0) return -1;
+  if ((size_t)lo == s->nfacts) return 0;
   const kl_fact *f = &s->facts[lo];
   if (!f->ts) return -1;
   for (int32_t i = 0; i < f->b.record_count; i++) {

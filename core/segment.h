@@ -32,6 +32,8 @@ typedef struct kl_segset {
   int max_open;             /* the bound */
   size_t facts;             /* batch facts kept by all its segments */
   size_t ts_bytes;          /* bytes of record timestamps (and ends) they keep */
+  size_t max_ts_bytes;      /* and the most they may keep
+                            ** (KL_SEGSET_MAX_TS_BYTES unless changed) */
   size_t key_bytes;         /* bytes of key filters they keep */
   uint64_t uids;            /* identities given to its segments so far */
   struct kl_bcache *bcache; /* decompressed batches its lookups keep
@@ -172,6 +174,11 @@ struct kl_segment {
   int64_t *runmax;          /* with facts_cover: the running maximum of the
                             ** facts' max timestamps, for seeks by time, */
   uint64_t runmax_gen;      /* as of this facts_gen + 1 (0: none) */
+  uint64_t decoded_n;       /* facts marked decoded (kl_segment_decoded) */
+  int64_t range_min;        /* kl_segment_facts_range's answer, */
+  int64_t range_max;
+  uint64_t range_gen;       /* as of this facts_gen + 1 (0: none) */
+  uint64_t range_dec;       /* and this decoded_n */
 };
 
 /* Initialise (no disk access).  log_path is copied. */
@@ -242,12 +249,34 @@ int kl_segment_facts_cover(kl_segment *s);
 ** >= offset (offsets grow with positions), or NULL. */
 const kl_fact *kl_segment_fact_reaching(const kl_segment *s, int64_t offset);
 
+/* Where a scan that filters records by timestamp itself may start for
+** timestamps >= t, from the facts alone when they cover the segment: the
+** first batch whose running maximum of max timestamps reaches t (every
+** record before it is below t; no record is read).  1 with *offset its
+** first offset; 0 when no batch reaches t; -1 when the facts cannot tell
+** (they do not cover the segment, the batch's first offset is not known,
+** or out of memory). */
+int kl_segment_facts_seek_batch(kl_segment *s, int64_t t, int64_t *offset);
+
 /* A seek by time from the facts alone, when they cover the segment: the
 ** first record whose timestamp is >= t (control records count, as in
 ** Kafka's lookup).  1 with *offset and *ts; 0 when no record reaches t;
 ** -1 when the facts cannot tell (a batch on the way without its records'
 ** timestamps), or out of memory: then read the segment. */
 int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_t *ts);
+
+/* Every record of fact f's batch decoded, the smallest timestamp among them
+** min_ts: f->decoded and f->min_ts are set (once). */
+void kl_segment_decoded(kl_segment *s, kl_fact *f, int64_t min_ts);
+
+/* The smallest and largest timestamp of the segment's data records, exactly,
+** when its facts cover it and every data batch among them decoded once: 1
+** (*mn > *mx when it holds no data record), else 0.  Control batches are
+** not rows and count for neither; the largest is the batches' header
+** maximum, by which a batch is passed over too.  A window that misses
+** [*mn, *mx] has no row in the segment, which is then passed over
+** unopened.  Kept until a fact is added or decoded. */
+int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx);
 
 /* Keep a copy of the n timestamps of fact f's records (n is its record
 ** count) and, unless rend is NULL, where they end, within the log's

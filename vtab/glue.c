@@ -42,7 +42,8 @@ char *kl_stats_json(const kl_stats *s) {
       "\"bytes_read\":%llu,\"reads\":%llu,\"values_decoded\":%llu,\"schemas_parsed\":%llu,"
       "\"batches_ahead\":%llu,\"dirs_listed\":%llu,\"partitions_listed\":%llu,"
       "\"logs_opened\":%llu,\"sort_passes\":%llu,\"threads_started\":%llu,\"segments_dated\":%llu,"
-      "\"segments_mapped\":%llu,\"bytes_mapped\":%llu,\"segments_helped\":%llu}",
+      "\"segments_mapped\":%llu,\"bytes_mapped\":%llu,\"segments_helped\":%llu,"
+      "\"segments_skipped\":%llu}",
       (unsigned long long)s->segments_opened, (unsigned long long)s->index_probes,
       (unsigned long long)s->index_fallbacks, (unsigned long long)s->batch_headers,
       (unsigned long long)s->batches_decoded, (unsigned long long)s->batches_skipped,
@@ -54,5 +55,6 @@ char *kl_stats_json(const kl_stats *s) {
       (unsigned long long)s->logs_opened, (unsigned long long)s->sort_passes,
       (unsigned long long)s->threads_started, (unsigned long long)s->segments_dated,
       (unsigned long long)s->segments_mapped, (unsigned long long)s->bytes_mapped,
-      (unsigned long long)s->segments_helped);
+      (unsigned long long)s->segments_helped,
+      (unsigned long long)s->segments_skipped);
 }

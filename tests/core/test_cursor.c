@@ -273,6 +273,60 @@ static void random_bounds_on(const char *dir, int iterations, uint64_t seed) {
 ** 12+ segment log with every codec, LogAppendTime batches, transactional
 ** batches and COMMIT markers (never produced), non-monotonic timestamps.
 */
+/*
+** Windows on timestamps once every batch has decoded, with no record
+** timestamps kept (a set over its budget, as a log directory of millions
+** of records is): rows are counted from the batch headers and from the
+** edge batches' timestamps read from their bytes, no record decoded, and
+** they are the reference's; loaded, each row is the reference's record.
+*/
+static void test_windows_without_kept_timestamps(void **state) {
+  char *dir = t_mkdtemp("cur-times");
+  write_mixed_log(dir, 300, 4000, 300, 0, 46);
+  recs all = {0};
+  scan_all(dir, &all);
+  int64_t tlo = INT64_MAX, thi = INT64_MIN;
+  for (size_t i = 0; i < all.n; i++) {
+    if (all.r[i].ts < tlo) tlo = all.r[i].ts;
+    if (all.r[i].ts > thi) thi = all.r[i].ts;
+  }
+  kl_segset set;
+  kl_segset_init(&set, 0);
+  set.max_ts_bytes = 0;
+  kl_log *log = NULL;
+  kl_err err = {0};
+  assert_int_equal(kl_log_open_in(NULL, dir, &set, &log, &err), KL_OK);
+  kl_bounds b = kl_bounds_all();
+  check_bounds(log, &all, &b); /* every batch decodes once */
+  assert_int_equal(set.ts_bytes, 0);
+  uint64_t seed = 7;
+  kl_stats st = {0};
+  for (int i = 0; i < 400; i++) {
+    b = kl_bounds_all();
+    b.ts_lo = tlo + (int64_t)(t_rand(&seed) % (uint64_t)(thi - tlo + 1));
+    b.ts_hi = b.ts_lo + (int64_t)(t_rand(&seed) % (uint64_t)((thi - tlo) / 20 + 1));
+    size_t want = 0;
+    for (size_t j = 0; j < all.n; j++) want += in_bounds(&all.r[j], &b);
+    kl_cursor *c = NULL;
+    assert_int_equal(kl_cursor_new(log, &st, KL_ON_CORRUPT_ERROR, &c), KL_OK);
+    assert_int_equal(kl_cursor_start(c, &b, &err), KL_OK);
+    size_t n = 0;
+    kl_rc rc;
+    while ((rc = kl_cursor_next(c, &err)) == KL_OK) n++;
+    assert_int_equal(rc, KL_DONE);
+    kl_cursor_free(c);
+    if (n != want) fail_msg("window [%lld, %lld]: %zu rows, want %zu", (long long)b.ts_lo,
+                            (long long)b.ts_hi, n, want);
+    check_bounds(log, &all, &b);
+  }
+  assert_int_equal(st.records_decoded, 0);
+  assert_true(st.bytes_read > 0); /* the edge batches were read */
+  kl_log_close(log);
+  free(all.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
 static void test_random_bounds(void **state) {
   char *dir = t_mkdtemp("cur-random");
   write_mixed_log(dir, 300, 4000, 300, 0, 42);
@@ -657,6 +711,7 @@ static void test_point_lookup_work(void **state) {
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_random_bounds),
+      cmocka_unit_test(test_windows_without_kept_timestamps),
       cmocka_unit_test(test_random_bounds_dense_index),
       cmocka_unit_test(test_no_index_files),
       cmocka_unit_test(test_empty_and_outside),
