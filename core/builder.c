@@ -210,8 +210,8 @@ void kl_builder_next(kl_builder *b) {
 
 kl_rc kl_builder_finish(kl_builder *b, kl_buf *out, kl_err *err) {
   uint8_t h[KL_V2_HEADER];
-  const uint8_t *payload;
-  size_t len;
+  const uint8_t *payload = NULL;
+  size_t len = 0;
   kl_rc rc = kl_builder_seal(b, h, &payload, &len, err);
   if (rc) return rc;
   size_t start = out->len;

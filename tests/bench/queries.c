@@ -793,6 +793,19 @@ static void make_offsets(sqlite3 *db, long nk, long records) {
   exec_or_die(db, "COMMIT");
 }
 
+/* A join figure's verdict, plans and note: the kafka_log side k against
+** the native side n, with what each lookup decompressed and decoded. */
+static void judge_join(side *k, side *n, figure *f) {
+  f->correct = compare(k, n, NULL, 3, f->note, sizeof f->note);
+  plan_of(k, f->plan_k, sizeof f->plan_k);
+  plan_of(n, f->plan_n, sizeof f->plan_n);
+  double by, ba;
+  lookup_work(k, &by, &ba);
+  size_t nl = strlen(f->note);
+  snprintf(f->note + nl, sizeof f->note - nl, "%s%.0f bytes decompressed, %.2f batches decoded "
+           "per lookup", nl ? "; " : "", by, ba);
+}
+
 /* The join of lookups lookups from k into the table @T. */
 static void join_sql(char *b, size_t n, long lookups) {
   snprintf(b, n,
@@ -1148,14 +1161,7 @@ int main(int argc, char **argv) {
       side_init(&ns, "native", 0, main_db, ndb, tmpl, NULL, 0, 0, nk - o.lookups,
                 (double)o.lookups);
       for (int i = 0; i < 4; i++) {
-        fs[i]->correct = compare(&ks[i], &ns, NULL, 3, fs[i]->note, sizeof fs[i]->note);
-        plan_of(&ks[i], fs[i]->plan_k, sizeof fs[i]->plan_k);
-        plan_of(&ns, fs[i]->plan_n, sizeof fs[i]->plan_n);
-        double by, ba;
-        lookup_work(&ks[i], &by, &ba);
-        size_t nl = strlen(fs[i]->note);
-        snprintf(fs[i]->note + nl, sizeof fs[i]->note - nl, "%s%.0f bytes decompressed, %.2f "
-                 "batches decoded per lookup", nl ? "; " : "", by, ba);
+        judge_join(&ks[i], &ns, fs[i]);
       }
       side *all[5] = {&ks[0], &ks[1], &ks[2], &ks[3], &ns};
       double t[5];
@@ -1200,14 +1206,7 @@ int main(int argc, char **argv) {
                 (double)o.lookups);
       for (int i = 0; i < 3; i++) {
         run_once(&xs[i]); /* fills the kept batches, maps the files */
-        xf[i]->correct = compare(&xs[i], &ns, NULL, 3, xf[i]->note, sizeof xf[i]->note);
-        plan_of(&xs[i], xf[i]->plan_k, sizeof xf[i]->plan_k);
-        plan_of(&ns, xf[i]->plan_n, sizeof xf[i]->plan_n);
-        double by, ba;
-        lookup_work(&xs[i], &by, &ba);
-        size_t nl = strlen(xf[i]->note);
-        snprintf(xf[i]->note + nl, sizeof xf[i]->note - nl, "%s%.0f bytes decompressed, %.2f "
-                 "batches decoded per lookup", nl ? "; " : "", by, ba);
+        judge_join(&xs[i], &ns, xf[i]);
       }
       /* Measured one at a time: the sides on one log share the table's
       ** kept batches and its open segments. */
