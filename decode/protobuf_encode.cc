@@ -576,9 +576,9 @@ static bool is_decimal(const gp::Descriptor *d) {
 /* A decimal's number text t (n bytes, JSON's grammar) as Java's
 ** BigDecimal reads it: *neg, its digits without leading zeros into dig
 ** (*k of them) and *scale; NULL, or why not.  Trailing zeros that would
-** not fit become a negative scale instead, the same value: the decoder
-** writes a negative scale as zeros ("3186E780" as 3186 and 780 zeros),
-** and what it writes must encode again. */
+** not fit become a negative scale instead, the same value, as few as
+** need to: the decoder writes a negative scale as zeros ("3186E780" as
+** 3186 and 780 zeros), and what it writes must encode again. */
 static const char *decimal_digits(const char *t, size_t n, bool *neg, char *dig, size_t *k,
                                   long *scale) {
   const char *end = t + n;
@@ -604,12 +604,10 @@ static const char *decimal_digits(const char *t, size_t n, bool *neg, char *dig,
     zeros = 0;
     dig[(*k)++] = *t;
   }
-  if (*k + (size_t)zeros <= DEC_DIGITS) {
-    memset(dig + *k, '0', (size_t)zeros);
-    *k += (size_t)zeros;
-    zeros = 0;
-  }
-  *scale = frac - zeros - exponent(t, end);
+  long keep = std::min(zeros, (long)(DEC_DIGITS - *k)); /* the fewest dropped */
+  memset(dig + *k, '0', (size_t)keep);
+  *k += (size_t)keep;
+  *scale = frac - (zeros - keep) - exponent(t, end);
   if (*scale > KL_PROTO_MAX_SCALE || *scale < -KL_PROTO_MAX_SCALE)
     return "has a scale beyond 1000 either way";
   return nullptr;

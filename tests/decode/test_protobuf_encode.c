@@ -308,6 +308,10 @@ static void test_other_forms(void **state) {
   snprintf(want, sizeof want, "{\"price\":3186%0780d,\"label\":null,\"ttl\":null}", 0);
   trip("confluent.proto", NULL, "{\"price\":0.3186E784}", want, NULL);
   trip("confluent.proto", NULL, big, want, NULL);
+  /* scale -1000 written as 1009 digits: as few zeros dropped as fit */
+  char most[1100];
+  snprintf(most, sizeof most, "{\"price\":-1%01008d,\"label\":null,\"ttl\":null}", 0);
+  trip("confluent.proto", NULL, "{\"price\":-100000000E01000}", most, NULL);
 }
 
 /* JSON that does not fit the schema: the member path and what is wrong. */
