@@ -531,6 +531,7 @@ static void reset_filter(kl_vcursor *c, int idx) {
   c->skip = 0;
   c->part_row = 0;
   c->row_part = NULL;
+  c->len_part = NULL; /* partitions may be listed again, at the same addresses */
   c->pid_lo = INT64_MIN;
   c->pid_hi = INT64_MAX;
   c->batch_terms = 1; /* until the terms are read */
