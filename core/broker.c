@@ -250,25 +250,28 @@ static kl_rc ckpts_read(const kl_broker *b, const char *logdir, ckpts *ck, kl_er
   return KL_OK;
 }
 
-/* Files only a log directory holds. */
-static int logdir_marker(const char *name) {
-  for (int i = 0; i < KL_CKPT_COUNT; i++) {
-    if (strcmp(name, kl_checkpoint_name(i)) == 0) return 1;
-  }
-  return strcmp(name, "meta.properties") == 0 || strcmp(name, ".kafka_cleanshutdown") == 0 ||
-         strcmp(name, "cleaner-offset-checkpoint") == 0;
+/* Files only a log directory holds: its checkpoints, then these. */
+static const char *const kMarkers[] = {"meta.properties", ".kafka_cleanshutdown",
+                                       "cleaner-offset-checkpoint"};
+#define NMARKERS (KL_CKPT_COUNT + (int)(sizeof kMarkers / sizeof kMarkers[0]))
+
+static const char *marker_name(int i) {
+  return i < KL_CKPT_COUNT ? kl_checkpoint_name(i) : kMarkers[i - KL_CKPT_COUNT];
 }
 
-/* Does dir hold one of the files only a log directory holds (looked up by
-** name, none listed)? */
+static int logdir_marker(const char *name) {
+  for (int i = 0; i < NMARKERS; i++) {
+    if (strcmp(name, marker_name(i)) == 0) return 1;
+  }
+  return 0;
+}
+
+/* Does dir hold one of them (looked up by name, none listed)? */
 static int has_marker(const kl_env *env, const char *dir) {
-  static const char *const others[] = {"meta.properties", ".kafka_cleanshutdown",
-                                       "cleaner-offset-checkpoint"};
   char path[4096];
   struct stat st;
-  for (int i = 0; i < KL_CKPT_COUNT + 3; i++) {
-    const char *name = i < KL_CKPT_COUNT ? kl_checkpoint_name(i) : others[i - KL_CKPT_COUNT];
-    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path) return 0;
+  for (int i = 0; i < NMARKERS; i++) {
+    if (snprintf(path, sizeof path, "%s/%s", dir, marker_name(i)) >= (int)sizeof path) return 0;
     if (kl_os_stat(env, path, &st) == 0) return 1;
   }
   return 0;
