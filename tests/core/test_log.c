@@ -943,6 +943,13 @@ static void test_dating_from_time_index(void **state) {
   free(dir);
 }
 
+/* The largest timestamp of the records a (INT64_MIN when none). */
+static int64_t largest_ts(const recs *a) {
+  int64_t m = INT64_MIN;
+  for (size_t i = 0; i < a->n; i++) m = a->r[i].ts > m ? a->r[i].ts : m;
+  return m;
+}
+
 /*
 ** What dating costs a seek by time on a fresh log: each closed segment
 ** before the answer's is dated by its time index's tail in five system
@@ -966,8 +973,7 @@ static void test_dating_system_calls(void **state) {
     crossed += a.r[i].seg_base != a.r[i - 1].seg_base && a.r[i].ts < a.r[i - 1].ts;
   }
   assert_true(crossed > 0);
-  int64_t ts_max = INT64_MIN;
-  for (size_t i = 0; i < a.n; i++) ts_max = a.r[i].ts > ts_max ? a.r[i].ts : ts_max;
+  int64_t ts_max = largest_ts(&a);
   for (int k = 0; k < 4; k++) {
     /* In the first segment, a third and two thirds in, past every record. */
     int64_t t = k == 3 ? ts_max + 1 : a.r[a.n * (size_t)k / 3].ts;
@@ -1074,8 +1080,7 @@ static void test_dating_with_a_helper(void **state) {
   kl_date_end(p);
   free(paths);
   close_log(log);
-  int64_t ts_max = INT64_MIN;
-  for (i = 0; i < a.n; i++) ts_max = a.r[i].ts > ts_max ? a.r[i].ts : ts_max;
+  int64_t ts_max = largest_ts(&a);
   for (int k = 0; k < 5; k++) {
     int64_t t = k == 4 ? ts_max + 1 : a.r[a.n * (size_t)k / 4].ts + 1;
     kl_time_lookup tl[2];
