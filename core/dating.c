@@ -18,11 +18,11 @@ static int not_before(const struct timespec *a, const struct timespec *b) {
   return a->tv_sec > b->tv_sec || (a->tv_sec == b->tv_sec && a->tv_nsec >= b->tv_nsec);
 }
 
-void kl_date_fetch(const kl_env *env, const char *log_path, const char *ti_path,
-                   kl_date_facts *f) {
+void kl_date_fetch(const kl_env *env, int dirfd, size_t off, const char *log_path,
+                   const char *ti_path, kl_date_facts *f) {
   memset(f, 0, sizeof *f);
   struct stat ls, ts;
-  if (kl_os_stat(env, log_path, &ls) != 0) {
+  if (kl_os_stat_at(env, dirfd, log_path, off, &ls) != 0) {
     f->state = KL_DATE_NOLOG;
     return;
   }
@@ -37,7 +37,7 @@ void kl_date_fetch(const kl_env *env, const char *log_path, const char *ti_path,
     return;
   }
   int fd;
-  if (kl_fd_open_stat(env, ti_path, O_RDONLY, 0, &fd, &ts, NULL) != KL_OK) {
+  if (kl_fd_open_stat_at(env, dirfd, ti_path, off, O_RDONLY, 0, &fd, &ts, NULL) != KL_OK) {
     f->state = KL_DATE_NOINDEX;
     return;
   }
@@ -60,6 +60,8 @@ void kl_date_fetch(const kl_env *env, const char *log_path, const char *ti_path,
 
 struct kl_date_pass {
   const kl_env *env;
+  int dirfd;                /* the segments' directory, or -1 */
+  size_t off;               /* its path's length in theirs */
   const char *const *paths;
   size_t n, nchunks;
   kl_date_facts *facts;     /* n of them */
@@ -93,7 +95,7 @@ static void read_chunk(kl_date_pass *p, size_t c, int helper) {
     if (helper && atomic_load_explicit(&p->stop, memory_order_relaxed)) break;
     const char *lp = p->paths[2 * i], *tp = p->paths[2 * i + 1];
     if (!lp || !tp) continue;
-    kl_date_fetch(p->env, lp, tp, &p->facts[i]);
+    kl_date_fetch(p->env, p->dirfd, p->off, lp, tp, &p->facts[i]);
   }
   atomic_store_explicit(&p->chunk[c], helper ? 3 : 2, memory_order_release);
 }
@@ -126,8 +128,8 @@ static int core_idle(const kl_env *env) {
   return p && *p == '/' && running > 0 && running < cores;
 }
 
-kl_rc kl_date_begin(const kl_env *env, const char *const *paths, size_t n, int if_idle,
-                    kl_date_pass **out) {
+kl_rc kl_date_begin(const kl_env *env, int dirfd, size_t off, const char *const *paths,
+                    size_t n, int if_idle, kl_date_pass **out) {
   *out = NULL;
   /* A helper on a machine with no core to spare only takes turns with the
   ** caller, and joining it waits for the scheduler to run it again. */
@@ -136,6 +138,8 @@ kl_rc kl_date_begin(const kl_env *env, const char *const *paths, size_t n, int i
   if (!p) return KL_NOMEM;
   memset(p, 0, sizeof *p);
   p->env = env;
+  p->dirfd = dirfd;
+  p->off = off;
   p->paths = paths;
   p->n = n;
   p->nchunks = (n + CHUNK - 1) / CHUNK;
@@ -167,18 +171,27 @@ const kl_date_facts *kl_date_get(kl_date_pass *p, size_t i) {
     if (c < p->nchunks) read_chunk(p, c, 0);
   }
   int by = atomic_load_explicit(&p->chunk[want], memory_order_acquire);
+  /* The helper is reading it: read a chunk ahead meanwhile, which the
+  ** caller needs next unless the answer comes first, so that the two
+  ** threads take the chunks in turn rather than both reading want. */
+  while (by == 1) {
+    size_t c = take(p);
+    if (c >= p->nchunks) break;
+    read_chunk(p, c, 0);
+    by = atomic_load_explicit(&p->chunk[want], memory_order_acquire);
+  }
   if (by == 1) {
-    /* The helper is reading it: read this segment again rather than wait
-    ** on a thread the machine may not be running now. */
+    /* None is left to read: read this segment again rather than wait on a
+    ** thread the machine may not be running now. */
     memset(&p->mine, 0, sizeof p->mine);
     if (p->paths[2 * i] && p->paths[2 * i + 1]) {
-      kl_date_fetch(p->env, p->paths[2 * i], p->paths[2 * i + 1], &p->mine);
+      kl_date_fetch(p->env, p->dirfd, p->off, p->paths[2 * i], p->paths[2 * i + 1], &p->mine);
     }
     return &p->mine;
   }
   kl_date_facts *f = &p->facts[i];
   if (f->state == KL_DATE_UNREAD && p->paths[2 * i] && p->paths[2 * i + 1]) {
-    kl_date_fetch(p->env, p->paths[2 * i], p->paths[2 * i + 1], f);
+    kl_date_fetch(p->env, p->dirfd, p->off, p->paths[2 * i], p->paths[2 * i + 1], f);
   } else if (by == 3 && f->state != KL_DATE_UNREAD) {
     p->helped++;
   }

@@ -55,16 +55,19 @@ enum {
 };
 
 /* Read the facts of the segment whose files are log_path and ti_path
-** (through env's system calls; safe on any thread). */
-void kl_date_fetch(const kl_env *env, const char *log_path, const char *ti_path,
-                   kl_date_facts *f);
+** (through env's system calls; safe on any thread).  With dirfd >= 0, the
+** directory holding both, whose path is their first off bytes, the calls
+** name the files under it (os.h kl_os_open_at). */
+void kl_date_fetch(const kl_env *env, int dirfd, size_t off, const char *log_path,
+                   const char *ti_path, kl_date_facts *f);
 
 /* Facts of many segments read ahead by one helper thread, while the caller
 ** takes them in order (kl_date_get).  Each thread takes chunks of segments
 ** in order; the caller never waits for the helper: a segment whose chunk
-** no one has taken it reads with its chunk, and one whose chunk the helper
-** is reading it reads again on its own (on a loaded machine the helper may
-** not be running at all). */
+** no one has taken it reads with its chunk, and while the helper is reading
+** the chunk it wants, it reads the next free chunk instead (so the threads
+** take the chunks in turn); with none left, it reads that segment again on
+** its own (on a loaded machine the helper may not be running at all). */
 typedef struct kl_date_pass kl_date_pass;
 
 /* Segments with more undated ones ahead than this are worth a thread
@@ -74,14 +77,15 @@ typedef struct kl_date_pass kl_date_pass;
 /* A pass over n segments: the paths of segment i are paths[2 i] (.log) and
 ** paths[2 i + 1] (.timeindex), NULL for a segment that is not dated from
 ** its files (its facts stay KL_DATE_UNREAD); the strings must stay valid
-** until kl_date_end.  The helper starts at once (with if_idle, only when a
-** core is idle now
-** (fewer threads running than cores online: on a busy machine a helper
-** only takes turns with the caller, and joining it waits for the
-** scheduler to run it again)).  KL_BUSY when none is, KL_NOMEM, or KL_IO
-** when the thread cannot start: the caller dates the segments itself. */
-kl_rc kl_date_begin(const kl_env *env, const char *const *paths, size_t n, int if_idle,
-                    kl_date_pass **out);
+** until kl_date_end, and dirfd (-1, or the directory whose path is their
+** first off bytes: kl_date_fetch) open.  The helper starts at once (with
+** if_idle, only when a core is idle now: fewer threads running than cores
+** online; on a busy machine a helper only takes turns with the caller, and
+** joining it waits for the scheduler to run it again).  KL_BUSY when none
+** is, KL_NOMEM, or KL_IO when the thread cannot start: the caller dates
+** the segments itself. */
+kl_rc kl_date_begin(const kl_env *env, int dirfd, size_t off, const char *const *paths,
+                    size_t n, int if_idle, kl_date_pass **out);
 
 /* The facts of segment i (i < n; taken in increasing order), valid until
 ** the next call. */

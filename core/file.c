@@ -40,13 +40,13 @@ static const char *kind_of(mode_t m) {
 ** (clearing it would cost every open a call more); a failed
 ** open is classed as kl_write_rc classes it when it creates or writes, else
 ** KL_CANTOPEN but for a failing device (EIO: KL_IO). */
-static kl_rc open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
-                       struct stat *out, kl_err *err) {
+static kl_rc open_stat(const kl_env *env, int dirfd, const char *path, size_t off, int flags,
+                       int mode, int *fd, struct stat *out, kl_err *err) {
   int want_dir = (flags & O_DIRECTORY) != 0;
   int writes = (flags & (O_CREAT | O_WRONLY | O_RDWR)) != 0;
   const char *want = want_dir ? "a directory" : "a regular file";
   struct stat st;
-  *fd = kl_os_open(env, path, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
+  *fd = kl_os_open_at(env, dirfd, path, off, flags | O_CLOEXEC | O_NONBLOCK | O_NOCTTY, mode);
   if (*fd < 0) {
     int e = errno;
     if (e == ENOENT && !(flags & O_CREAT)) return KL_NOTFOUND;
@@ -88,12 +88,17 @@ static kl_rc open_stat(const kl_env *env, const char *path, int flags, int mode,
 kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *fd,
                  kl_err *err) {
   struct stat st;
-  return open_stat(env, path, flags, mode, fd, &st, err);
+  return open_stat(env, -1, path, 0, flags, mode, fd, &st, err);
 }
 
 kl_rc kl_fd_open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
                       struct stat *st, kl_err *err) {
-  return open_stat(env, path, flags, mode, fd, st, err);
+  return open_stat(env, -1, path, 0, flags, mode, fd, st, err);
+}
+
+kl_rc kl_fd_open_stat_at(const kl_env *env, int dirfd, const char *path, size_t off, int flags,
+                         int mode, int *fd, struct stat *st, kl_err *err) {
+  return open_stat(env, dirfd, path, off, flags, mode, fd, st, err);
 }
 
 kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err) {
@@ -103,7 +108,7 @@ kl_rc kl_file_open(kl_file *f, const kl_env *env, const char *path, kl_err *err)
   f->path = path;
   int fd;
   struct stat st = {0};
-  kl_rc rc = open_stat(env, path, O_RDONLY, 0, &fd, &st, err);
+  kl_rc rc = open_stat(env, -1, path, 0, O_RDONLY, 0, &fd, &st, err);
   if (rc) return rc;
   f->fd = fd;
   f->size = st.st_size;

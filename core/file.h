@@ -60,6 +60,10 @@ kl_rc kl_fd_open(const kl_env *env, const char *path, int flags, int mode, int *
 struct stat;
 kl_rc kl_fd_open_stat(const kl_env *env, const char *path, int flags, int mode, int *fd,
                       struct stat *st, kl_err *err);
+/* The same with the open made under the directory dirfd holding the first
+** off bytes of path (os.h kl_os_open_at; dirfd < 0: the whole path). */
+kl_rc kl_fd_open_stat_at(const kl_env *env, int dirfd, const char *path, size_t off, int flags,
+                         int mode, int *fd, struct stat *st, kl_err *err);
 
 /* Open path read-only (kl_fd_open).  KL_NOTFOUND when it does not exist (no
 ** message); otherwise as kl_fd_open fails.  f->path borrows path. */

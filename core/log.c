@@ -4,6 +4,7 @@
 #include "log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -436,11 +437,30 @@ kl_rc kl_log_lookup_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *
   return kl_log_seek_time(log, rd, t, out, err);
 }
 
+/* Are s's files named by the log's directory and their own name (so that
+** dating may name them under a descriptor of the directory)? */
+static int in_dir(const kl_log *log, const kl_segment *s) {
+  size_t n = strlen(log->dir);
+  return (size_t)(s->name - s->log_path) == n + 1 && memcmp(s->log_path, log->dir, n) == 0;
+}
+
+static int all_in_dir(const kl_log *log, size_t from) {
+  for (size_t i = from; i < log->nseg; i++) {
+    if (!in_dir(log, log->arr[i])) return 0;
+  }
+  return 1;
+}
+
+/* Segments worth opening their directory for, to date them by name under
+** it (two calls more; each saves the kernel a walk of the whole path). */
+#define DATE_IN_DIR_MIN 16
+
 /* A helper thread reading the facts that date the segments from
 ** log->nknown on (dating.h), for those kl_scan_max_timestamp would date
 ** from their files.  KL_OK with *pass NULL when it does not start: the
 ** seek dates them on its own. */
-static kl_rc begin_pass(kl_log *log, kl_reader *rd, const char ***paths, kl_date_pass **pass) {
+static kl_rc begin_pass(kl_log *log, kl_reader *rd, int dirfd, const char ***paths,
+                        kl_date_pass **pass) {
   size_t n = log->nseg - log->nknown, want = 0;
   *pass = NULL;
   *paths = kl_malloc(log->env, 2 * n * sizeof **paths);
@@ -452,7 +472,7 @@ static kl_rc begin_pass(kl_log *log, kl_reader *rd, const char ***paths, kl_date
     (*paths)[2 * i + 1] = d ? s->timeindex_path : NULL;
     want += d;
   }
-  if (want <= KL_DATE_PASS_MIN || kl_date_begin(log->env, *paths, n, 1, pass) != KL_OK) {
+  if (want <= KL_DATE_PASS_MIN || kl_date_begin(log->env, dirfd, strlen(log->dir) + 1, *paths, n, 1, pass) != KL_OK) {
     kl_free(log->env, *paths);
     *paths = NULL;
   }
@@ -485,12 +505,25 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
   const char **paths = NULL;
   size_t from = log->nknown;
   kl_rc rc = KL_OK;
-  if (rd->helpers && log->nseg - from > KL_DATE_PASS_MIN) rc = begin_pass(log, rd, &paths, &pass);
+  int dirfd = -1;
+  if (log->nseg - from >= DATE_IN_DIR_MIN && all_in_dir(log, from)) {
+    dirfd = kl_os_open(log->env, log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+  }
+  if (rd->helpers && log->nseg - from > KL_DATE_PASS_MIN) {
+    rc = begin_pass(log, rd, dirfd, &paths, &pass);
+  }
   while (rc == KL_OK && log->nknown < log->nseg &&
          (log->nknown == 0 || log->runmax[log->nknown - 1] < t)) {
     int64_t m, at;
+    kl_segment *g = log->arr[log->nknown];
     const kl_date_facts *f = pass ? kl_date_get(pass, log->nknown - from) : NULL;
-    rc = kl_scan_max_timestamp_from(rd, log->arr[log->nknown], f, &m, &at, err);
+    kl_date_facts mine;
+    if (!pass && dirfd >= 0 && kl_scan_datable(rd, g)) {
+      kl_date_fetch(log->env, dirfd, strlen(log->dir) + 1, g->log_path, g->timeindex_path,
+                    &mine);
+      f = &mine;
+    }
+    rc = kl_scan_max_timestamp_from(rd, g, f, &m, &at, err);
     if (rc) break;
     if (log->nknown > 0 && log->runmax[log->nknown - 1] > m) m = log->runmax[log->nknown - 1];
     log->runmax[log->nknown++] = m;
@@ -498,6 +531,7 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
   if (pass) rd->stats->segments_helped += kl_date_helped(pass);
   kl_date_end(pass);
   kl_free(log->env, paths);
+  if (dirfd >= 0) kl_os_close(log->env, dirfd);
   if (rc) return rc;
   size_t lo = 0, hi = log->nknown;
   while (lo < hi) {

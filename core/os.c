@@ -132,11 +132,20 @@ static int px_unmap(const kl_os *os, void *p, size_t n) {
   return munmap(p, n);
 }
 
+static int px_open_at(const kl_os *os, int dirfd, const char *name, int flags, int mode) {
+  (void)os;
+  return openat(dirfd, name, flags, mode);
+}
+static int px_stat_at(const kl_os *os, int dirfd, const char *name, struct stat *st) {
+  (void)os;
+  return fstatat(dirfd, name, st, 0);
+}
+
 static const kl_os posix = {
   NULL,        px_open,    px_close,   px_read,   px_write,    px_writev,   px_sync,
   px_truncate, px_stat,    px_fstat,   px_rename, px_unlink,   px_mkdir,    px_rmdir,
   px_opendir,  px_readdir, px_closedir, px_lock,  px_seek_data, px_fixed_size, px_map,
-  px_unmap,
+  px_unmap,    px_open_at, px_stat_at,
 };
 
 const kl_os *kl_os_posix(void) { return &posix; }
@@ -151,6 +160,19 @@ int kl_os_open(const kl_env *env, const char *path, int flags, int mode) {
   return CALL(env, xOpen, path, flags, mode);
 }
 int kl_os_close(const kl_env *env, int fd) { return CALL(env, xClose, fd); }
+int kl_os_open_at(const kl_env *env, int dirfd, const char *path, size_t off, int flags,
+                  int mode) {
+  const kl_os *os = OS(env);
+  if (dirfd >= 0 && os->xOpenAt) return os->xOpenAt(os, dirfd, path + off, flags, mode);
+  if (dirfd < 0 || os->xOpen) return kl_os_open(env, path, flags, mode);
+  return posix.xOpenAt(&posix, dirfd, path + off, flags, mode);
+}
+int kl_os_stat_at(const kl_env *env, int dirfd, const char *path, size_t off, struct stat *st) {
+  const kl_os *os = OS(env);
+  if (dirfd >= 0 && os->xStatAt) return os->xStatAt(os, dirfd, path + off, st);
+  if (dirfd < 0 || os->xStat) return kl_os_stat(env, path, st);
+  return posix.xStatAt(&posix, dirfd, path + off, st);
+}
 long kl_os_read(const kl_env *env, int fd, void *buf, size_t n, int64_t pos) {
   return CALL(env, xRead, fd, buf, n, pos);
 }

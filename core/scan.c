@@ -1053,7 +1053,7 @@ kl_rc kl_scan_max_timestamp_from(kl_reader *rd, kl_segment *s, const kl_date_fac
   if (kl_scan_datable(rd, s)) {
     kl_date_facts mine;
     if (!f) {
-      kl_date_fetch(s->env, s->log_path, s->timeindex_path, &mine);
+      kl_date_fetch(s->env, -1, 0, s->log_path, s->timeindex_path, &mine);
       f = &mine;
     }
     date_from_facts(s, f, rd->stats);

@@ -1052,7 +1052,7 @@ static void test_dating_with_a_helper(void **state) {
   }
   for (int round = 0; round < 3; round++) {
     kl_date_pass *p;
-    assert_int_equal(kl_date_begin(NULL, paths, n, 0, &p), KL_OK);
+    assert_int_equal(kl_date_begin(NULL, -1, 0, paths, n, 0, &p), KL_OK);
     for (i = 0; i < n; i++) {
       const kl_date_facts *f = kl_date_get(p, i);
       if (!paths[2 * i]) {
@@ -1060,7 +1060,7 @@ static void test_dating_with_a_helper(void **state) {
         continue;
       }
       kl_date_facts mine;
-      kl_date_fetch(NULL, paths[2 * i], paths[2 * i + 1], &mine);
+      kl_date_fetch(NULL, -1, 0, paths[2 * i], paths[2 * i + 1], &mine);
       assert_int_equal(f->state, KL_DATE_READ);
       assert_int_equal(f->state, mine.state);
       assert_int_equal(f->log_size, mine.log_size);
@@ -1075,7 +1075,7 @@ static void test_dating_with_a_helper(void **state) {
   }
   /* Stopped early, a pass ends at once. */
   kl_date_pass *p;
-  assert_int_equal(kl_date_begin(NULL, paths, n, 0, &p), KL_OK);
+  assert_int_equal(kl_date_begin(NULL, -1, 0, paths, n, 0, &p), KL_OK);
   assert_int_equal(kl_date_get(p, 0)->state, KL_DATE_READ);
   kl_date_end(p);
   free(paths);
