@@ -10,6 +10,7 @@
 */
 #include "testutil.h"
 
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <fcntl.h>
@@ -1050,9 +1051,14 @@ static void test_dating_with_a_helper(void **state) {
     paths[2 * i] = s->log_path;
     paths[2 * i + 1] = s->timeindex_path;
   }
+  /* Rounds 1 and 2 name the files under a descriptor of the directory. */
+  int dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  assert_true(dirfd >= 0);
+  size_t off = strlen(dir) + 1;
   for (int round = 0; round < 3; round++) {
     kl_date_pass *p;
-    assert_int_equal(kl_date_begin(NULL, -1, 0, paths, n, 0, &p), KL_OK);
+    int dfd = round ? dirfd : -1;
+    assert_int_equal(kl_date_begin(NULL, dfd, round ? off : 0, paths, n, 0, &p), KL_OK);
     for (i = 0; i < n; i++) {
       const kl_date_facts *f = kl_date_get(p, i);
       if (!paths[2 * i]) {
@@ -1073,6 +1079,7 @@ static void test_dating_with_a_helper(void **state) {
     assert_true(kl_date_helped(p) <= n);
     kl_date_end(p);
   }
+  close(dirfd);
   /* Stopped early, a pass ends at once. */
   kl_date_pass *p;
   assert_int_equal(kl_date_begin(NULL, -1, 0, paths, n, 0, &p), KL_OK);
@@ -1114,6 +1121,70 @@ static void test_dating_with_a_helper(void **state) {
   free(dir);
 }
 
+/* A table with calls of its own (here: counting) sees every call dating
+** makes, by whole path, though the POSIX table's dating names files under
+** a descriptor of their directory (os.h kl_os_open_at). */
+typedef struct counting_os {
+  kl_os os;
+  atomic_int ti_opens, log_stats; /* a helper thread calls too */
+} counting_os;
+
+static int ends_with(const char *s, const char *suffix) {
+  size_t n = strlen(s), k = strlen(suffix);
+  return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+static int c_open(const kl_os *os, const char *path, int flags, int mode) {
+  counting_os *c = (counting_os *)os->ud;
+  assert_true(path[0] == '/');
+  if (ends_with(path, ".timeindex")) atomic_fetch_add(&c->ti_opens, 1);
+  return kl_os_posix()->xOpen(kl_os_posix(), path, flags, mode);
+}
+static int c_stat(const kl_os *os, const char *path, struct stat *st) {
+  counting_os *c = (counting_os *)os->ud;
+  assert_true(path[0] == '/');
+  if (ends_with(path, ".log")) atomic_fetch_add(&c->log_stats, 1);
+  return kl_os_posix()->xStat(kl_os_posix(), path, st);
+}
+
+static void test_dating_through_the_os_table(void **state) {
+  (void)state;
+  char *dir = t_mkdtemp("log-dating-os");
+  char *abs = realpath(dir, NULL);
+  kw_options o = opts(600, 200, 0, KL_CODEC_NONE);
+  write_log(abs, &o, 400, 0, ts_jitter, 7);
+  recs a = {0};
+  kl_log *log = open_log(abs);
+  scan_all(log, &a);
+  close_log(log);
+  int64_t t = largest_ts(&a) + 1; /* dates every closed segment */
+  for (int h = 0; h < 2; h++) {
+    counting_os c = {.os = {.xOpen = c_open, .xStat = c_stat}};
+    atomic_init(&c.ti_opens, 0);
+    atomic_init(&c.log_stats, 0);
+    c.os.ud = &c;
+    kl_env env = {0};
+    env.os = &c.os;
+    kl_log *lg = NULL;
+    kl_err err = {0};
+    assert_int_equal(kl_log_open(&env, abs, &lg, &err), KL_OK);
+    kl_reader rd;
+    kl_reader_init(&rd, &env, NULL, KL_ON_CORRUPT_ERROR);
+    rd.helpers = h;
+    kl_time_lookup tl;
+    assert_int_equal(kl_log_lookup_time(lg, &rd, t, &tl, &err), KL_OK);
+    assert_int_equal(tl.status, KL_LOOKUP_NOT_FOUND);
+    assert_true(rd.stats->segments_dated > 16);
+    assert_true((uint64_t)atomic_load(&c.ti_opens) >= rd.stats->segments_dated);
+    assert_true((uint64_t)atomic_load(&c.log_stats) >= rd.stats->segments_dated);
+    kl_reader_free(&rd);
+    kl_log_close(lg);
+  }
+  free(a.r);
+  t_rmdir(abs);
+  free(abs);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_open_missing_dir),
@@ -1133,6 +1204,7 @@ int main(void) {
       cmocka_unit_test(test_dating_from_time_index),
       cmocka_unit_test(test_dating_system_calls),
       cmocka_unit_test(test_dating_with_a_helper),
+      cmocka_unit_test(test_dating_through_the_os_table),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
