@@ -373,16 +373,28 @@ static kl_rc data_end(kl_scan *sc, int end, int64_t pos, const char *what) {
   return KL_DONE;
 }
 
+/* The longest context stretch read at once (a longer one is read header
+** by header). */
+#define KL_CONTEXT_READ_MAX ((int64_t)64 << 10)
+
 /* Walk the context stretch [pos, verify_from): offsets only.  If it does
 ** not lead exactly to verify_from, the walk starts there without it. */
 static kl_rc walk_context(kl_scan *sc, kl_err *err) {
   kl_segment *s = sc->seg;
+  /* The stretch lies between two index entries (Kafka's index interval,
+  ** 4 KiB by default, or one batch): read it whole with the header at its
+  ** end (the entry a seek checks), or a log of small batches pays a read
+  ** for each header, and again for a second seek to the same entry. */
+  kl_window *w = &sc->rd->ctx;
+  size_t was = w->min_read;
+  int64_t span = sc->verify_from - sc->pos + KL_V2_HEADER;
+  if (span > (int64_t)was && span <= KL_CONTEXT_READ_MAX) w->min_read = (size_t)span;
+  kl_rc rc = KL_OK;
   while (sc->pos < sc->verify_from) {
     kl_batch b;
     char msg[600];
     int st;
-    kl_rc rc = entry_in(sc->rd, &sc->rd->ctx, s, sc->pos, &b, &st, msg, sizeof msg, err);
-    if (rc) return rc;
+    if ((rc = entry_in(sc->rd, w, s, sc->pos, &b, &st, msg, sizeof msg, err)) != KL_OK) break;
     if (st != E_BATCH || sc->pos + b.size > sc->verify_from) {
       sc->have_prev = 0;
       break;
@@ -393,6 +405,8 @@ static kl_rc walk_context(kl_scan *sc, kl_err *err) {
     sc->prev_unverified = 1;
     sc->pos += b.size;
   }
+  w->min_read = was;
+  if (rc) return rc;
   sc->pos = sc->verify_from;
   return KL_OK;
 }

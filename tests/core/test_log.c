@@ -1121,6 +1121,40 @@ static void test_dating_with_a_helper(void **state) {
   free(dir);
 }
 
+/*
+** A seek by time into a log of small batches reads the stretch between
+** the two index entries before the target at once (scan.c walk_context),
+** not a header at a time: a few reads a lookup however many batches the
+** index interval holds, and the same answers as a plain walk.
+*/
+static void test_seek_reads_context_whole(void **state) {
+  (void)state;
+  char *dir = t_mkdtemp("log-context-read");
+  kw_options o = opts(1 << 20, 32768, 0, KL_CODEC_NONE);
+  write_log(dir, &o, 600, 64, ts_jitter, 5); /* ~2 KB batches, ~16 a stretch */
+  recs a = {0};
+  kl_log *log = open_log(dir);
+  scan_all(log, &a);
+  close_log(log);
+  uint64_t seed = 11;
+  for (int k = 0; k < 20; k++) {
+    int64_t t = a.r[t_rand(&seed) % a.n].ts;
+    kl_log *lg = open_log(dir);
+    kl_time_lookup tl;
+    kl_err err = {0};
+    assert_int_equal(kl_log_lookup_time(lg, &g_rd, t, &tl, &err), KL_OK);
+    int64_t wts = 0;
+    assert_int_equal(tl.status, KL_LOOKUP_OK);
+    assert_int_equal(tl.offset, ref_time(&a, t, &wts));
+    /* 58 reads a lookup when each header was read on its own, 7 to 9 now */
+    assert_true(g_rd.stats->reads <= 12);
+    close_log(lg);
+  }
+  free(a.r);
+  t_rmdir(dir);
+  free(dir);
+}
+
 /* A table with calls of its own (here: counting) sees every call dating
 ** makes, by whole path, though the POSIX table's dating names files under
 ** a descriptor of their directory (os.h kl_os_open_at). */
@@ -1205,6 +1239,7 @@ int main(void) {
       cmocka_unit_test(test_dating_system_calls),
       cmocka_unit_test(test_dating_with_a_helper),
       cmocka_unit_test(test_dating_through_the_os_table),
+      cmocka_unit_test(test_seek_reads_context_whole),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
