@@ -327,8 +327,10 @@ static int64_t entries_before_zeros(checker *ck, const kl_segment *s, const kl_i
 ** of memory also stops the check. */
 static kl_rc index_read_failure(checker *ck, const kl_index *ix) {
   if (!kl_index_failed(ix)) return KL_OK;
-  report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", ix->ioerr.msg);
-  return ix->ioerr.rc == KL_NOMEM ? KL_NOMEM : KL_OK;
+  kl_err e = {0};
+  kl_rc rc = kl_index_error(ix, &e);
+  report(ck, "unreadable", KL_SEV_ERROR, -1, "%s", e.msg);
+  return rc == KL_NOMEM ? KL_NOMEM : KL_OK;
 }
 
 /* Kafka's OffsetIndex sanity rules, entry by entry; a Kafka-rule walker

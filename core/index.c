@@ -8,6 +8,18 @@
 
 static const uint8_t kl_zero_slot[12]; /* what a failed read leaves */
 
+/* Mark ix failed with the error e. */
+static void fail(kl_index *ix, const kl_err *e) {
+  ix->failed = 1;
+  if (!ix->ioerr) ix->ioerr = kl_malloc(ix->file.env, sizeof *ix->ioerr);
+  if (ix->ioerr) *ix->ioerr = *e;
+}
+
+kl_rc kl_index_error(const kl_index *ix, kl_err *err) {
+  if (!ix->ioerr) return kl_err_set(err, KL_NOMEM, "out of memory reading %s", ix->file.path);
+  return kl_err_set(err, ix->ioerr->rc, "%s", ix->ioerr->msg);
+}
+
 const uint8_t *kl_index_slot(const kl_index *cix, int64_t i) {
   if (cix->map) return cix->map + i * cix->kind;
   /* The pieces read are a cache, not part of the index's value: filling
@@ -20,14 +32,15 @@ const uint8_t *kl_index_slot(const kl_index *cix, int64_t i) {
     int64_t n = ix->file_len - from < KL_INDEX_CHUNK * ix->kind ? ix->file_len - from
                                                                  : KL_INDEX_CHUNK * ix->kind;
     uint8_t *p = kl_malloc(ix->file.env, (size_t)n);
+    kl_err e = {0};
     if (!p) {
-      ix->failed = 1;
-      kl_err_set(&ix->ioerr, KL_NOMEM, "out of memory reading %s", ix->file.path);
+      kl_err_set(&e, KL_NOMEM, "out of memory reading %s", ix->file.path);
+      fail(ix, &e);
       return kl_zero_slot;
     }
-    if (kl_file_read(&ix->file, from, p, (size_t)n, &ix->ioerr) != KL_OK) {
+    if (kl_file_read(&ix->file, from, p, (size_t)n, &e) != KL_OK) {
       kl_free(ix->file.env, p);
-      ix->failed = 1;
+      fail(ix, &e);
       return kl_zero_slot;
     }
     ix->chunks[c] = p;
@@ -134,7 +147,7 @@ kl_rc kl_index_open(kl_index *ix, const kl_env *env, int kind, const char *path,
   }
   count(ix, slots, log_size);
   if (ix->failed) {
-    rc = kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
+    rc = kl_index_error(ix, err);
     kl_index_close(ix, env);
     return rc;
   }
@@ -147,6 +160,8 @@ void kl_index_close(kl_index *ix, const kl_env *env) {
   ix->chunks = NULL;
   ix->nchunks = 0;
   kl_file_close(&ix->file);
+  kl_free(env, ix->ioerr);
+  ix->ioerr = NULL;
   ix->map = NULL;
   ix->map_len = 0;
   ix->n = 0;

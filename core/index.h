@@ -57,8 +57,12 @@ typedef struct kl_index {
   kl_file file;             /* the file, when read from disk */
   uint8_t **chunks;         /* pieces read so far (NULL: not yet) */
   int64_t nchunks;
-  int failed;               /* a read failed: see ioerr */
-  kl_err ioerr;
+  int failed;               /* a read failed: kl_index_error says what */
+  kl_err *ioerr;            /* its message, allocated when it happened
+                            ** (NULL if that failed too): a segment holds
+                            ** two indexes, and thousands of segments
+                            ** would otherwise carry a kilobyte each of
+                            ** messages that are almost never written */
   int64_t file_len;         /* file size, -1 when the file is absent */
   int64_t n;                /* live entries */
   int64_t zero_slots;       /* trailing all-zero (preallocated) slots */
@@ -102,9 +106,13 @@ int64_t kl_index_count(int kind, const uint8_t *p, size_t len, int64_t base,
 /* Take slot 0, flagged zero_first, as the real entry the log confirmed. */
 void kl_index_keep_zero_first(kl_index *ix);
 
-/* A read failed since the index was opened (its message is in ix->ioerr):
-** answers are not to be trusted. */
+/* A read failed since the index was opened (kl_index_error): answers are
+** not to be trusted. */
 static inline int kl_index_failed(const kl_index *ix) { return ix->failed; }
+
+/* The failed read's error, set in err (its code returned): what the read
+** said, or that memory ran out. */
+kl_rc kl_index_error(const kl_index *ix, kl_err *err);
 
 /* The raw bytes of slot i (0 <= i < slots in the file): zeros after a
 ** failed read. */

@@ -238,7 +238,7 @@ static kl_rc offset_index(kl_reader *rd, kl_segment *s, kl_index **out, kl_err *
 /* ---- resume points ---- */
 
 static kl_rc index_error(kl_index *ix, kl_err *err) {
-  return kl_err_set(err, ix->ioerr.rc, "%s", ix->ioerr.msg);
+  return kl_index_error(ix, err);
 }
 
 /* The first offset index entry past pos whose batch verifies, or -1. */
