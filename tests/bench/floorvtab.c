@@ -1,7 +1,8 @@
 /*
 ** floorvtab.c - the do-nothing virtual table (see floorvtab.h).  It takes
-** no constraint, so every query is a full scan in offset order, as a scan
-** of kafka_log is.
+** no constraint, so every query is a full scan in the order the rows were
+** loaded: offset order, as a scan of a partition through kafka_log is, or
+** partition after partition, as a scan of a log directory is.
 */
 #include "floorvtab.h"
 
@@ -29,6 +30,7 @@ int floor_rows_load(sqlite3 *db, floor_rows *r) {
   }
   while (r->n < n && sqlite3_step(st) == SQLITE_ROW) {
     floor_row *w = &r->rows[r->n++];
+    w->topic = w->partition = -1;
     w->offset = sqlite3_column_int64(st, 0);
     w->timestamp = sqlite3_column_int64(st, 1);
     int64_t *pos[2] = {&w->key, &w->value};
@@ -53,11 +55,79 @@ int floor_rows_load(sqlite3 *db, floor_rows *r) {
   return 0;
 }
 
+/* The index of topic t (n bytes) in r->topics, added when it is not the
+** last one added (rows come by topic: a topic seen before is the last);
+** -1 when memory runs out. */
+static int topic_index(floor_rows *r, const unsigned char *t, int n) {
+  int k = r->ntopics - 1;
+  if (k >= 0 && r->topic_len[k] == n && !memcmp(r->topics[k], t, (size_t)n)) return k;
+  char **names = realloc(r->topics, (size_t)(r->ntopics + 1) * sizeof *names);
+  if (names) r->topics = names;
+  int *lens = realloc(r->topic_len, (size_t)(r->ntopics + 1) * sizeof *lens);
+  if (lens) r->topic_len = lens;
+  char *name = malloc((size_t)n + 1);
+  if (!names || !lens || !name) {
+    free(name);
+    return -1;
+  }
+  if (n) memcpy(name, t, (size_t)n);
+  name[n] = 0;
+  r->topics[r->ntopics] = name;
+  r->topic_len[r->ntopics] = n;
+  return r->ntopics++;
+}
+
+int floor_rows_load_grouped(sqlite3 *db, floor_rows *r) {
+  memset(r, 0, sizeof *r);
+  sqlite3_stmt *st = NULL;
+  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM t", -1, &st, NULL) != SQLITE_OK ||
+      sqlite3_step(st) != SQLITE_ROW) {
+    sqlite3_finalize(st);
+    return -1;
+  }
+  long n = (long)sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  r->rows = malloc((size_t)(n > 0 ? n : 1) * sizeof *r->rows);
+  if (!r->rows ||
+      sqlite3_prepare_v2(db, "SELECT topic, partition, offset, timestamp FROM t"
+                             " ORDER BY topic, partition, offset", -1, &st, NULL) != SQLITE_OK) {
+    floor_rows_free(r);
+    return -1;
+  }
+  r->grouped = 1;
+  while (r->n < n && sqlite3_step(st) == SQLITE_ROW) {
+    floor_row *w = &r->rows[r->n++];
+    memset(w, 0, sizeof *w);
+    w->key = w->value = -1;
+    w->topic = w->partition = -1;
+    if (sqlite3_column_type(st, 0) != SQLITE_NULL) {
+      const unsigned char *t = sqlite3_column_text(st, 0);
+      w->topic = t ? topic_index(r, t, sqlite3_column_bytes(st, 0)) : -1;
+      if (w->topic < 0) {
+        sqlite3_finalize(st);
+        floor_rows_free(r);
+        return -1;
+      }
+    }
+    if (sqlite3_column_type(st, 1) != SQLITE_NULL) w->partition = sqlite3_column_int(st, 1);
+    w->offset = sqlite3_column_int64(st, 2);
+    w->timestamp = sqlite3_column_int64(st, 3);
+  }
+  sqlite3_finalize(st);
+  return 0;
+}
+
 void floor_rows_free(floor_rows *r) {
   free(r->rows);
   free(r->arena);
+  for (int i = 0; i < r->ntopics; i++) free(r->topics[i]);
+  free(r->topics);
+  free(r->topic_len);
   memset(r, 0, sizeof *r);
 }
+
+/* Columns of the declared table (fl_connect). */
+enum { FL_COL_TOPIC = 14, FL_COL_PARTITION = 15 };
 
 typedef struct floor_vtab {
   sqlite3_vtab base;
@@ -96,6 +166,13 @@ static int fl_best_index(sqlite3_vtab *v, sqlite3_index_info *info) {
   const floor_rows *r = ((floor_vtab *)v)->r;
   info->estimatedCost = (double)r->n;
   info->estimatedRows = r->n;
+  /* A GROUP BY topic, partition asks for ORDER BY topic, partition; taking
+  ** it spares SQLite a sort, as kafka_log's listing order does. */
+  int by_partition = r->grouped && info->nOrderBy >= 1 && info->nOrderBy <= 2;
+  for (int i = 0; by_partition && i < info->nOrderBy; i++) {
+    if (info->aOrderBy[i].iColumn != FL_COL_TOPIC + i || info->aOrderBy[i].desc) by_partition = 0;
+  }
+  if (by_partition) info->orderByConsumed = 1;
   return SQLITE_OK;
 }
 
@@ -144,8 +221,14 @@ static int fl_column(sqlite3_vtab_cursor *c, sqlite3_context *ctx, int col) {
   case 2: sqlite3_result_text(ctx, "CreateTime", -1, SQLITE_STATIC); break;
   case 5: sqlite3_result_text(ctx, "[]", -1, SQLITE_STATIC); break;
   case 11: sqlite3_result_text(ctx, "none", -1, SQLITE_STATIC); break;
-  case 14:
-  case 15: break; /* a partition directory: no topic, no partition */
+  case FL_COL_TOPIC:
+    if (w->topic >= 0) {
+      sqlite3_result_text(ctx, r->topics[w->topic], r->topic_len[w->topic], SQLITE_STATIC);
+    }
+    break;
+  case FL_COL_PARTITION:
+    if (w->partition >= 0) sqlite3_result_int(ctx, w->partition);
+    break;
   default: sqlite3_result_int64(ctx, col == 7 || col == 8 || col == 9 ? -1 : 0); break;
   }
   return SQLITE_OK;
@@ -153,7 +236,9 @@ static int fl_column(sqlite3_vtab_cursor *c, sqlite3_context *ctx, int col) {
 
 static int fl_rowid(sqlite3_vtab_cursor *c, sqlite3_int64 *rowid) {
   const floor_rows *r = ((floor_vtab *)c->pVtab)->r;
-  *rowid = r->rows[((floor_cursor *)c)->i].offset;
+  long i = ((floor_cursor *)c)->i;
+  /* Offsets repeat across partitions: a grouped row's rowid is its place. */
+  *rowid = r->grouped ? i : r->rows[i].offset;
   return SQLITE_OK;
 }
 
