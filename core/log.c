@@ -444,13 +444,6 @@ static int in_dir(const kl_log *log, const kl_segment *s) {
   return (size_t)(s->name - s->log_path) == n + 1 && memcmp(s->log_path, log->dir, n) == 0;
 }
 
-static int all_in_dir(const kl_log *log, size_t from) {
-  for (size_t i = from; i < log->nseg; i++) {
-    if (!in_dir(log, log->arr[i])) return 0;
-  }
-  return 1;
-}
-
 /* Segments worth opening their directory for, to date them by name under
 ** it (two calls more; each saves the kernel a walk of the whole path). */
 #define DATE_IN_DIR_MIN 16
@@ -462,17 +455,21 @@ static int all_in_dir(const kl_log *log, size_t from) {
 static kl_rc begin_pass(kl_log *log, kl_reader *rd, int dirfd, const char ***paths,
                         kl_date_pass **pass) {
   size_t n = log->nseg - log->nknown, want = 0;
+  int named = 1; /* every segment dated can be named under dirfd */
   *pass = NULL;
   *paths = kl_malloc(log->env, 2 * n * sizeof **paths);
   if (!*paths) return KL_OK;
   for (size_t i = 0; i < n; i++) {
     const kl_segment *s = log->arr[log->nknown + i];
     int d = kl_scan_datable(rd, s);
+    named &= !d || in_dir(log, s);
     (*paths)[2 * i] = d ? s->log_path : NULL;
     (*paths)[2 * i + 1] = d ? s->timeindex_path : NULL;
     want += d;
   }
-  if (want <= KL_DATE_PASS_MIN || kl_date_begin(log->env, dirfd, strlen(log->dir) + 1, *paths, n, 1, pass) != KL_OK) {
+  if (want <= KL_DATE_PASS_MIN ||
+      kl_date_begin(log->env, named ? dirfd : -1, strlen(log->dir) + 1, *paths, n, 1, pass) !=
+          KL_OK) {
     kl_free(log->env, *paths);
     *paths = NULL;
   }
@@ -506,7 +503,7 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
   size_t from = log->nknown;
   kl_rc rc = KL_OK;
   int dirfd = -1;
-  if (log->nseg - from >= DATE_IN_DIR_MIN && all_in_dir(log, from)) {
+  if (log->nseg - from >= DATE_IN_DIR_MIN) {
     dirfd = kl_os_open(log->env, log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   }
   if (rd->helpers && log->nseg - from > KL_DATE_PASS_MIN) {
@@ -518,7 +515,7 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
     kl_segment *g = log->arr[log->nknown];
     const kl_date_facts *f = pass ? kl_date_get(pass, log->nknown - from) : NULL;
     kl_date_facts mine;
-    if (!pass && dirfd >= 0 && kl_scan_datable(rd, g)) {
+    if (!pass && dirfd >= 0 && kl_scan_datable(rd, g) && in_dir(log, g)) {
       kl_date_fetch(log->env, dirfd, strlen(log->dir) + 1, g->log_path, g->timeindex_path,
                     &mine);
       f = &mine;
