@@ -197,7 +197,8 @@ void t_faultos_init(t_faultos *f) {
   kl_os t = {f,         f_open,     f_close,   f_read,   f_write,     f_writev,
              f_sync,    f_truncate, f_stat,    f_fstat,  f_rename,    f_unlink,
              f_mkdir,   f_rmdir,    f_opendir, f_readdir, f_closedir, f_lock,
-             f_seek_data, NULL,     NULL,      NULL}; /* mapping: POSIX's */
+             f_seek_data, NULL,     NULL,      NULL,     /* mapping: POSIX's */
+             NULL,      NULL,       NULL,      NULL};    /* change queues: POSIX's */
   f->os = t;
   f->env.os = &f->os;
 }
