@@ -92,7 +92,7 @@ static void end_watch(kl_logcache *c, kl_logref *r) {
   kl_logref **pp = wslot(c, r->wd);
   while (*pp != r) pp = &(*pp)->wnext;
   *pp = r->wnext;
-  kl_os_unwatch(c->env, c->q, r->wd);
+  if (c->q >= 0) kl_os_unwatch(c->env, c->q, r->wd);
   r->wd = -1;
 }
 
@@ -186,8 +186,10 @@ static void drop(kl_logcache *c, kl_logref *r) {
 
 void kl_logcache_free(kl_logcache *c) {
   if (!c) return;
-  while (c->lru) drop(c, c->lru);
+  /* Closing the queue ends every watch at once. */
   if (c->q >= 0) kl_os_close(c->env, c->q);
+  c->q = -2;
+  while (c->lru) drop(c, c->lru);
   kl_free(c->env, c);
 }
 
