@@ -50,8 +50,8 @@ struct kl_logcache {
 ** partitions pays one read of the queue, not two stats a partition.  Any
 ** event (one for a file that does not matter, too), an overflow of the
 ** queue, or a failed read sends the log back to the check by stat, which
-** decides.  The watch is added before the directory is stat'ed and the
-** log read, so a change made while it is read is seen.  What no stat
+** decides.  The watch is added before a stat finds the log fresh (fresh()),
+** so every change after what the stats vouched for is queued.  What no stat
 ** would see either is not seen: bytes rewritten through a mapping, at the
 ** same size.  Not watched, and checked by stat as before: logs on file
 ** systems other processes change over a network or through FUSE
@@ -228,10 +228,22 @@ static int fresh_by_stat(const kl_logref *r) {
   return st.st_size == r->last_size;
 }
 
-/* The same, from the queue when it answers (see above), else by stat. */
-static int fresh(const kl_logcache *c, kl_logref *r) {
+/* The same, from the queue when it answers (see above), else by stat.  A
+** log found fresh by stat is watched from then on, once the cache holds
+** more logs than keep descriptors to check (each of those others costs a
+** path lookup a statement): the watch is added before the stats, which
+** then vouch for what it starts from.  Not sooner, and not for fewer
+** logs: closing a queue that watched anything waits for the kernel to
+** retire its watches (milliseconds), which a connection that reads a
+** partition or two and goes would pay for nothing. */
+static int fresh(kl_logcache *c, kl_logref *r) {
   if (c->polled && r->wd >= 0 && !r->changed) return 1;
-  if (!fresh_by_stat(r)) return 0;
+  int wd = r->wd < 0 && c->n > KL_LOGCACHE_WATCHED ? new_watch(c, r->dir) : -1;
+  if (!fresh_by_stat(r)) {
+    if (wd >= 0) kl_os_unwatch(c->env, c->q, wd);
+    return 0;
+  }
+  if (wd >= 0) keep_watch(c, r, wd);
   r->changed = 0; /* every event read so far is accounted for */
   return 1;
 }
@@ -361,20 +373,15 @@ static void cache_insert(kl_logcache *c, kl_logref *r, unsigned h) {
 kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **out, kl_err *err) {
   unsigned h = hash_dir(dir);
   if ((*out = lookup(c, dir, h, alone)) != NULL) return KL_OK;
-  /* Watched before anything is stat'ed or read: a change from here on is
-  ** queued. */
-  int wd = new_watch(c, dir);
   struct stat st;
   int dirfd = -1;
   kl_rc rc = open_dir(c->env, dir, c->watched < KL_LOGCACHE_WATCHED, &dirfd, &st, err);
   kl_logref *r = NULL;
   if (rc == KL_OK) rc = new_ref(c, dir, NULL, alone, &r, err);
   if (rc) {
-    if (wd >= 0) kl_os_unwatch(c->env, c->q, wd);
     if (dirfd >= 0) kl_os_close(c->env, dirfd);
     return rc;
   }
-  if (wd >= 0) keep_watch(c, r, wd);
   r->dirfd = dirfd;
   r->dir_mtime = st.st_mtim;
   watch_files(r, dir);

@@ -27,10 +27,11 @@
 ** check them with fstat and pread, so that a prepared statement run in a
 ** loop on one partition pays no path lookup; the others are checked with
 ** stat and by reading the commit record by its path.  On a local file
-** system a log is also watched for changes (inotify, os.h xWatch): once a
-** statement kl_logcache_poll reads what the kernel queued, and a log with
-** nothing queued since it was last found fresh is fresh without a system
-** call (why that is as exact as the stats: logcache.c).  Their segments share the table's
+** system, a log found fresh while the cache holds more than
+** KL_LOGCACHE_WATCHED logs is also watched for changes (inotify, os.h
+** xWatch): once a statement kl_logcache_poll reads what the kernel queued,
+** and a log with nothing queued since it was last found fresh is fresh
+** without a system call (why that is as exact as the stats: logcache.c).  Their segments share the table's
 ** bound on open files (kl_segset), so the number of descriptors held stays
 ** bounded however many logs are cached.
 **

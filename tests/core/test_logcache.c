@@ -72,18 +72,16 @@ static void test_fresh_and_stale(void **state) {
 ** generation). */
 static long checks(const t_faultos *f) { return t_faultos_count(f, T_OS_STAT | T_OS_READ); }
 
-/* A polled cache takes a log the kernel reported nothing of as fresh with
-** no system call; an append, or any event in its directory, sends it back
-** to the stats, which decide; without a poll every get checks. */
+/* A polled cache holding more logs than it checks through descriptors
+** watches a log it found fresh by stat, and takes it as fresh with no
+** system call while the kernel reports nothing of it; an append, or any
+** event in its directory, sends it back to the stats, which decide; a log
+** opened again is watched from its next reuse on. */
 static void test_polled(void **state) {
   (void)state;
-  char *dir = t_new_partition("lc_polled");
-  append(dir, 0, 5);
-  char scratch[4300];
-  snprintf(scratch, sizeof scratch, "%s/scratch", dir);
-  FILE *fp = fopen(scratch, "w");
-  assert_non_null(fp);
-  assert_int_equal(fclose(fp), 0);
+  char *root = t_mkdtemp("lc_polled");
+  enum { N = KL_LOGCACHE_WATCHED + 1 };
+  char dirs[N][4200];
   t_faultos f;
   t_faultos_init(&f);
   kl_segset set;
@@ -92,19 +90,28 @@ static void test_polled(void **state) {
   assert_non_null(c);
   kl_stats st = {0};
   kl_logcache_count(c, &st);
-  kl_logref *a = get(c, dir);
-  kl_logref_release(a);
-  assert_int_equal(st.logs_opened, 1);
-  /* Not polled yet: checked. */
+  for (int i = 0; i < N; i++) {
+    snprintf(dirs[i], sizeof dirs[i], "%s/t-%d", root, i);
+    append(dirs[i], 0, 5);
+  }
+  const char *dir = dirs[N - 1];
+  char scratch[4300];
+  snprintf(scratch, sizeof scratch, "%s/scratch", dir);
+  FILE *fp = fopen(scratch, "w");
+  assert_non_null(fp);
+  assert_int_equal(fclose(fp), 0);
+  for (int i = 0; i < N; i++) kl_logref_release(get(c, dirs[i]));
+  int64_t opened = (int64_t)st.logs_opened;
+  /* Not watched yet: checked (and watched from here on). */
+  kl_logcache_poll(c);
   long n = checks(&f);
-  kl_logref *b = get(c, dir);
-  assert_ptr_equal(b, a);
+  kl_logref *a = get(c, dir);
   assert_true(checks(&f) > n);
-  kl_logref_release(b);
+  kl_logref_release(a);
   /* Polled, nothing changed: no call. */
   kl_logcache_poll(c);
   n = checks(&f);
-  b = get(c, dir);
+  kl_logref *b = get(c, dir);
   assert_ptr_equal(b, a);
   assert_int_equal(checks(&f), n);
   kl_logref_release(b);
@@ -112,9 +119,11 @@ static void test_polled(void **state) {
   append(dir, 5, 3);
   kl_logcache_poll(c);
   kl_logref *d = get(c, dir);
-  assert_int_equal(st.logs_opened, 2);
+  assert_int_equal((int64_t)st.logs_opened, opened + 1);
   assert_int_equal(count(d), 8);
   kl_logref_release(d);
+  kl_logcache_poll(c);
+  kl_logref_release(get(c, dir)); /* checked, and watched again */
   kl_logcache_poll(c);
   n = checks(&f);
   kl_logref *e = get(c, dir);
@@ -146,12 +155,21 @@ static void test_polled(void **state) {
   assert_non_null(fp);
   assert_int_equal(fclose(fp), 0);
   kl_logcache_poll(c);
-  e = get(c, dir);
-  assert_int_equal(st.logs_opened, 3);
-  kl_logref_release(e);
+  kl_logref_release(get(c, dir));
+  assert_int_equal((int64_t)st.logs_opened, opened + 2);
+  /* Fewer logs than that are never watched: checked every time. */
+  kl_logcache_free(c);
+  c = kl_logcache_new(&f.env, &set);
+  kl_logref_release(get(c, dirs[0]));
+  kl_logref_release(get(c, dirs[0]));
+  kl_logcache_poll(c);
+  n = checks(&f);
+  kl_logref_release(get(c, dirs[0]));
+  assert_true(checks(&f) > n);
   kl_logcache_free(c);
   t_faultos_free(&f);
-  t_drop_partition(dir);
+  t_rmdir(root);
+  free(root);
 }
 
 /* Past KL_LOGCACHE_WATCHED logs, freshness is checked by path. */
