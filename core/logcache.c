@@ -26,7 +26,105 @@ struct kl_logcache {
   int n, watched;
   size_t segments;
   kl_stats *stats;          /* logs opened are counted here, or NULL */
+  int q;                    /* the change queue (os.h xWatchOpen): -1 not
+                            ** made yet, -2 none to be had */
+  int polled;               /* the last kl_logcache_poll emptied it */
+  kl_logref *wbuckets[KL_LOGCACHE_BUCKETS]; /* logs by watch number */
 };
+
+/*
+** Change notification, and why it is as exact as the check by stat.
+**
+** fresh() compares what stat says of a log's directory (its mtime) and of
+** its last .log (its size), and the commit record's generation.  On a
+** local file system every one of those changes is made by a system call
+** of this kernel, and the kernel queues an event for it on a watch of the
+** directory before the call returns: an entry made, removed or renamed
+** (what moves the mtime: a segment rolled, deleted, renamed .deleted, a
+** file replaced by a rename), the mtime set by hand (IN_ATTRIB), and a
+** write, truncation or allocation of a file in it (IN_MODIFY: the .log's
+** size, the commit record rewritten in place).  So a log whose watch has
+** no event since it was last found fresh, read from the queue at the start
+** of this statement, would be found fresh by stat too, and is not
+** stat'ed: a repeated query over a log directory of thousands of
+** partitions pays one read of the queue, not two stats a partition.  Any
+** event (one for a file that does not matter, too), an overflow of the
+** queue, or a failed read sends the log back to the check by stat, which
+** decides.  The watch is added before a stat finds the log fresh (fresh()),
+** so every change after what the stats vouched for is queued.  What no stat
+** would see either is not seen: bytes rewritten through a mapping, at the
+** same size.  Not watched, and checked by stat as before: logs on file
+** systems other processes change over a network or through FUSE
+** (xWatch refuses them), a directory the queue already watches under
+** another path, and every log when the queue cannot be had (the
+** process's inotify limits).  A write through a hard link from another
+** directory would go unreported; Kafka renames segments, never links them.
+*/
+
+static kl_logref **wslot(kl_logcache *c, int wd) {
+  return &c->wbuckets[(unsigned)wd & (KL_LOGCACHE_BUCKETS - 1)];
+}
+
+static kl_logref *by_watch(kl_logcache *c, int wd) {
+  kl_logref *r = *wslot(c, wd);
+  while (r && r->wd != wd) r = r->wnext;
+  return r;
+}
+
+/* A new watch of dir, when the queue can be had, or -1. */
+static int new_watch(kl_logcache *c, const char *dir) {
+  if (c->q == -1 && (c->q = kl_os_watch_open(c->env)) < 0) c->q = -2;
+  if (c->q < 0) return -1;
+  int wd = kl_os_watch(c->env, c->q, dir);
+  if (wd >= 0 && by_watch(c, wd)) return -1; /* the directory under another path: by stat */
+  return wd;
+}
+
+static void keep_watch(kl_logcache *c, kl_logref *r, int wd) {
+  r->wd = wd;
+  r->changed = 0;
+  r->wnext = *wslot(c, wd);
+  *wslot(c, wd) = r;
+}
+
+static void end_watch(kl_logcache *c, kl_logref *r) {
+  if (r->wd < 0) return;
+  kl_logref **pp = wslot(c, r->wd);
+  while (*pp != r) pp = &(*pp)->wnext;
+  *pp = r->wnext;
+  if (c->q >= 0) kl_os_unwatch(c->env, c->q, r->wd);
+  r->wd = -1;
+}
+
+static void all_changed(kl_logcache *c) {
+  for (kl_logref *r = c->mru; r; r = r->older) r->changed = 1;
+}
+
+/* Reads of the queue one poll makes at most: a queue that a busy writer
+** keeps filling counts as everything changed. */
+#define KL_POLL_READS 16
+
+void kl_logcache_poll(kl_logcache *c) {
+  c->polled = 0;
+  if (c->q < 0) return;
+  int wds[KL_WATCH_EVENTS];
+  for (int i = 0; i < KL_POLL_READS; i++) {
+    long n = kl_os_watch_read(c->env, c->q, wds);
+    if (n == 0) {
+      c->polled = 1;
+      return;
+    }
+    if (n < 0) break;
+    for (long k = 0; k < n; k++) {
+      kl_logref *r = wds[k] >= 0 ? by_watch(c, wds[k]) : NULL;
+      if (wds[k] < 0) all_changed(c);
+      else if (r) r->changed = 1;
+    }
+  }
+  /* Not emptied: what is left unread is not known. */
+  all_changed(c);
+  c->polled = 1;
+}
 
 static unsigned hash_dir(const char *s) {
   unsigned h = 2166136261u; /* FNV-1a */
@@ -64,6 +162,7 @@ kl_logcache *kl_logcache_new(const kl_env *env, kl_segset *set) {
     memset(c, 0, sizeof *c);
     c->env = env;
     c->set = set;
+    c->q = -1;
   }
   return c;
 }
@@ -79,6 +178,7 @@ static void drop(kl_logcache *c, kl_logref *r) {
   else c->lru = r->newer;
   c->n--;
   c->segments -= kl_log_segment_count(r->log);
+  end_watch(c, r);
   unwatch(c, r);
   r->cached = 0;
   kl_logref_release(r);
@@ -86,6 +186,9 @@ static void drop(kl_logcache *c, kl_logref *r) {
 
 void kl_logcache_free(kl_logcache *c) {
   if (!c) return;
+  /* Closing the queue ends every watch at once. */
+  if (c->q >= 0) kl_os_close(c->env, c->q);
+  c->q = -2;
   while (c->lru) drop(c, c->lru);
   kl_free(c->env, c);
 }
@@ -101,7 +204,7 @@ void kl_logcache_forget(kl_logcache *c, const char *dir) {
 }
 
 /* Is the cached log still what is on disk? */
-static int fresh(const kl_logref *r) {
+static int fresh_by_stat(const kl_logref *r) {
   struct stat st;
   if ((r->dirfd >= 0 ? kl_os_fstat(r->env, r->dirfd, &st) : kl_os_stat(r->env, r->dir, &st)) != 0 ||
       r->dir_mtime.tv_sec != st.st_mtim.tv_sec || r->dir_mtime.tv_nsec != st.st_mtim.tv_nsec) {
@@ -123,6 +226,26 @@ static int fresh(const kl_logref *r) {
   if (r->dirfd >= 0 && r->lastfd < 0) return 0; /* watched, but its .log did not open */
   if ((r->lastfd >= 0 ? kl_os_fstat(r->env, r->lastfd, &st) : kl_os_stat(r->env, last->log_path, &st)) != 0) return 0;
   return st.st_size == r->last_size;
+}
+
+/* The same, from the queue when it answers (see above), else by stat.  A
+** log found fresh by stat is watched from then on, once the cache holds
+** more logs than keep descriptors to check (each of those others costs a
+** path lookup a statement): the watch is added before the stats, which
+** then vouch for what it starts from.  Not sooner, and not for fewer
+** logs: closing a queue that watched anything waits for the kernel to
+** retire its watches (milliseconds), which a connection that reads a
+** partition or two and goes would pay for nothing. */
+static int fresh(kl_logcache *c, kl_logref *r) {
+  if (c->polled && r->wd >= 0 && !r->changed) return 1;
+  int wd = r->wd < 0 && c->n > KL_LOGCACHE_WATCHED ? new_watch(c, r->dir) : -1;
+  if (!fresh_by_stat(r)) {
+    if (wd >= 0) kl_os_unwatch(c->env, c->q, wd);
+    return 0;
+  }
+  if (wd >= 0) keep_watch(c, r, wd);
+  r->changed = 0; /* every event read so far is accounted for */
+  return 1;
 }
 
 static void to_front(kl_logcache *c, kl_logref *r) {
@@ -147,6 +270,7 @@ static kl_rc new_ref(kl_logcache *c, const char *dir, const kl_view *view, int a
   memset(r, 0, sizeof *r);
   r->env = c->env;
   r->dirfd = r->lastfd = r->commitfd = -1;
+  r->wd = -1;
   r->refs = 1;
   r->dir = kl_strdup(c->env, dir);
   kl_rc rc = r->dir ? kl_log_open_view(c->env, dir, c->set, view, &r->log, err)
@@ -178,7 +302,7 @@ kl_rc kl_logcache_get_view(kl_logcache *c, const char *dir, const kl_view *view,
 static kl_logref *lookup(kl_logcache *c, const char *dir, unsigned h, int alone) {
   for (kl_logref *r = c->buckets[h & (KL_LOGCACHE_BUCKETS - 1)]; r; r = r->hnext) {
     if (r->hash != h || strcmp(r->dir, dir) != 0) continue;
-    if (!fresh(r) || (alone && !kl_log_first(r->log))) {
+    if (!fresh(c, r) || (alone && !kl_log_first(r->log))) {
       drop(c, r);
       return NULL;
     }
@@ -250,11 +374,10 @@ kl_rc kl_logcache_get(kl_logcache *c, const char *dir, int alone, kl_logref **ou
   unsigned h = hash_dir(dir);
   if ((*out = lookup(c, dir, h, alone)) != NULL) return KL_OK;
   struct stat st;
-  int dirfd;
+  int dirfd = -1;
   kl_rc rc = open_dir(c->env, dir, c->watched < KL_LOGCACHE_WATCHED, &dirfd, &st, err);
-  if (rc) return rc;
-  kl_logref *r;
-  rc = new_ref(c, dir, NULL, alone, &r, err);
+  kl_logref *r = NULL;
+  if (rc == KL_OK) rc = new_ref(c, dir, NULL, alone, &r, err);
   if (rc) {
     if (dirfd >= 0) kl_os_close(c->env, dirfd);
     return rc;

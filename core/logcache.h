@@ -26,7 +26,12 @@
 ** logs opened keep their directory, last .log and commit record open and
 ** check them with fstat and pread, so that a prepared statement run in a
 ** loop on one partition pays no path lookup; the others are checked with
-** stat and by reading the commit record by its path.  Their segments share the table's
+** stat and by reading the commit record by its path.  On a local file
+** system, a log found fresh while the cache holds more than
+** KL_LOGCACHE_WATCHED logs is also watched for changes (inotify, os.h
+** xWatch): once a statement kl_logcache_poll reads what the kernel queued,
+** and a log with nothing queued since it was last found fresh is fresh
+** without a system call (why that is as exact as the stats: logcache.c).  Their segments share the table's
 ** bound on open files (kl_segset), so the number of descriptors held stays
 ** bounded however many logs are cached.
 **
@@ -61,6 +66,11 @@ typedef struct kl_logref {
   int dirfd, lastfd;        /* watched: descriptors for fstat, else -1 */
   int commitfd;             /* watched: the commit record (core/commit.h) */
   int64_t last_size;        /* the last segment's .log size when seen */
+  int wd;                   /* its directory's watch in the cache's change
+                            ** queue (logcache.c), or -1 */
+  int changed;              /* an event of it read since it was last found
+                            ** fresh */
+  struct kl_logref *wnext;  /* chain of the cache's logs by watch */
   unsigned hash;
   struct kl_logref *hnext;  /* hash chain */
   struct kl_logref *newer, *older; /* LRU list */
@@ -130,6 +140,12 @@ kl_logcache *kl_logcache_new(const kl_env *env, kl_segset *set);
 ** (NULL: nowhere); stats outlives the cache. */
 void kl_logcache_count(kl_logcache *c, kl_stats *stats);
 void kl_logcache_free(kl_logcache *c);
+
+/* Read the changes the kernel reported since the last poll: what they say
+** serves kl_logcache_get until the next poll, so call it at the start of
+** each statement (a log changed since then is seen by the next one).  A
+** cache never polled checks every log by stat. */
+void kl_logcache_poll(kl_logcache *c);
 
 /* A counted reference to the log of dir (kl_logref_release), from the
 ** cache when it is fresh, else opened and cached.  alone: dir is the whole

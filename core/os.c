@@ -12,9 +12,11 @@
 #include <string.h>
 #include <linux/fs.h>
 #include <sys/file.h>
+#include <sys/inotify.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/statvfs.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 static int px_open(const kl_os *os, const char *path, int flags, int mode) {
@@ -140,12 +142,63 @@ static int px_stat_at(const kl_os *os, int dirfd, const char *name, struct stat 
   (void)os;
   return fstatat(dirfd, name, st, 0);
 }
+static int px_watch_open(const kl_os *os) {
+  (void)os;
+  return inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+}
+/* The kernel reports a change to a file only when it makes it: on a local
+** disk's file system or in memory.  Over a network (NFS, SMB, Ceph...) or
+** through FUSE, another host or the server changes files unseen. */
+static int local_fs(const char *path) {
+  struct statfs sf;
+  if (statfs(path, &sf) != 0) return 0;
+  switch ((unsigned long)sf.f_type) {
+  case 0xEF53UL:     /* ext2, ext3, ext4 */
+  case 0x58465342UL: /* xfs */
+  case 0x9123683EUL: /* btrfs */
+  case 0x01021994UL: /* tmpfs */
+  case 0xF2F52010UL: /* f2fs */
+    return 1;
+  default:
+    return 0;
+  }
+}
+static int px_watch(const kl_os *os, int q, const char *path) {
+  (void)os;
+  if (!local_fs(path)) {
+    errno = EOPNOTSUPP;
+    return -1;
+  }
+  return inotify_add_watch(q, path, IN_MODIFY | IN_ATTRIB | IN_CREATE | IN_DELETE |
+                                        IN_MOVED_FROM | IN_MOVED_TO | IN_DELETE_SELF |
+                                        IN_MOVE_SELF | IN_ONLYDIR);
+}
+static int px_unwatch(const kl_os *os, int q, int wd) {
+  (void)os;
+  return inotify_rm_watch(q, wd);
+}
+static long px_watch_read(const kl_os *os, int q, int *wds) {
+  (void)os;
+  /* Room for KL_WATCH_EVENTS events without names; a read returns whole
+  ** events only. */
+  _Alignas(struct inotify_event) char buf[KL_WATCH_EVENTS * sizeof(struct inotify_event)];
+  ssize_t n = read(q, buf, sizeof buf);
+  if (n < 0) return errno == EAGAIN ? 0 : -1;
+  long k = 0;
+  for (ssize_t at = 0; at + (ssize_t)sizeof(struct inotify_event) <= n && k < KL_WATCH_EVENTS;) {
+    struct inotify_event ev;
+    memcpy(&ev, buf + at, sizeof ev);
+    wds[k++] = ev.mask & IN_Q_OVERFLOW ? -1 : ev.wd;
+    at += (ssize_t)(sizeof ev + ev.len);
+  }
+  return k;
+}
 
 static const kl_os posix = {
   NULL,        px_open,    px_close,   px_read,   px_write,    px_writev,   px_sync,
   px_truncate, px_stat,    px_fstat,   px_rename, px_unlink,   px_mkdir,    px_rmdir,
   px_opendir,  px_readdir, px_closedir, px_lock,  px_seek_data, px_fixed_size, px_map,
-  px_unmap,    px_open_at, px_stat_at,
+  px_unmap,    px_open_at, px_stat_at, px_watch_open, px_watch, px_unwatch, px_watch_read,
 };
 
 const kl_os *kl_os_posix(void) { return &posix; }
@@ -221,3 +274,11 @@ int kl_os_is_dir(const kl_env *env, const char *path) {
 int kl_os_fixed_size(const kl_env *env, int fd) { return CALL(env, xFixedSize, fd); }
 void *kl_os_map(const kl_env *env, int fd, size_t n) { return CALL(env, xMap, fd, n); }
 int kl_os_unmap(const kl_env *env, void *p, size_t n) { return CALL(env, xUnmap, p, n); }
+int kl_os_watch_open(const kl_env *env) {
+  return OS(env)->xWatchOpen ? OS(env)->xWatchOpen(OS(env)) : posix.xWatchOpen(&posix);
+}
+int kl_os_watch(const kl_env *env, int q, const char *path) { return CALL(env, xWatch, q, path); }
+int kl_os_unwatch(const kl_env *env, int q, int wd) { return CALL(env, xUnwatch, q, wd); }
+long kl_os_watch_read(const kl_env *env, int q, int wds[KL_WATCH_EVENTS]) {
+  return CALL(env, xWatchRead, q, wds);
+}

@@ -75,7 +75,27 @@ struct kl_os {
   /* openat and fstatat (flags 0) of a name under the directory dirfd. */
   int (*xOpenAt)(const kl_os *os, int dirfd, const char *name, int flags, int mode);
   int (*xStatAt)(const kl_os *os, int dirfd, const char *name, struct stat *st);
+  /* Change notification (Linux inotify).  xWatchOpen makes a queue: a
+  ** descriptor, closed with xClose, that never blocks (-1 with errno when
+  ** there is none).  xWatch adds the directory path to queue q, for any
+  ** change to the directory (an entry made, removed or renamed, its own
+  ** attributes, itself removed or moved) or to the content, size or
+  ** attributes of a file in it, and returns the watch's number, the one
+  ** the queue already gave when path is a directory it watches; -1 with
+  ** errno, EOPNOTSUPP when path's file system may change without this
+  ** kernel seeing it (every kind but a local disk's or memory's: a network
+  ** or FUSE file system is changed by others).  xUnwatch ends watch wd.
+  ** xWatchRead takes what q holds, up to KL_WATCH_EVENTS events, and puts
+  ** the watch number of each in wds, -1 for an overflow of the queue (what
+  ** changed is then not known): the count, 0 when q is empty, -1 with
+  ** errno. */
+  int (*xWatchOpen)(const kl_os *os);
+  int (*xWatch)(const kl_os *os, int q, const char *path);
+  int (*xUnwatch)(const kl_os *os, int q, int wd);
+  long (*xWatchRead)(const kl_os *os, int q, int *wds);
 };
+
+#define KL_WATCH_EVENTS 256
 
 /* The POSIX table (never NULL, never changes). */
 const kl_os *kl_os_posix(void);
@@ -103,6 +123,10 @@ int64_t kl_os_seek_data(const kl_env *env, int fd, int64_t pos);
 int kl_os_fixed_size(const kl_env *env, int fd);
 void *kl_os_map(const kl_env *env, int fd, size_t n);
 int kl_os_unmap(const kl_env *env, void *p, size_t n);
+int kl_os_watch_open(const kl_env *env);
+int kl_os_watch(const kl_env *env, int q, const char *path);
+int kl_os_unwatch(const kl_env *env, int q, int wd);
+long kl_os_watch_read(const kl_env *env, int q, int wds[KL_WATCH_EVENTS]);
 
 /* Open (stat) path + off under the directory dirfd, which holds the first
 ** off bytes of path: the kernel then walks one name, not the whole path,

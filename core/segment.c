@@ -9,23 +9,29 @@
 #include <sys/resource.h>
 
 int kl_segset_bound(long long soft) {
-  if (soft < 0) return KL_SEGSET_MAX_OPEN;
-  long long n = soft / 4 / 3;
-  if (n < 8) n = 8;
-  return n > KL_SEGSET_MAX_BOUND ? KL_SEGSET_MAX_BOUND : (int)n;
+  if (soft < 0) return 3 * KL_SEGSET_MAX_OPEN;
+  long long n = soft / 4;
+  if (n < 3 * 8) n = 3 * 8;
+  return n > 3LL * KL_SEGSET_MAX_BOUND ? 3 * KL_SEGSET_MAX_BOUND : (int)n;
 }
 
 int kl_segset_default_bound(void) {
   struct rlimit rl;
   if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return kl_segset_bound(-1);
-  if (rl.rlim_cur == RLIM_INFINITY) return KL_SEGSET_MAX_BOUND;
+  if (rl.rlim_cur == RLIM_INFINITY) return 3 * KL_SEGSET_MAX_BOUND;
   return kl_segset_bound((long long)rl.rlim_cur);
 }
 
 void kl_segset_init(kl_segset *set, int max_open) {
   memset(set, 0, sizeof *set);
-  set->max_open = max_open > 0 ? max_open : kl_segset_default_bound();
+  set->max_open = max_open > 0 ? max_open : KL_SEGSET_MAX_BOUND;
+  set->max_fds = max_open > 0 ? 3 * max_open : kl_segset_default_bound();
   set->max_ts_bytes = KL_SEGSET_MAX_TS_BYTES;
+}
+
+int kl_segset_room(const kl_segset *set) {
+  int n = set->max_fds / 3;
+  return n < set->max_open ? n : set->max_open;
 }
 
 /* The bytes of the block holding a segment's three paths. */
@@ -105,19 +111,32 @@ static void link_mru(kl_segment *s) {
   set->open++;
 }
 
+/* One descriptor more (1) or less (-1) held by s's files. */
+static void count_fd(kl_segment *s, int d) {
+  if (s->set) s->set->fds += d;
+}
+
+/* Close ix's file, keeping its entries when they are all in memory (keep),
+** else the whole index (*open = 0). */
+static void close_index(kl_segment *s, kl_index *ix, int *open, int keep) {
+  int had = ix->file.fd >= 0;
+  if (keep && kl_index_keep(ix)) {
+    if (had) count_fd(s, -1);
+    return;
+  }
+  kl_index_close(ix, s->env);
+  *open = 0;
+  if (had) count_fd(s, -1);
+}
+
 /* Close the files; small indexes read whole stay in memory unless all
 ** goes (free). */
 static void close_files(kl_segment *s, int all) {
-  if (s->oidx_open && (all || !kl_index_keep(&s->oidx))) {
-    kl_index_close(&s->oidx, s->env);
-    s->oidx_open = 0;
-  }
-  if (s->tidx_open && (all || !kl_index_keep(&s->tidx))) {
-    kl_index_close(&s->tidx, s->env);
-    s->tidx_open = 0;
-  }
+  if (s->oidx_open) close_index(s, &s->oidx, &s->oidx_open, !all);
+  if (s->tidx_open) close_index(s, &s->tidx, &s->tidx_open, !all);
   if (s->opened) {
     kl_file_close(&s->log);
+    count_fd(s, -1);
     unlink_open(s);
     s->opened = 0;
   }
@@ -189,18 +208,38 @@ static kl_segment *lru_unpinned(kl_segment *s) {
   return NULL;
 }
 
-/* Open the .log; out of descriptors, close segments of the set that no
-** reader holds until it opens (the limit may be lower than it was, or the
-** host holds more than its share), and keep the set below that. */
+/* After an open failed with rc (errno e): out of descriptors, close the
+** least recently used segment of the set that no reader holds and lower
+** the bounds to what is open with the file being opened (the limit may be
+** lower than it was, or the host holds more than its share): 1, try again.
+** Else 0. */
+static int give_back(kl_segment *s, kl_rc rc, int e, kl_err *err) {
+  kl_segment *o = rc == KL_CANTOPEN && (e == EMFILE || e == ENFILE) ? lru_unpinned(s) : NULL;
+  if (!o) return 0;
+  kl_err_clear(err);
+  kl_segment_close(o);
+  kl_segset *set = s->set;
+  if (set->max_open > set->open + 1) set->max_open = set->open + 1;
+  if (set->max_fds > set->fds + 1) set->max_fds = set->fds + 1;
+  return 1;
+}
+
+/* Open the .log, giving back descriptors while the process is out of them. */
 static kl_rc open_log(kl_segment *s, kl_err *err) {
   for (;;) {
     kl_rc rc = kl_file_open(&s->log, s->env, s->log_path, err);
-    int e = errno;
-    kl_segment *o = rc == KL_CANTOPEN && (e == EMFILE || e == ENFILE) ? lru_unpinned(s) : NULL;
-    if (!o) return rc;
-    kl_err_clear(err);
-    kl_segment_close(o);
-    if (s->set->max_open > s->set->open + 1) s->set->max_open = s->set->open + 1;
+    if (!give_back(s, rc, errno, err)) return rc;
+  }
+}
+
+/* Stay within the bounds: close the least recently used segments that no
+** reader holds, other than s (the one just used). */
+static void trim(kl_segment *s) {
+  kl_segset *set = s->set;
+  for (kl_segment *o = set->lru; o && (set->open > set->max_open || set->fds > set->max_fds);) {
+    kl_segment *newer = o->newer;
+    if (o != s && o->pins == 0) kl_segment_close(o);
+    o = newer;
   }
 }
 
@@ -261,18 +300,13 @@ kl_rc kl_segment_open(kl_segment *s, kl_stats *stats, kl_err *err) {
   s->ino = s->log.ino;
   s->opened = 1;
   link_mru(s);
+  count_fd(s, 1);
   if (stats) stats->segments_opened++;
   /* Mapped only when the file cannot shrink: a read through the mapping
   ** then never faults (file.h).  A writer's view (its tail in mem) is
   ** read. */
   if (s->set->map && !s->mem && kl_file_map(&s->log) && stats) stats->segments_mapped++;
-  /* Stay within the bound: close the least recently used that no reader
-  ** holds (this one is the most recent). */
-  for (kl_segment *o = s->set->lru; o && s->set->open > s->set->max_open;) {
-    kl_segment *newer = o->newer;
-    if (o != s && o->pins == 0) kl_segment_close(o);
-    o = newer;
-  }
+  trim(s);
   return KL_OK;
 }
 
@@ -282,9 +316,17 @@ kl_rc kl_segment_index(kl_segment *s, int kind, kl_index **out, kl_err *err) {
   *out = NULL;
   if (!*open) {
     const char *path = kind == KL_INDEX_OFFSET ? s->index_path : s->timeindex_path;
-    kl_rc rc = kl_index_open(ix, s->env, kind, path, s->base, s->size, err);
-    if (rc) return rc;
+    kl_rc rc;
+    while ((rc = kl_index_open(ix, s->env, kind, path, s->base, s->size, err)) != KL_OK) {
+      if (!s->set || !give_back(s, rc, errno, err)) return rc;
+    }
     *open = 1;
+    /* Counting its entries read a small index whole: its file is of no
+    ** more use. */
+    if (ix->file.fd >= 0 && !kl_index_keep(ix)) {
+      count_fd(s, 1);
+      if (s->set) trim(s);
+    }
   }
   *out = ix;
   return KL_OK;

@@ -7,9 +7,14 @@
 **
 ** Files are opened on first use and stay open while the segment is among
 ** the most recently used of its log: a log's segments share one bound on
-** open segments (kl_segset, from the process's RLIMIT_NOFILE), and the least recently used unpinned segment
-** is closed when a new one opens, so a scan over thousands of segments
-** never runs out of descriptors.  A reader that keeps reading a segment
+** the descriptors they hold (kl_segset, from the process's RLIMIT_NOFILE),
+** and the least recently used unpinned segment is closed when a file of
+** another opens past it, so a scan over thousands of segments never runs
+** out of descriptors.  What is counted is what is held: a segment's .log,
+** and an index only while its file is open (a small one read whole keeps
+** its entries and closes its file at once: index.h kl_index_keep), so
+** segments that hold their .log alone are not closed for descriptors
+** they do not hold.  A reader that keeps reading a segment
 ** across calls pins it (kl_segment_pin).  Reopening a segment checks that
 ** the .log is still the file first seen (same device, inode and size):
 ** what was learnt about it would otherwise be wrong, so a changed file is
@@ -29,7 +34,10 @@ typedef struct kl_segment kl_segment;
 typedef struct kl_segset {
   kl_segment *mru, *lru;    /* ends of the list of open segments */
   int open;                 /* how many are open */
-  int max_open;             /* the bound */
+  int max_open;             /* the bound on them (memory) */
+  int fds;                  /* descriptors its segments hold: each open
+                            ** .log, and each index whose file is open */
+  int max_fds;              /* the bound on them */
   size_t facts;             /* batch facts kept by all its segments */
   size_t ts_bytes;          /* bytes of record timestamps (and ends) they keep */
   size_t max_ts_bytes;      /* and the most they may keep
@@ -42,7 +50,8 @@ typedef struct kl_segset {
                             ** opens (file.h kl_file_map; kl_segset_map) */
 } kl_segset;
 
-/* The bound when the process's descriptor limit cannot be read. */
+/* The bound on open segments when the process's descriptor limit cannot be
+** read (at three descriptors each). */
 #define KL_SEGSET_MAX_OPEN 64
 /* Open segments per set at most, whatever the limit says (each costs a
 ** few hundred bytes and up to three descriptors). */
@@ -203,10 +212,11 @@ kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n);
 ** Open the .log if it is not open (or, when it is gone, <name>.log.deleted:
 ** a segment retention removed after the directory was listed waits there
 ** a minute, and the reader goes on with the log as it listed it) (and make the segment the most recently
-** used of its set, closing the least recently used unpinned one beyond the
-** bound).  When the process is out of descriptors (EMFILE, ENFILE), the
-** least recently used unpinned segment of the set is closed and the open
-** tried again, and the set's bound lowered to what was open.  KL_IO names
+** used of its set, closing the least recently used unpinned ones while the
+** set is beyond either bound).  When the process is out of descriptors
+** (EMFILE, ENFILE), the least recently used unpinned segment of the set is
+** closed and the open tried again, and the set's bounds lowered to what was
+** open.  KL_IO names
 ** the file and says why; a .log that is no longer the
 ** file first seen is KL_IO too.  Counts stats->segments_opened.
 */
@@ -222,7 +232,10 @@ void kl_segment_pin(kl_segment *s);
 void kl_segment_unpin(kl_segment *s);
 
 /* The offset (KL_INDEX_OFFSET) or time (KL_INDEX_TIME) index, opened on
-** first use; the segment must be open.  *out is NULL on error. */
+** first use; the segment must be open.  An index read whole at open
+** (kl_index_keep) closes its file then; one that stays open counts in the
+** set's descriptors, and out of descriptors the open is retried as
+** kl_segment_open's.  *out is NULL on error. */
 kl_rc kl_segment_index(kl_segment *s, int kind, kl_index **out, kl_err *err);
 
 /* Has the batch at pos with this size had its CRC verified?  (Once per
@@ -308,9 +321,16 @@ int kl_segment_name(const char *name, int64_t *base);
 ** ".snapshot", ...), *offset the number. */
 int kl_offset_file_name(const char *name, const char *suffix, int64_t *offset);
 
-/* An empty set with the given bound (<= 0: kl_segset_bound of this
-** process's RLIMIT_NOFILE). */
+/* An empty set with the given bound on open segments, and three
+** descriptors for each (<= 0: KL_SEGSET_MAX_BOUND segments, and
+** kl_segset_bound descriptors for this process's RLIMIT_NOFILE). */
 void kl_segset_init(kl_segset *set, int max_open);
+
+/* How many segments may be open at once whatever they hold: the bound on
+** segments, or on descriptors at three a segment when that is lower (a
+** merge that holds one segment of each partition open at once stays within
+** it). */
+int kl_segset_room(const kl_segset *set);
 
 /* Map the .log files of set's segments from now on, when each cannot
 ** shrink (map 1), or read them all with pread (0).  A change closes the
@@ -318,12 +338,14 @@ void kl_segset_init(kl_segset *set, int max_open);
 ** those held change when they next open. */
 void kl_segset_map(kl_segset *set, int map);
 
-/* The bound on open segments of one set for a soft descriptor limit of
-** soft (< 0: unknown, KL_SEGSET_MAX_OPEN): a quarter of it, at three
-** descriptors a segment (.log, .index, .timeindex), at least 8 and at most
+/* The bound on the descriptors one set's segments hold for a soft
+** descriptor limit of soft (< 0: unknown, three for each of
+** KL_SEGSET_MAX_OPEN segments): a quarter of it, at least three for each of
+** 8 segments (.log, .index, .timeindex) and at most three for each of
 ** KL_SEGSET_MAX_BOUND.  The rest is the process's: SQLite's files, other
 ** tables, the host's own.  (A process that runs out anyway still reads:
-** kl_segment_open closes the least recently used segment and tries again.) */
+** kl_segment_open and kl_segment_index close the least recently used
+** segment and try again.) */
 int kl_segset_bound(long long soft);
 /* kl_segset_bound of the soft RLIMIT_NOFILE now. */
 int kl_segset_default_bound(void);

@@ -98,6 +98,8 @@ kl_rc lv_get_listing(kl_vtab *vt, const char *path, const kl_part_filter *f, kl_
   kl_part_name n;
   int named = vt->named_listings < KL_NAMED_LISTINGS && named_part(f, &n);
   kl_listref *was = vt->bk;
+  /* The listing is checked once a statement, and the logs' changes read. */
+  kl_logcache_poll(vt->logs);
   kl_rc rc = kl_listref_get(kl_sqlite_env(), &vt->bk, path, (int)vt->opt[KL_OPT_CHECKPOINTS],
                             named ? &n : NULL,
                             &vt->conn->stats, out, err);

@@ -70,10 +70,12 @@ typedef struct kl_vtab {
 } kl_vtab;
 
 /* Partitions whose ordered streams one scan merges at most: one open
-** segment and one decoded batch (its reader's buffers) each, so the bound
-** on open segments, but no more than KL_SEGSET_MAX_OPEN (memory). */
+** segment and one decoded batch (its reader's buffers) each, so the
+** segments the set has room for (core/segment.h kl_segset_room), but no
+** more than KL_SEGSET_MAX_OPEN (memory). */
 static inline size_t lv_merge_max(const kl_vtab *vt) {
-  return vt->set.max_open < KL_SEGSET_MAX_OPEN ? (size_t)vt->set.max_open : KL_SEGSET_MAX_OPEN;
+  int room = kl_segset_room(&vt->set);
+  return room < KL_SEGSET_MAX_OPEN ? (size_t)room : KL_SEGSET_MAX_OPEN;
 }
 
 typedef struct kl_vcursor {

@@ -5,13 +5,16 @@
 ** alike; a directory without segments is a partition only inside a log
 ** directory; the listing is reused until a partition is added; a writer's
 ** view is never cached; every allocation failing in turn leaves an error
-** and no leak.
+** and no leak; once the cache is polled, a log whose directory the kernel
+** reported no change in is fresh without a system call, and any change
+** sends it back to the check by stat.
 */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "faultos.h"
 #include "logcache.h"
 #include "testlog.h"
 #include "testutil.h"
@@ -63,6 +66,110 @@ static void test_fresh_and_stale(void **state) {
   kl_logref_release(f);
   kl_logcache_free(c);
   t_drop_partition(dir);
+}
+
+/* Stats and reads the cache made (the check by stat, the commit record's
+** generation). */
+static long checks(const t_faultos *f) { return t_faultos_count(f, T_OS_STAT | T_OS_READ); }
+
+/* A polled cache holding more logs than it checks through descriptors
+** watches a log it found fresh by stat, and takes it as fresh with no
+** system call while the kernel reports nothing of it; an append, or any
+** event in its directory, sends it back to the stats, which decide; a log
+** opened again is watched from its next reuse on. */
+static void test_polled(void **state) {
+  (void)state;
+  char *root = t_mkdtemp("lc_polled");
+  enum { N = KL_LOGCACHE_WATCHED + 1 };
+  char dirs[N][4200];
+  t_faultos f;
+  t_faultos_init(&f);
+  kl_segset set;
+  kl_segset_init(&set, 16);
+  kl_logcache *c = kl_logcache_new(&f.env, &set);
+  assert_non_null(c);
+  kl_stats st = {0};
+  kl_logcache_count(c, &st);
+  for (int i = 0; i < N; i++) {
+    snprintf(dirs[i], sizeof dirs[i], "%s/t-%d", root, i);
+    append(dirs[i], 0, 5);
+  }
+  const char *dir = dirs[N - 1];
+  char scratch[4300];
+  snprintf(scratch, sizeof scratch, "%s/scratch", dir);
+  FILE *fp = fopen(scratch, "w");
+  assert_non_null(fp);
+  assert_int_equal(fclose(fp), 0);
+  for (int i = 0; i < N; i++) kl_logref_release(get(c, dirs[i]));
+  int64_t opened = (int64_t)st.logs_opened;
+  /* Not watched yet: checked (and watched from here on). */
+  kl_logcache_poll(c);
+  long n = checks(&f);
+  kl_logref *a = get(c, dir);
+  assert_true(checks(&f) > n);
+  kl_logref_release(a);
+  /* Polled, nothing changed: no call. */
+  kl_logcache_poll(c);
+  n = checks(&f);
+  kl_logref *b = get(c, dir);
+  assert_ptr_equal(b, a);
+  assert_int_equal(checks(&f), n);
+  kl_logref_release(b);
+  /* An append is queued: the next statement sees it. */
+  append(dir, 5, 3);
+  kl_logcache_poll(c);
+  kl_logref *d = get(c, dir);
+  assert_int_equal((int64_t)st.logs_opened, opened + 1);
+  assert_int_equal(count(d), 8);
+  kl_logref_release(d);
+  kl_logcache_poll(c);
+  kl_logref_release(get(c, dir)); /* checked, and watched again */
+  kl_logcache_poll(c);
+  n = checks(&f);
+  kl_logref *e = get(c, dir);
+  assert_ptr_equal(e, d);
+  assert_int_equal(checks(&f), n);
+  kl_logref_release(e);
+  /* A write to a file that does not matter: the stats decide it is fresh,
+  ** and once that is known the poll after costs nothing again. */
+  fp = fopen(scratch, "a");
+  assert_non_null(fp);
+  assert_int_equal(fputc('x', fp), 'x');
+  assert_int_equal(fclose(fp), 0);
+  kl_logcache_poll(c);
+  n = checks(&f);
+  e = get(c, dir);
+  assert_ptr_equal(e, d);
+  assert_true(checks(&f) > n);
+  kl_logref_release(e);
+  kl_logcache_poll(c);
+  n = checks(&f);
+  e = get(c, dir);
+  assert_ptr_equal(e, d);
+  assert_int_equal(checks(&f), n);
+  kl_logref_release(e);
+  /* A segment rolled (a file made in the directory). */
+  char seg[4300];
+  snprintf(seg, sizeof seg, "%s/%020d.log", dir, 1000);
+  fp = fopen(seg, "w");
+  assert_non_null(fp);
+  assert_int_equal(fclose(fp), 0);
+  kl_logcache_poll(c);
+  kl_logref_release(get(c, dir));
+  assert_int_equal((int64_t)st.logs_opened, opened + 2);
+  /* Fewer logs than that are never watched: checked every time. */
+  kl_logcache_free(c);
+  c = kl_logcache_new(&f.env, &set);
+  kl_logref_release(get(c, dirs[0]));
+  kl_logref_release(get(c, dirs[0]));
+  kl_logcache_poll(c);
+  n = checks(&f);
+  kl_logref_release(get(c, dirs[0]));
+  assert_true(checks(&f) > n);
+  kl_logcache_free(c);
+  t_faultos_free(&f);
+  t_rmdir(root);
+  free(root);
 }
 
 /* Past KL_LOGCACHE_WATCHED logs, freshness is checked by path. */
@@ -262,6 +369,7 @@ int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fresh_and_stale),
       cmocka_unit_test(test_unwatched_logs),
+      cmocka_unit_test(test_polled),
       cmocka_unit_test(test_empty_and_missing),
       cmocka_unit_test(test_listing),
       cmocka_unit_test(test_places),

@@ -166,14 +166,26 @@ static void test_open_bound_and_pins(void **state) {
   free(dir);
 }
 
-/* The bound follows the soft descriptor limit: a quarter of it at three
-** descriptors a segment, within [8, KL_SEGSET_MAX_BOUND]; unknown, 64. */
+/* The bound on descriptors follows the soft descriptor limit: a quarter of
+** it, within three for each of [8, KL_SEGSET_MAX_BOUND] segments; unknown,
+** three for each of 64. */
 static void test_bound_from_nofile(void **state) {
-  assert_int_equal(kl_segset_bound(-1), KL_SEGSET_MAX_OPEN);
-  assert_int_equal(kl_segset_bound(1024), 85);
-  assert_int_equal(kl_segset_bound(20000), 1666);
-  assert_int_equal(kl_segset_bound(10), 8);
-  assert_int_equal(kl_segset_bound(1LL << 40), KL_SEGSET_MAX_BOUND);
+  assert_int_equal(kl_segset_bound(-1), 3 * KL_SEGSET_MAX_OPEN);
+  assert_int_equal(kl_segset_bound(1024), 256);
+  assert_int_equal(kl_segset_bound(20000), 5000);
+  assert_int_equal(kl_segset_bound(10), 24);
+  assert_int_equal(kl_segset_bound(1LL << 40), 3 * KL_SEGSET_MAX_BOUND);
+  /* A bound given in segments is three descriptors for each. */
+  kl_segset set;
+  kl_segset_init(&set, 5);
+  assert_int_equal(set.max_open, 5);
+  assert_int_equal(set.max_fds, 15);
+  assert_int_equal(kl_segset_room(&set), 5);
+  kl_segset_init(&set, 0);
+  assert_int_equal(set.max_open, KL_SEGSET_MAX_BOUND);
+  assert_int_equal(set.max_fds, kl_segset_default_bound());
+  set.max_fds = 30;
+  assert_int_equal(kl_segset_room(&set), 10);
   struct rlimit rl;
   assert_int_equal(getrlimit(RLIMIT_NOFILE, &rl), 0);
   if (rl.rlim_cur != RLIM_INFINITY) {
@@ -213,6 +225,8 @@ static void test_open_out_of_descriptors(void **state) {
   assert_true(s[1].opened && s[2].opened && s[3].opened);
   assert_int_equal(set.open, 3);
   assert_int_equal(set.max_open, 3);
+  assert_int_equal(set.fds, 3);
+  assert_int_equal(set.max_fds, 3);
   /* Everything else held: no descriptor to give back. */
   for (int i = 0; i < 4; i++) kl_segment_pin(&s[i]);
   f.path_has = s[4].name;
@@ -229,6 +243,97 @@ static void test_open_out_of_descriptors(void **state) {
   free(dir);
 }
 
+/* Descriptors the faultos table has open. */
+static int held(const t_faultos *f) {
+  int n = 0;
+  for (int i = 0; i < T_OS_MAX_FD; i++) n += f->fdpath[i] != NULL;
+  return n;
+}
+
+/* The bound counts the descriptors held, not three a segment: segments
+** whose small indexes were read whole hold their .log alone and stay open;
+** an index that keeps its file counts one more, and the least recently
+** used segment goes for it; out of descriptors, an index open gives one
+** back as a .log open does. */
+static void test_bound_counts_descriptors(void **state) {
+  char *dir = kw_make_log_single("seg", 400, 1024);
+  t_faultos f;
+  t_faultos_init(&f);
+  kl_segset set;
+  kl_segset_init(&set, 0);
+  set.max_fds = 6;
+  kl_segment s[8];
+  char path[4200];
+  int n = 0;
+  for (int64_t b = 0; n < 8 && b < 400; b++) {
+    seg_path(path, sizeof path, dir, b, ".log");
+    if (access(path, F_OK) != 0) continue;
+    assert_int_equal(kl_segment_init(&s[n], &f.env, &set, b, path), KL_OK);
+    n++;
+  }
+  assert_int_equal(n, 8);
+  kl_err err = {0};
+  kl_index *ix;
+  for (int i = 0; i < 6; i++) {
+    assert_int_equal(kl_segment_open(&s[i], NULL, &err), KL_OK);
+    assert_int_equal(kl_segment_index(&s[i], KL_INDEX_OFFSET, &ix, &err), KL_OK);
+    assert_int_equal(kl_segment_index(&s[i], KL_INDEX_TIME, &ix, &err), KL_OK);
+    assert_true(s[i].oidx_open && s[i].oidx.file.fd < 0 && s[i].tidx.file.fd < 0);
+  }
+  /* At three a segment, two would be open. */
+  assert_int_equal(set.open, 6);
+  assert_int_equal(set.fds, 6);
+  assert_int_equal(held(&f), 6);
+  assert_int_equal(kl_segment_open(&s[6], NULL, &err), KL_OK);
+  assert_false(s[0].opened);
+  assert_int_equal(set.open, 6);
+  assert_int_equal(set.fds, 6);
+  assert_int_equal(held(&f), 6);
+
+  /* An offset index of more pieces than are kept stays open: 2,600
+  ** entries (six pieces), every one inside the .log. */
+  char ipath[4200];
+  snprintf(ipath, sizeof ipath, "%.*s.index", (int)(strlen(s[7].log_path) - 4), s[7].log_path);
+  FILE *fp = fopen(ipath, "wb");
+  assert_non_null(fp);
+  for (uint32_t i = 0; i < 2600; i++) {
+    uint8_t e[KL_INDEX_OFFSET];
+    kl_index_put_offset(e, s[7].base, s[7].base + i, 0);
+    assert_int_equal(fwrite(e, sizeof e, 1, fp), 1);
+  }
+  assert_int_equal(fclose(fp), 0);
+  assert_int_equal(kl_segment_open(&s[7], NULL, &err), KL_OK);
+  assert_false(s[1].opened);
+  /* Its open finds the process out of descriptors once: s[2] goes, and the
+  ** bound comes down to what is held with it. */
+  f.kinds = T_OS_OPEN;
+  f.path_has = strrchr(ipath, '/') + 1;
+  f.fail_errno = EMFILE;
+  f.calls = 0;
+  f.fail_at = 1;
+  assert_int_equal(kl_segment_index(&s[7], KL_INDEX_OFFSET, &ix, &err), KL_OK);
+  assert_int_equal(f.failed, 1);
+  assert_int_equal(ix->n, 2600);
+  assert_true(ix->file.fd >= 0);
+  assert_false(s[2].opened);
+  assert_int_equal(set.max_fds, 6);
+  assert_int_equal(set.fds, 6);
+  assert_int_equal(set.open, 5);
+  assert_int_equal(held(&f), 6);
+  /* Closed, it lets its entries go with its file. */
+  kl_segment_close(&s[7]);
+  assert_false(s[7].oidx_open);
+  assert_int_equal(set.fds, 4);
+  assert_int_equal(held(&f), 4);
+  for (int i = 0; i < 8; i++) kl_segment_free(&s[i]);
+  assert_int_equal(set.fds, 0);
+  assert_int_equal(set.open, 0);
+  assert_int_equal(held(&f), 0);
+  t_faultos_free(&f);
+  t_rmdir(dir);
+  free(dir);
+}
+
 /* Missing index files are empty indexes (Kafka creates them lazily). */
 static void test_missing_indexes(void **state) {
   char *dir = kw_make_log_single("seg", 20, 1 << 20);
@@ -240,7 +345,7 @@ static void test_missing_indexes(void **state) {
   seg_path(path, sizeof path, dir, 0, ".log");
   kl_segset set;
   kl_segset_init(&set, 0); /* 0: the default bound */
-  assert_int_equal(set.max_open, kl_segset_default_bound());
+  assert_int_equal(set.max_fds, kl_segset_default_bound());
   kl_segment s;
   assert_int_equal(kl_segment_init(&s, NULL, &set, 0, path), KL_OK);
   kl_err err = {0};
@@ -381,6 +486,7 @@ int main(void) {
       cmocka_unit_test(test_open_bound_and_pins),
       cmocka_unit_test(test_bound_from_nofile),
       cmocka_unit_test(test_open_out_of_descriptors),
+      cmocka_unit_test(test_bound_counts_descriptors),
       cmocka_unit_test(test_missing_indexes),
       cmocka_unit_test(test_verified_cache),
       cmocka_unit_test(test_facts),

@@ -633,6 +633,42 @@ static void test_unreadable_checkpoint(void **state) {
   free(root);
 }
 
+/* The logs a connection has opened so far. */
+static int64_t logs_opened(sqlite3 *db) {
+  return st_int(db, "SELECT json_extract(kafka_log_stats(), '$.logs_opened')", NULL);
+}
+
+/* A query repeated on one connection sees every change made to a partition
+** between its statements (appends to the last segment, segments rolled),
+** and one made nowhere reopens no log. */
+static void test_changes_between_statements(void **state) {
+  (void)state;
+  char *root = make_root();
+  kw_writer *w = open_part(root, "late-0", 2048);
+  put_records(w, 10, 5, 9000000, NULL);
+  assert_int_equal(kw_flush(w), 0);
+  sqlite3 *db = st_open();
+  const char *sql = "SELECT count(*) FROM kafka_log(?1) WHERE timestamp >= 0";
+  int64_t n = count_of(db, sql, root, NULL);
+  int64_t opened = logs_opened(db);
+  assert_int_equal(count_of(db, sql, root, NULL), n);
+  assert_int_equal(logs_opened(db), opened);
+  put_records(w, 5, 5, 9000000, NULL); /* into the last segment */
+  assert_int_equal(kw_flush(w), 0);
+  assert_int_equal(count_of(db, sql, root, NULL), n + 5);
+  assert_int_equal(logs_opened(db), opened + 1);
+  put_records(w, 200, 5, 9000000, NULL); /* rolls at 2 KiB */
+  assert_int_equal(kw_flush(w), 0);
+  assert_int_equal(count_of(db, sql, root, NULL), n + 205);
+  assert_int_equal(logs_opened(db), opened + 2);
+  assert_int_equal(count_of(db, sql, root, NULL), n + 205);
+  assert_int_equal(logs_opened(db), opened + 2);
+  assert_int_equal(kw_close(w), 0);
+  sqlite3_close(db);
+  t_rmdir(root);
+  free(root);
+}
+
 /* A log directory listed twice, by any spelling, counts each record once. */
 static void test_logdir_listed_twice(void **state) {
   (void)state;
@@ -1484,6 +1520,7 @@ int main(void) {
       cmocka_unit_test(test_partition_path_forms),
       cmocka_unit_test(test_unreadable_checkpoint),
       cmocka_unit_test(test_logdir_listed_twice),
+      cmocka_unit_test(test_changes_between_statements),
       cmocka_unit_test(test_malformed_checkpoint_ignore),
       cmocka_unit_test(test_topic_not_utf8),
       cmocka_unit_test(test_read_committed_fixture),

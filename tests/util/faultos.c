@@ -198,7 +198,8 @@ void t_faultos_init(t_faultos *f) {
              f_sync,    f_truncate, f_stat,    f_fstat,  f_rename,    f_unlink,
              f_mkdir,   f_rmdir,    f_opendir, f_readdir, f_closedir, f_lock,
              f_seek_data, NULL,     NULL,      NULL, /* mapping: POSIX's */
-             NULL,      NULL}; /* opens and stats by name under a directory: f_open, f_stat */
+             NULL,      NULL, /* opens and stats by name under a directory: f_open, f_stat */
+             NULL,      NULL,       NULL,      NULL};    /* change queues: POSIX's */
   f->os = t;
   f->env.os = &f->os;
 }

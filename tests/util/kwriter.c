@@ -165,6 +165,15 @@ int kw_append(kw_writer *w, const kl_batch_spec *spec, const kl_rec_in *recs, in
 
 int64_t kw_next_offset(const kw_writer *w) { return w->next; }
 
+int kw_flush(kw_writer *w) {
+  int rc = 0;
+  FILE *f[] = {w->log, w->oidx, w->tidx, w->txn};
+  for (size_t i = 0; i < sizeof f / sizeof *f; i++) {
+    if (f[i] && fflush(f[i]) != 0) rc = -1;
+  }
+  return rc;
+}
+
 int kw_append_txn(kw_writer *w, int64_t pid, int n) {
   kl_batch_spec s = {0};
   s.leader_epoch = 0;

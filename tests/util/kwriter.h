@@ -44,6 +44,9 @@ int kw_append_control(kw_writer *w, int64_t pid, const void *key, int32_t key_le
                       const void *value, int32_t value_len);
 /* Next offset to be written. */
 int64_t kw_next_offset(const kw_writer *w);
+/* Write out what is buffered, so that a reader sees every batch appended
+** so far.  Returns 0 on success. */
+int kw_flush(kw_writer *w);
 /* Finish the active segment (final time index entry) and free. */
 int kw_close(kw_writer *w);
 
