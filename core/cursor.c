@@ -131,6 +131,10 @@ struct kl_cursor {
                             ** (another cursor on the log may add some) */
   const int64_t *cts;       /* counting a batch whose timestamps are known
                             ** (kl_fact.ts): rows are filtered on them */
+  int ts_bounded;           /* the bounds limit timestamps (kl_cursor_start) */
+  int at_hi;                /* CS_RECORDS: the current record's offset is hi
+                            ** and the batch's later records are known to
+                            ** decode: the rows end after it */
   uint64_t rhash;           /* with keys: the current record's key hash */
   uint64_t *kfb;            /* with keys: the filter of the current batch's
                             ** keys so far, when its fact has none yet */
@@ -481,6 +485,7 @@ static void finish(kl_cursor *c) {
   leave_segment(c);
   release_ahead(c);
   c->state = CS_DONE;
+  c->at_hi = 0;
 }
 
 /* Enter the first segment from s on that may hold rows (CS_DONE when none
@@ -688,6 +693,39 @@ static void learn_decoded(kl_cursor *c) {
   }
 }
 
+/* The rows end inside the current batch (its record at or past hi was just
+** decoded) before the batch's records all decoded once: decode the rest
+** (the batch is in memory, decompressed whole) so that its fact learns
+** every record's timestamp and end, as a scan's would.  A join's point
+** lookups land in the same batches again and again: the next lookup in
+** this one reads and decodes its record alone (kl_cursor_load), not the
+** records before it.  Once per batch, and only while its timestamps are
+** being kept; a record that does not decode leaves the fact as it was,
+** for the query that reaches it to report. */
+static void learn_rest(kl_cursor *c) {
+  if (c->rd.skip || c->bnd.keys || c->tsn < 0 || c->batch.magic != 2) return;
+  kl_fact *f = cur_fact(c);
+  if (!f || f->decoded || c->tsn != c->it.b.record_count - c->it.remaining) return;
+  kl_records rest = c->it;
+  kl_record r;
+  kl_err e = {0};
+  int64_t bmin = c->bmin;
+  int32_t n = c->tsn;
+  kl_rc rc;
+  while ((rc = kl_records_next(&rest, &r, &e)) == KL_OK) {
+    c->rd.stats->records_decoded++;
+    if (n == c->tscap && !grow_ts(c)) return; /* only an optimisation */
+    if (r.timestamp < bmin) bmin = r.timestamp;
+    c->reb[n] = (uint32_t)(rest.p - c->recs0);
+    c->tsb[n++] = r.timestamp;
+  }
+  if (rc != KL_DONE) return; /* for the query that reaches it to report */
+  c->tsn = n;
+  c->bmin = bmin;
+  learn_decoded(c);
+  c->tsn = -1; /* learnt: the rows left of the batch note nothing */
+}
+
 /* A walk yielded the current batch: learn it, link it to the batch it
 ** follows, and go on from the facts when the next batch is known. */
 static void learn_walked(kl_cursor *c) {
@@ -730,14 +768,20 @@ static void fw_count(kl_cursor *c, int *row) {
     c->count_left--;
     c->count_at++;
     if (c->cts) {
-      int64_t off = c->batch.base_offset + c->count_at, ts = c->cts[c->count_at];
+      int64_t off = c->batch.base_offset + c->count_at;
       if (off > c->hi) { /* offsets only grow: the rows end */
         finish(c);
         c->lazy = 0;
         c->cts = NULL;
         return;
       }
-      if (off < c->lo || ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
+      if (off < c->lo) continue;
+      /* Without time bounds the timestamp is not looked at: a point lookup's
+      ** would be a cache miss of its own, in a log's worth of them. */
+      if (c->ts_bounded) {
+        int64_t ts = c->cts[c->count_at];
+        if (ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
+      }
     }
     c->lazy = 1;
     *row = 1;
@@ -786,9 +830,20 @@ static kl_rc fw_plain(kl_cursor *c, int *row, kl_err *err) {
 static inline kl_rc fw_records(kl_cursor *c, int *row, kl_err *err) {
   assert(c->state == CS_RECORDS);
   if (c->plain) return fw_plain(c, row, err);
+  if (c->at_hi) { /* nothing to decode to know it */
+    finish(c);
+    return KL_OK;
+  }
   kl_rc rc = kl_records_next(&c->it, &c->rec, err);
   if (rc == KL_OK) {
     note_record(c);
+    if (c->rec.offset >= c->hi) {
+      learn_rest(c);
+      /* Records follow in the batch, and all of them decoded once with
+      ** growing offsets: the next is past hi, as decoding it would show. */
+      const kl_fact *f = cur_fact(c);
+      c->at_hi = c->rec.offset == c->hi && c->it.remaining > 0 && f && f->decoded;
+    }
     if (c->rec.offset > c->hi) finish(c);
     else *row = record_in(c, &c->rec);
     return KL_OK;
@@ -1174,6 +1229,8 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   c->bnd = *b;
   c->lo = b->off_lo;
   c->hi = b->off_hi;
+  c->ts_bounded = b->ts_lo != INT64_MIN || b->ts_hi != INT64_MAX;
+  c->at_hi = 0;
   /* Forward: enter_forward sets the state of the first segment's source. */
   c->state = b->desc ? CS_BACKWARD : CS_SEGMENT;
   c->lazy = 0;

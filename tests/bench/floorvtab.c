@@ -1,6 +1,8 @@
 /*
 ** floorvtab.c - the do-nothing virtual table (see floorvtab.h).  It takes
-** no constraint, so every query is a full scan in the order the rows were
+** one constraint, offset = ?, answered by a binary search of rows loaded
+** in offset order (a join's point lookups, as kafka_log answers them from
+** its index); every other query is a full scan in the order the rows were
 ** loaded: offset order, as a scan of a partition through kafka_log is, or
 ** partition after partition, as a scan of a log directory is.
 */
@@ -136,8 +138,10 @@ typedef struct floor_vtab {
 
 typedef struct floor_cursor {
   sqlite3_vtab_cursor base;
-  long i;
+  long i, end;              /* the rows [i, end) are left */
 } floor_cursor;
+
+enum { FL_SCAN, FL_OFFSET_EQ }; /* idxNum */
 
 static int fl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
                       sqlite3_vtab **out, char **err) {
@@ -162,8 +166,23 @@ static int fl_disconnect(sqlite3_vtab *v) {
   return SQLITE_OK;
 }
 
+/* offset = ? when SQLite offers it usable (a join's inner loop), priced as
+** one row; else the full scan. */
 static int fl_best_index(sqlite3_vtab *v, sqlite3_index_info *info) {
   const floor_rows *r = ((floor_vtab *)v)->r;
+  for (int i = 0; i < info->nConstraint; i++) {
+    const struct sqlite3_index_constraint *k = &info->aConstraint[i];
+    if (!r->grouped && k->usable && k->iColumn == 0 && k->op == SQLITE_INDEX_CONSTRAINT_EQ) {
+      info->aConstraintUsage[i].argvIndex = 1;
+      info->aConstraintUsage[i].omit = 1;
+      info->idxNum = FL_OFFSET_EQ;
+      info->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+      info->estimatedCost = 1;
+      info->estimatedRows = 1;
+      return SQLITE_OK;
+    }
+  }
+  info->idxNum = FL_SCAN;
   info->estimatedCost = (double)r->n;
   info->estimatedRows = r->n;
   /* A GROUP BY topic, partition asks for ORDER BY topic, partition; taking
@@ -189,9 +208,43 @@ static int fl_close(sqlite3_vtab_cursor *c) {
   return SQLITE_OK;
 }
 
+/* The row whose offset is v's (an integer, or a real equal to one), by
+** binary search of the rows in offset order; none when no row has it. */
+static void seek_offset(floor_cursor *fc, const floor_rows *r, sqlite3_value *v) {
+  fc->i = fc->end = 0;
+  int64_t off;
+  int t = sqlite3_value_numeric_type(v);
+  if (t == SQLITE_INTEGER) {
+    off = sqlite3_value_int64(v);
+  } else if (t == SQLITE_FLOAT) {
+    double d = sqlite3_value_double(v);
+    if (!(d >= -9.2e18 && d <= 9.2e18) || (double)(int64_t)d != d) return;
+    off = (int64_t)d;
+  } else {
+    return;
+  }
+  long lo = 0, hi = r->n; /* the first row with offset >= off */
+  while (lo < hi) {
+    long mid = lo + (hi - lo) / 2;
+    if (r->rows[mid].offset < off) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo < r->n && r->rows[lo].offset == off) {
+    fc->i = lo;
+    fc->end = lo + 1;
+  }
+}
+
 static int fl_filter(sqlite3_vtab_cursor *c, int idx, const char *idx_str, int argc,
                      sqlite3_value **argv) {
-  ((floor_cursor *)c)->i = 0;
+  floor_cursor *fc = (floor_cursor *)c;
+  const floor_rows *r = ((floor_vtab *)c->pVtab)->r;
+  if (idx == FL_OFFSET_EQ && argc == 1) {
+    seek_offset(fc, r, argv[0]);
+  } else {
+    fc->i = 0;
+    fc->end = r->n;
+  }
   return SQLITE_OK;
 }
 
@@ -201,8 +254,8 @@ static int fl_next(sqlite3_vtab_cursor *c) {
 }
 
 static int fl_eof(sqlite3_vtab_cursor *c) {
-  const floor_rows *r = ((floor_vtab *)c->pVtab)->r;
-  return ((floor_cursor *)c)->i >= r->n;
+  const floor_cursor *fc = (const floor_cursor *)c;
+  return fc->i >= fc->end;
 }
 
 static int fl_column(sqlite3_vtab_cursor *c, sqlite3_context *ctx, int col) {

@@ -2,9 +2,10 @@
 ** floorvtab.h - a do-nothing virtual table, the floor of a scan: the rows
 ** of a native table t(offset, timestamp, key, value) copied into memory
 ** once and handed to SQLite column by column under kafka_log's columns
-** (the others constant), with nothing to read, decode or check.  What a
-** scan through kafka_log costs beyond it is the module's; what it costs
-** itself is SQLite's virtual table interface.  Loaded by topic and
+** (the others constant), with nothing to read, decode or check; offset = ?
+** (a join's point lookups) finds its row by binary search.  What a scan or
+** a lookup through kafka_log costs beyond it is the module's; what it
+** costs itself is SQLite's virtual table interface.  Loaded by topic and
 ** partition instead, it is the floor of a log directory's GROUP BY topic,
 ** partition: its rows come in that order, and it says so to SQLite as
 ** kafka_log does, so that both plans group without sorting.

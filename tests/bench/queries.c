@@ -50,7 +50,10 @@
 **      compressed batches all kept decompressed), 11f with mmap = 'on' too,
 **      11g the INSERT log with mmap = 'on' (the .log files are made
 **      immutable for them, chattr +i, which needs CAP_LINUX_IMMUTABLE, and
-**      writable again after; without it they are read, and the note says so)
+**      writable again after; without it they are read, and the note says so);
+**      11h the join on the do-nothing table (offset = ? by binary search of
+**      the rows in memory), timed with 11-11d: the floor of a lookup through
+**      SQLite's virtual table interface, in the floor and native columns
 **   12 offset WHERE timestamp >= ?1 LIMIT 1 on the few- and the many-segment
 **      logs (repeated; the ratio many/few), then the first such query on a
 **      fresh connection; kafka_log_stats() of one seek on the many-segment log;
@@ -513,7 +516,7 @@ static void lookup_work(side *s, double *bytes, double *batches) {
   sqlite3_finalize(st);
 }
 
-#define MAX_SIDES 5
+#define MAX_SIDES 6
 
 /* Seconds per unit of each side that is ok (others: -1): median of 3 runs
 ** of at least min_time, the sides alternating within each run. */
@@ -851,9 +854,11 @@ static const char *const g_floor_sql[2] = {"SELECT count(*) FROM @T",
                                            "SELECT count(*), sum(length(value)) FROM @T"};
 static double g_floor_ns[2][FL_SIDES]; /* seconds per row, -1: n/a */
 
-/* side s on the do-nothing table, registered on db. */
-static void side_init_floor(side *s, sqlite3 *db, const char *tmpl, double per) {
-  side_init(s, "do-nothing vtab", 0, NULL, db, tmpl, NULL, 0, 1, 0, per);
+/* side s on the do-nothing table, registered on db (?1 drawn from [lo, hi]
+** as side_init's). */
+static void side_init_floor(side *s, sqlite3 *db, const char *tmpl, int64_t lo, int64_t hi,
+                            double per) {
+  side_init(s, "do-nothing vtab", 0, NULL, db, tmpl, NULL, 0, lo, hi, per);
   sqlite3_finalize(s->st);
   s->st = NULL;
   expand(s->sql, sizeof s->sql, tmpl, "bench_floor", "");
@@ -886,7 +891,7 @@ static int floor_figures(const opts *o, const gen *g, const char *data, const ch
     side sd[FL_SIDES];
     side_init(&sd[FL_MAIN], "kafka_log", 1, main_dir, kdb, g_floor_sql[q], NULL, 0, 1, 0, per);
     side_init(&sd[FL_NONE], "kafka_log none", 1, dir, kdb, g_floor_sql[q], NULL, 0, 1, 0, per);
-    side_init_floor(&sd[FL_FLOOR], kdb, g_floor_sql[q], per);
+    side_init_floor(&sd[FL_FLOOR], kdb, g_floor_sql[q], 1, 0, per);
     side_init(&sd[FL_NATIVE], "native", 0, main_db, ndb, g_floor_sql[q], NULL, 0, 1, 0, per);
     figure *fu = add_fig(ids[q][0], labels[q][0], g_floor_sql[q], NULL, "row", -1, -1,
                          q ? G_RATIO_GE : G_NONE, 1.3);
@@ -1163,16 +1168,42 @@ int main(int argc, char **argv) {
       for (int i = 0; i < 4; i++) {
         judge_join(&ks[i], &ns, fs[i]);
       }
-      side *all[5] = {&ks[0], &ks[1], &ks[2], &ks[3], &ns};
-      double t[5];
-      measure(all, 5, o.min_time, t);
+      /* 11h: the same join on the do-nothing table (the native rows in
+      ** memory, offset = ? by binary search), the floor of a lookup through
+      ** SQLite's virtual table interface, timed with the others. */
+      floor_rows fr;
+      if (floor_rows_load(ndb, &fr) || floor_register(kdb, &fr) != SQLITE_OK) {
+        die("the do-nothing table: cannot load %s", main_db);
+      }
+      side fl;
+      side_init_floor(&fl, kdb, tmpl, 0, nk - o.lookups, (double)o.lookups);
+      figure *ff = add_fig("join_floor", "11h join, do-nothing vtab", tmpl,
+                           NULL, "lookup", -1, -1, G_NONE, 0);
+      expand(ff->sql, sizeof ff->sql, tmpl, "bench_floor", "");
+      ff->k_name = "floor";
+      ff->n_name = "native";
+      ff->chart = 0;
+      ff->correct = compare(&fl, &ns, NULL, 3, ff->note, sizeof ff->note);
+      if (ff->correct < 0) die("the do-nothing table: %s", ff->note);
+      plan_of(&fl, ff->plan_k, sizeof ff->plan_k);
+      plan_of(&ns, ff->plan_n, sizeof ff->plan_n);
+      side *all[6] = {&ks[0], &ks[1], &ks[2], &ks[3], &ns, &fl};
+      double t[6];
+      measure(all, 6, o.min_time, t);
       for (int i = 0; i < 4; i++) {
         fs[i]->k = t[i];
         fs[i]->n = t[4];
         side_done(&ks[i]);
         printf("  measured %-14s %s\n", ids[i], fs[i]->note);
       }
+      ff->k = t[5];
+      ff->n = t[4];
+      side_done(&fl);
+      printf("  measured %-14s\n", "join_floor");
       side_done(&ns);
+      /* The module goes with the rows: a statement cannot reach them after. */
+      sqlite3_create_module_v2(kdb, "bench_floor", NULL, NULL, NULL);
+      floor_rows_free(&fr);
       fflush(stdout);
 
       /* 11e-g: the same joins with the table's kept batches holding the
