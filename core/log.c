@@ -503,10 +503,11 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
   size_t from = log->nknown;
   kl_rc rc = KL_OK;
   int dirfd = -1;
-  if (log->nseg - from >= DATE_IN_DIR_MIN) {
+  int dates = log->nknown < log->nseg && (log->nknown == 0 || log->runmax[log->nknown - 1] < t);
+  if (dates && log->nseg - from >= DATE_IN_DIR_MIN) {
     dirfd = kl_os_open(log->env, log->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
   }
-  if (rd->helpers && log->nseg - from > KL_DATE_PASS_MIN) {
+  if (dates && rd->helpers && log->nseg - from > KL_DATE_PASS_MIN) {
     rc = begin_pass(log, rd, dirfd, &paths, &pass);
   }
   while (rc == KL_OK && log->nknown < log->nseg &&
