@@ -731,19 +731,10 @@ static void learn_rest(kl_cursor *c) {
 static void learn_walked(kl_cursor *c) {
   if (c->rd.skip) return;
   kl_segment *s = c->seg;
-  if (c->yielded >= 0) {
-    kl_fact *p = kl_segment_fact(s, c->yielded);
-    if (p && p->b.position + p->b.size == c->batch.position && !p->linked) {
-      p->linked = 1;
-      s->facts_cover = -1;
-    }
-  }
+  kl_fact *f = kl_segment_learn_walked(s, c->yielded, &c->batch);
   c->yielded = c->batch.position;
-  kl_fact *f = kl_segment_learn(s, &c->batch);
   set_fact(c, f);
-  if (f && kl_segment_fact(s, c->batch.position + c->batch.size)) {
-    f->linked = 1;
-    s->facts_cover = -1;
+  if (f && f->linked && kl_segment_fact(s, c->batch.position + c->batch.size)) {
     c->fpos = c->batch.position + c->batch.size;
     c->src = CS_FACT;
   }

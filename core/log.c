@@ -346,11 +346,14 @@ static kl_rc first_record_at_or_after(kl_reader *rd, kl_segment *s, const kl_see
   kl_batch b;
   kl_rc rc = kl_scan_start(&sc, rd, s, sk->start, INT64_MAX, sk->verify_from, err);
   if (rc) return rc;
+  int64_t prev = -1;
   while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK || (rc == KL_CORRUPT && rd->skip)) {
     if (rc == KL_CORRUPT) { /* the file changed since the salvage walk */
       kl_err_clear(err);
       continue;
     }
+    if (!rd->skip) kl_segment_learn_walked(s, prev, &b); /* a seek again reads nothing */
+    prev = b.position;
     if (exact_ts ? b.max_timestamp != t : b.max_timestamp < t) {
       rd->stats->batches_skipped++;
       continue;
@@ -584,6 +587,19 @@ static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_
       out->ti_offset = s->base;
     }
     out->start_position = sk.index_position;
+    const kl_fact *f;
+    known = use_facts != FIND_FLOOR || rd->skip
+                ? 0
+                : kl_segment_facts_follow(s, sk.verify_from, INT64_MIN, t, &f);
+    if (known < 0) continue;
+    if (known > 0 && f->b.first_known) {
+      /* A floor: every batch before the first reaching t, from the index's
+      ** entry on, is below t, and so is all before the entry's batch. */
+      out->status = KL_LOOKUP_OK;
+      out->offset = f->b.base_offset;
+      out->timestamp = -1;
+      return KL_OK;
+    }
     rc = first_record_at_or_after(rd, s, &sk, t, 0, out, err);
     if (rc != KL_NOTFOUND) return rc;
   }

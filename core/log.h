@@ -148,9 +148,10 @@ kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
 
 /* kl_log_find_time for a scan that filters records by timestamp itself:
 ** out->offset is at or below the first record reaching t, and every record
-** before it is below t.  Where the batch facts cover the segment it is the
-** first offset of the batch holding that record, found without reading
-** one (out->timestamp is then -1); elsewhere the record itself, as
+** before it is below t.  Where the batch facts cover the segment, or know
+** the batches from the time index entry's on (a seek made before near t),
+** it is the first offset of the batch holding that record, found without
+** reading one (out->timestamp is then -1); elsewhere the record itself, as
 ** kl_log_find_time finds it. */
 kl_rc kl_log_find_time_floor(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
                              kl_err *err);

@@ -821,9 +821,21 @@ kl_rc kl_scan_find_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_batch
   kl_seek sk;
   kl_rc rc = kl_scan_seek_offset(rd, s, target, &sk, err);
   if (rc) return rc;
+  const kl_fact *f;
+  int known = rd->skip ? 0 : kl_segment_facts_follow(s, sk.verify_from, target, INT64_MIN, &f);
+  if (known) {
+    if (known < 0) return KL_NOTFOUND;
+    *b = f->b;
+    return KL_OK;
+  }
   kl_scan sc;
   if ((rc = kl_scan_start(&sc, rd, s, sk.start, INT64_MAX, sk.verify_from, err)) != KL_OK) return rc;
-  while ((rc = kl_scan_next(&sc, b, err)) == KL_OK && b->last_offset < target) {}
+  int64_t prev = -1;
+  while ((rc = kl_scan_next(&sc, b, err)) == KL_OK) {
+    if (!rd->skip) kl_segment_learn_walked(s, prev, b); /* the next seek reads nothing */
+    prev = b->position;
+    if (b->last_offset >= target) break;
+  }
   kl_scan_end(&sc);
   return rc == KL_DONE ? KL_NOTFOUND : rc;
 }

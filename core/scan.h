@@ -256,7 +256,10 @@ kl_rc kl_scan_checkpoint(kl_reader *rd, kl_segment *s, int64_t below, int64_t *s
                          kl_err *err);
 
 /* The first batch with last offset >= target (Kafka's translateOffset),
-** from the offset seek.  KL_NOTFOUND when the segment has none. */
+** from the offset seek.  KL_NOTFOUND when the segment has none.  The
+** batches walked are learnt (segment.h kl_segment_learn_walked); when the
+** facts already know the way (kl_segment_facts_follow) nothing is read and
+** b->bytes is NULL. */
 kl_rc kl_scan_find_offset(kl_reader *rd, kl_segment *s, int64_t target, kl_batch *b,
                           kl_err *err);
 

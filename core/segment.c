@@ -426,6 +426,39 @@ kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b) {
   return f;
 }
 
+kl_fact *kl_segment_learn_walked(kl_segment *s, int64_t prev, const kl_batch *b) {
+  if (prev >= 0) {
+    kl_fact *p = kl_segment_fact(s, prev);
+    if (p && p->b.position + p->b.size == b->position && !p->linked) {
+      p->linked = 1;
+      s->facts_cover = -1;
+    }
+  }
+  kl_fact *f = kl_segment_learn(s, b);
+  if (f && !f->linked && kl_segment_fact(s, b->position + b->size)) {
+    f->linked = 1;
+    s->facts_cover = -1;
+  }
+  return f;
+}
+
+int kl_segment_facts_follow(const kl_segment *s, int64_t pos, int64_t offset, int64_t t,
+                            const kl_fact **out) {
+  size_t i = kl_segment_fact_from(s, pos);
+  for (;;) {
+    if (i >= s->nfacts || s->facts[i].b.position != pos) return 0;
+    const kl_fact *f = &s->facts[i];
+    if (f->b.last_offset >= offset && f->b.max_timestamp >= t) {
+      *out = f;
+      return 1;
+    }
+    if (f->ends) return -1;
+    if (!f->linked) return 0;
+    pos = f->b.position + f->b.size;
+    i++;
+  }
+}
+
 kl_rc kl_segment_add_hole(kl_segment *s, int64_t pos, int64_t end, int kind) {
   kl_salvage *m = &s->salvage;
   if (m->n == m->cap) {

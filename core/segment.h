@@ -253,6 +253,25 @@ size_t kl_segment_fact_from(const kl_segment *s, int64_t pos);
 ** fact, old or new, or NULL when out of memory or over the log's budget
 ** (facts are an optimisation: callers go on without). */
 kl_fact *kl_segment_learn(kl_segment *s, const kl_batch *b);
+/* A walk yielded b right after the batch at prev (-1: none, or a batch
+** it did not yield: context): learn b as kl_segment_learn does, link the
+** fact at prev to it when that batch ends where b starts, and link b to a
+** fact already known where b ends.  Returns b's fact, or NULL as
+** kl_segment_learn does. */
+kl_fact *kl_segment_learn_walked(kl_segment *s, int64_t prev, const kl_batch *b);
+
+/* Follow the chain of linked facts from the batch at pos (one a walk from
+** a seek would yield first) to the first whose last offset is >= offset
+** and whose max timestamp is >= t (INT64_MIN: no bound): 1 with *out that
+** fact; -1 when the chain ends with the data before any does; 0 when the
+** facts cannot tell (a batch on the way is not known, or not linked to the
+** next).  A walk from pos would yield the same batches: no byte is read.
+** A seek the index has placed, repeated or near one made before, then
+** costs no read (a repeated time window's seeks over 2,000 partitions
+** made four reads each). */
+int kl_segment_facts_follow(const kl_segment *s, int64_t pos, int64_t offset, int64_t t,
+                            const kl_fact **out);
+
 /* Does a chain of linked facts run from position 0 to the end of the
 ** data?  Then the facts are the segment's batches, and a seek needs no
 ** index (cached until a fact changes). */
