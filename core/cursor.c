@@ -129,8 +129,9 @@ struct kl_cursor {
   kl_fact *curfact;         /* the current batch's fact, or NULL, as of */
   uint64_t curfact_gen;     /* this generation of the segment's facts
                             ** (another cursor on the log may add some) */
-  const int64_t *cts;       /* counting a batch whose timestamps are known
-                            ** (kl_fact.ts): rows are filtered on them */
+  const kl_fact *cts;       /* counting a batch whose timestamps are known
+                            ** (kl_fact.ts): rows are filtered on them; */
+  kl_fact tsread;           /* the fact of those read into tsb (batch_times) */
   int ts_bounded;           /* the bounds limit timestamps (kl_cursor_start) */
   int at_hi;                /* CS_RECORDS: the current record's offset is hi
                             ** and the batch's later records are known to
@@ -770,7 +771,7 @@ static void fw_count(kl_cursor *c, int *row) {
       /* Without time bounds the timestamp is not looked at: a point lookup's
       ** would be a cache miss of its own, in a log's worth of them. */
       if (c->ts_bounded) {
-        int64_t ts = c->cts[c->count_at];
+        int64_t ts = kl_fact_ts(c->cts, c->count_at);
         if (ts < c->bnd.ts_lo || ts > c->bnd.ts_hi) continue;
       }
     }
@@ -908,6 +909,14 @@ static kl_rc batch_times(kl_cursor *c, kl_err *err) {
   return rc;
 }
 
+/* The timestamps batch_times read, as a fact's kept ones (kl_fact_ts). */
+static const kl_fact *read_fact(kl_cursor *c) {
+  memset(&c->tsread, 0, sizeof c->tsread);
+  c->tsread.ts = c->tsb;
+  c->tsread.ts_w = 8;
+  return &c->tsread;
+}
+
 /* Is the current batch (its fact f) one whose timestamps batch_times reads
 ** for counting it: v2, every record at base + i (kl_fact.ts), decoded
 ** once, its timestamps not kept, no key sought? */
@@ -952,7 +961,7 @@ static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
     ** nor bounds that cut through it. */
     c->count_left = c->batch.record_count;
     c->count_at = -1;
-    c->cts = known_ts ? f->ts : read_ts ? c->tsb : NULL;
+    c->cts = known_ts ? f : read_ts ? read_fact(c) : NULL;
     c->count_free = !c->cts || within;
     if (c->cts && c->lo > c->batch.base_offset) {
       /* Record i is at base + i (kl_fact.ts): straight to lo. */
@@ -1297,7 +1306,7 @@ int kl_cursor_peek(const kl_cursor *c, int64_t *offset, int64_t *timestamp) {
   assert(!c->lazy || c->state == CS_COUNT);
   if (!c->lazy || !c->cts) return 0;
   *offset = c->batch.base_offset + c->count_at;
-  *timestamp = c->cts[c->count_at];
+  *timestamp = kl_fact_ts(c->cts, c->count_at);
   return 1;
 }
 
@@ -1306,7 +1315,7 @@ int kl_cursor_peek(const kl_cursor *c, int64_t *offset, int64_t *timestamp) {
 ** read), else one read of the record alone. */
 static kl_rc record_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8_t **p,
                           kl_err *err) {
-  int64_t from = i == 0 ? KL_V2_HEADER : f->rend[i - 1], to = f->rend[i];
+  int64_t from = i == 0 ? KL_V2_HEADER : kl_fact_rend(f, i - 1), to = kl_fact_rend(f, i);
   int64_t at = c->batch.position + from;
   size_t n = (size_t)(to - from);
   const kl_window *w = &c->rd.win;
@@ -1341,7 +1350,7 @@ static kl_rc record_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
 static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8_t **p,
                           kl_err *err) {
   kl_bcache *bc = c->seg->set && !c->rd.skip ? c->seg->set->bcache : NULL;
-  size_t need = f->rend[i], from = i == 0 ? 0 : f->rend[i - 1], have = 0;
+  size_t need = kl_fact_rend(f, i), from = i == 0 ? 0 : kl_fact_rend(f, i - 1), have = 0;
   const uint8_t *q;
   unpin(c);
   if (bc) {
@@ -1353,12 +1362,12 @@ static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
     }
     /* Kept up to an earlier record: a batch looked up again is
     ** decompressed whole this time. */
-    if (have) need = f->rend[f->b.record_count - 1];
+    if (have) need = kl_fact_rend(f, f->b.record_count - 1);
   }
   /* The records' decompressed size is known (the last one's end): room
   ** for all of it at once, so that a zstd frame of unknown size (a Kafka
   ** producer's) decodes in one pass, not again into a buffer doubled. */
-  size_t total = f->rend[f->b.record_count - 1];
+  size_t total = kl_fact_rend(f, f->b.record_count - 1);
   if (c->rd.scratch.cap < total) {
     c->rd.held_seg = NULL; /* what it held moves */
     if (kl_buf_reserve(c->rd.env, &c->rd.scratch, total) != KL_OK) {
@@ -1389,12 +1398,13 @@ static kl_rc packed_bytes(kl_cursor *c, const kl_fact *f, int32_t i, const uint8
 ** batch's CRC held when it was learnt). */
 static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
   int32_t i = c->count_at;
-  uint32_t from = i == 0 ? (c->batch.codec == KL_CODEC_NONE ? KL_V2_HEADER : 0) : f->rend[i - 1];
+  uint32_t from =
+      i == 0 ? (c->batch.codec == KL_CODEC_NONE ? KL_V2_HEADER : 0) : kl_fact_rend(f, i - 1);
   const uint8_t *p = NULL;
   kl_rc rc = c->batch.codec == KL_CODEC_NONE ? record_bytes(c, f, i, &p, err)
                                              : packed_bytes(c, f, i, &p, err);
   if (rc) return rc;
-  int64_t to = f->rend[i];
+  int64_t to = kl_fact_rend(f, i);
   kl_records one;
   memset(&one, 0, sizeof one);
   one.b = c->batch;

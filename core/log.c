@@ -363,11 +363,14 @@ static kl_rc first_record_at_or_after(kl_reader *rd, kl_segment *s, const kl_see
     const kl_fact *f = rd->skip ? NULL : kl_segment_fact(s, b.position);
     if (f && f->ts && f->b.size == b.size) {
       int32_t i = 0;
-      while (i < f->b.record_count && (exact_ts ? f->ts[i] != t : f->ts[i] < t)) i++;
+      while (i < f->b.record_count &&
+             (exact_ts ? kl_fact_ts(f, i) != t : kl_fact_ts(f, i) < t)) {
+        i++;
+      }
       if (i < f->b.record_count) {
         out->status = KL_LOOKUP_OK;
         out->offset = f->b.base_offset + i;
-        out->timestamp = f->ts[i];
+        out->timestamp = kl_fact_ts(f, i);
         kl_scan_end(&sc);
         return KL_OK;
       }
@@ -654,10 +657,10 @@ void kl_log_smallest_time(kl_log *log, int *known, int *found, int64_t *offset, 
       if (!f->ts) return;
       if (*found && f->min_ts >= *ts) continue; /* ties: the first keeps it */
       for (int32_t k = 0; k < f->b.record_count; k++) {
-        if (f->ts[k] == f->min_ts) {
+        if (kl_fact_ts(f, k) == f->min_ts) {
           *found = 1;
           *offset = f->b.base_offset + k;
-          *ts = f->ts[k];
+          *ts = f->min_ts;
           break;
         }
       }

@@ -156,7 +156,7 @@ void kl_segset_map(kl_segset *set, int map) {
 
 /* Bytes of what a fact keeps per record. */
 static size_t per_record(const kl_fact *f) {
-  return sizeof(int64_t) + (f->rend ? sizeof(uint32_t) : 0);
+  return (size_t)f->ts_w + (f->rend ? f->rend_w : 0);
 }
 
 kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n) {
@@ -486,23 +486,44 @@ const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos) {
   return NULL;
 }
 
+/* The fewest bytes that hold each of ts[0..n) above min (kl_fact_ts): 2 or
+** 4, or 8 when the spread is wider or min is not their smallest. */
+static uint8_t ts_width(const int64_t *ts, int32_t n, int64_t min) {
+  uint64_t spread = 0;
+  for (int32_t i = 0; i < n; i++) {
+    if (ts[i] < min) return 8;
+    uint64_t d = (uint64_t)ts[i] - (uint64_t)min;
+    if (d > spread) spread = d;
+  }
+  return spread <= UINT16_MAX ? 2 : spread <= UINT32_MAX ? 4 : 8;
+}
+
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
                               int32_t n) {
-  size_t bytes = (size_t)n * (sizeof *ts + (rend ? sizeof *rend : 0));
-  if (f->ts || n <= 0 || n != f->b.record_count || s->set->ts_bytes + bytes > s->set->max_ts_bytes) {
+  if (f->ts || n <= 0 || n != f->b.record_count) return;
+  uint8_t tw = f->decoded ? ts_width(ts, n, f->min_ts) : 8;
+  uint8_t rw = rend && rend[n - 1] <= UINT16_MAX ? 2 : 4; /* ends grow */
+  size_t bytes = (size_t)n * (tw + (rend ? rw : 0));
+  if (s->set->ts_bytes + bytes > s->set->max_ts_bytes) return;
+  void *t = kl_malloc(s->env, (size_t)n * tw);
+  void *r = rend ? kl_malloc(s->env, (size_t)n * rw) : NULL;
+  if (!t || (rend && !r)) {
+    kl_free(s->env, t);
+    kl_free(s->env, r);
     return;
   }
-  f->ts = kl_malloc(s->env, (size_t)n * sizeof *ts);
-  f->rend = rend ? kl_malloc(s->env, (size_t)n * sizeof *rend) : NULL;
-  if (!f->ts || (rend && !f->rend)) {
-    kl_free(s->env, f->ts);
-    kl_free(s->env, f->rend);
-    f->ts = NULL;
-    f->rend = NULL;
-    return;
+  for (int32_t i = 0; i < n; i++) {
+    uint64_t d = (uint64_t)ts[i] - (uint64_t)f->min_ts;
+    if (tw == 2) ((uint16_t *)t)[i] = (uint16_t)d;
+    else if (tw == 4) ((uint32_t *)t)[i] = (uint32_t)d;
+    else ((int64_t *)t)[i] = ts[i];
+    if (r && rw == 2) ((uint16_t *)r)[i] = (uint16_t)rend[i];
+    else if (r) ((uint32_t *)r)[i] = rend[i];
   }
-  memcpy(f->ts, ts, (size_t)n * sizeof *ts);
-  if (rend) memcpy(f->rend, rend, (size_t)n * sizeof *rend);
+  f->ts = t;
+  f->rend = r;
+  f->ts_w = tw;
+  f->rend_w = rw;
   s->set->ts_bytes += bytes;
 }
 
@@ -618,9 +639,9 @@ int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_
   const kl_fact *f = &s->facts[lo];
   if (!f->ts) return -1;
   for (int32_t i = 0; i < f->b.record_count; i++) {
-    if (f->ts[i] >= t) {
+    if (kl_fact_ts(f, i) >= t) {
       *offset = f->b.base_offset + i;
-      *ts = f->ts[i];
+      *ts = kl_fact_ts(f, i);
       return 1;
     }
   }

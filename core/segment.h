@@ -60,8 +60,9 @@ typedef struct kl_segset {
 ** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
 ** queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
-/* Record timestamps (and ends) a set keeps at most: 8 bytes a record, 12
-** with its end, so 1.4 to 2 M records.  They answer what SQLite's covering
+/* Record timestamps (and ends) a set keeps at most: 2 to 8 bytes a
+** record, and 2 or 4 more with its end (kl_fact_ts), so 1.4 to 8 M
+** records.  They answer what SQLite's covering
 ** index on timestamp answers for a table: queries that read only offsets
 ** and timestamps decode nothing, and a point lookup reads one record.  With
 ** the facts and key filters, a table's learning stays near 40 MiB, so that
@@ -109,10 +110,13 @@ typedef struct kl_fact {
   uint8_t linked;           /* the walk goes on to the fact at the end of
                             ** this batch (b.position + b.size) */
   uint8_t ends;             /* the data ends after it (the file's end) */
-  int64_t *ts;              /* when decoded, v2 and its offsets have no
+  uint8_t ts_w;             /* bytes a kept timestamp takes (kl_fact_ts):
+                            ** 2 or 4 (above min_ts), 8 (itself) */
+  uint8_t rend_w;           /* bytes a kept end takes (kl_fact_rend): 2, 4 */
+  void *ts;                 /* when decoded, v2 and its offsets have no
                             ** gap (record i is at base + i): each record's
                             ** timestamp (record_count of them), or NULL */
-  uint32_t *rend;           /* and where each record ends (record i starts
+  void *rend;               /* and where each record ends (record i starts
                             ** where i - 1 ends): uncompressed, in the batch
                             ** (record 0 after the header), and a point
                             ** lookup reads one record, not the batch;
@@ -123,6 +127,22 @@ typedef struct kl_fact {
                             ** filter of their keys (keyset.h), or NULL */
   uint32_t kf_words;        /* its 64-bit words */
 } kl_fact;
+
+/* Record i's timestamp, of a fact that keeps them (f->ts).  They are kept
+** in as few bytes as the batch's spread allows: a producer's batch spans
+** milliseconds (2 bytes a record), a day's batch of a slow topic minutes
+** (4); the same budget then holds three to four times the records. */
+static inline int64_t kl_fact_ts(const kl_fact *f, int32_t i) {
+  if (f->ts_w == 2) return f->min_ts + ((const uint16_t *)f->ts)[i];
+  if (f->ts_w == 4) return f->min_ts + (int64_t)((const uint32_t *)f->ts)[i];
+  return ((const int64_t *)f->ts)[i];
+}
+
+/* Where record i ends, of a fact that keeps it (f->rend). */
+static inline uint32_t kl_fact_rend(const kl_fact *f, int32_t i) {
+  if (f->rend_w == 2) return ((const uint16_t *)f->rend)[i];
+  return ((const uint32_t *)f->rend)[i];
+}
 
 struct kl_segment {
   int64_t base;             /* base offset from the file name */

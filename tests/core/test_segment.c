@@ -427,6 +427,120 @@ static void test_facts(void **state) {
   assert_int_equal(set.facts, 0);
 }
 
+/* Kept timestamps take 2, 4 or 8 bytes a record by the batch's spread
+** above its smallest, ends 2 or 4 by the last; each reads back as given,
+** the budget counts the bytes taken, and freeing gives them back. */
+static void test_kept_widths(void **state) {
+  (void)state;
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  enum { N = 5 };
+  static const struct {
+    int64_t ts[N];
+    uint32_t rend[N];
+    int with_ends, tw, rw;
+  } c[] = {
+      {{1700000000000, 1700000000001, 1699999999990, 1700000065525, 1700000000000},
+       {70, 140, 200, 65535, 65535}, 1, 2, 2},
+      {{1700000000000, 1699999999990, 1700000065526, 1700000000000, 1700000000000},
+       {70, 140, 200, 300, 65536}, 1, 4, 4},
+      {{5, -1, 4294967294, 7, 0}, {0}, 0, 4, 0},
+      {{5, -1, 4294967295, 7, 0}, {0}, 0, 8, 0},
+      {{INT64_MAX, INT64_MIN, 0, -1, 1}, {1, 2, 3, 4, 5}, 1, 8, 2},
+  };
+  size_t bytes = 0;
+  kl_batch b;
+  memset(&b, 0, sizeof b);
+  for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+    b.position = (int64_t)k * 1000;
+    b.size = 1000;
+    b.record_count = N;
+    kl_fact *f = kl_segment_learn(&s, &b);
+    assert_non_null(f);
+    int64_t mn = INT64_MAX;
+    for (int i = 0; i < N; i++) mn = c[k].ts[i] < mn ? c[k].ts[i] : mn;
+    kl_segment_decoded(&s, f, mn);
+    kl_segment_learn_records(&s, f, c[k].ts, c[k].with_ends ? c[k].rend : NULL, N);
+    assert_non_null(f->ts);
+    assert_int_equal(f->ts_w, c[k].tw);
+    for (int i = 0; i < N; i++) assert_true(kl_fact_ts(f, i) == c[k].ts[i]);
+    if (c[k].with_ends) {
+      assert_int_equal(f->rend_w, c[k].rw);
+      for (int i = 0; i < N; i++) assert_int_equal(kl_fact_rend(f, i), c[k].rend[i]);
+    } else {
+      assert_null(f->rend);
+    }
+    bytes += (size_t)N * (size_t)(c[k].tw + (c[k].with_ends ? c[k].rw : 0));
+    assert_int_equal(set.ts_bytes, bytes);
+  }
+  /* Over the budget: nothing kept. */
+  set.max_ts_bytes = set.ts_bytes + 2 * N - 1;
+  b.position = 9000;
+  kl_fact *f = kl_segment_learn(&s, &b);
+  kl_segment_decoded(&s, f, c[0].ts[2]);
+  kl_segment_learn_records(&s, f, c[0].ts, NULL, N);
+  assert_null(f->ts);
+  assert_int_equal(set.ts_bytes, bytes);
+  kl_segment_free(&s);
+  assert_int_equal(set.ts_bytes, 0);
+}
+
+/* Batches a walk yields one after another are linked as they are learnt,
+** to a known batch that follows too; kl_segment_facts_follow goes down the
+** chain to the batch sought, says when the data ends first, and cannot
+** tell past a batch not known or not linked. */
+static void test_facts_follow(void **state) {
+  (void)state;
+  kl_segset set;
+  kl_segset_init(&set, 4);
+  kl_segment s;
+  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  kl_batch b;
+  memset(&b, 0, sizeof b);
+  b.size = 100;
+  b.first_known = 1;
+  /* Batches 0..9 at 100 bytes each, offsets 10i..10i+9, max timestamp 5i
+  ** but batch 6's, 100.  A walk yields 2..4, another 6..7 and 5. */
+  const kl_fact *f;
+  int64_t prev = -1;
+  for (int i = 2; i <= 7; i++) {
+    if (i == 5) continue;
+    if (i == 6) prev = -1; /* another walk */
+    b.position = i * 100;
+    b.base_offset = i * 10;
+    b.last_offset = i * 10 + 9;
+    b.max_timestamp = i == 6 ? 100 : 5 * i;
+    kl_segment_learn_walked(&s, prev, &b);
+    prev = b.position;
+  }
+  assert_int_equal(kl_segment_facts_follow(&s, 200, 50, INT64_MIN, &f), 0); /* 4 -/- 5 */
+  assert_int_equal(kl_segment_facts_follow(&s, 200, 31, INT64_MIN, &f), 1);
+  assert_int_equal(f->b.position, 300);
+  b.position = 500;
+  b.base_offset = 50;
+  b.last_offset = 59;
+  b.max_timestamp = 25;
+  kl_segment_learn_walked(&s, -1, &b); /* linked on to 6, which is known */
+  assert_false(kl_segment_fact(&s, 400)->linked);
+  assert_int_equal(kl_segment_facts_follow(&s, 500, INT64_MIN, 30, &f), 1);
+  assert_int_equal(f->b.position, 600);
+  assert_int_equal(kl_segment_facts_follow(&s, 500, 75, INT64_MIN, &f), 1);
+  assert_int_equal(f->b.position, 700);
+  assert_int_equal(kl_segment_facts_follow(&s, 500, 80, INT64_MIN, &f), 0); /* 8 unknown */
+  assert_int_equal(kl_segment_facts_follow(&s, 150, 0, INT64_MIN, &f), 0); /* not a batch */
+  kl_segment_fact(&s, 700)->ends = 1;
+  assert_int_equal(kl_segment_facts_follow(&s, 500, 80, INT64_MIN, &f), -1);
+  assert_int_equal(kl_segment_facts_follow(&s, 600, INT64_MIN, 101, &f), -1);
+  /* The walk that yielded 4 goes on to 5: the chain from 2 is whole. */
+  kl_segment_learn_walked(&s, 400, &b);
+  assert_true(kl_segment_fact(&s, 400)->linked);
+  assert_int_equal(kl_segment_facts_follow(&s, 200, INT64_MIN, 100, &f), 1);
+  assert_int_equal(f->b.position, 600);
+  kl_segment_free(&s);
+}
+
 /* Holes are found by binary search, [pos, end). */
 static void test_holes(void **state) {
   kl_segset set;
@@ -490,6 +604,8 @@ int main(void) {
       cmocka_unit_test(test_missing_indexes),
       cmocka_unit_test(test_verified_cache),
       cmocka_unit_test(test_facts),
+      cmocka_unit_test(test_kept_widths),
+      cmocka_unit_test(test_facts_follow),
       cmocka_unit_test(test_holes),
       cmocka_unit_test(test_read_after_truncation),
   };
