@@ -11,8 +11,10 @@
 */
 #include "ahead.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#include <time.h>
 
 #include "codec.h"
 
@@ -21,7 +23,9 @@ enum {
   S_QUEUED,                 /* pushed, no worker has started it */
   S_BUSY,                   /* a worker reads and opens it */
   S_DONE,                   /* its records are open */
-  S_FAILED                  /* the worker could not: the caller will */
+  S_FAILED,                 /* the worker could not: the caller will */
+  S_ORPHAN                  /* a worker reads it, but the caller took it
+                            ** back (kl_ahead_take): freed when it ends */
 };
 
 typedef struct slot {
@@ -51,10 +55,22 @@ struct kl_ahead {
   const void *user;         /* the scan that claimed it, or NULL (the
                             ** callers' side only: no lock) */
   kl_stats *stats;          /* its counters (workers started), or NULL */
+  kl_codec_ctx ctx;         /* the caller's, for the jobs it runs itself */
   pthread_t th[KL_AHEAD_MAX_THREADS];
 };
 
 #define SLOT(a, j) (&(a)->ring[(j) % KL_AHEAD_SLOTS])
+
+/* The monotonic clock's time us microseconds from now (the done
+** condition's clock). */
+static struct timespec deadline(long us) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  t.tv_nsec += us * 1000;
+  t.tv_sec += t.tv_nsec / 1000000000;
+  t.tv_nsec %= 1000000000;
+  return t;
+}
 
 /* Workers wanted: 1 to KL_AHEAD_MAX_THREADS. */
 static int bounded(int threads) {
@@ -79,7 +95,14 @@ kl_rc kl_ahead_new(const kl_env *env, int threads, kl_ahead **out) {
     *out = NULL;
     return KL_NOMEM;
   }
-  if (pthread_cond_init(&a->done, NULL) != 0) {
+  pthread_condattr_t ca;
+  int ok = pthread_condattr_init(&ca) == 0;
+  if (ok) {
+    ok = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) == 0 &&
+         pthread_cond_init(&a->done, &ca) == 0;
+    pthread_condattr_destroy(&ca);
+  }
+  if (!ok) {
     pthread_cond_destroy(&a->work);
     pthread_mutex_destroy(&a->mu);
     kl_free(env, a);
@@ -122,6 +145,34 @@ static int startable(const kl_ahead *a) {
   return a->claim == a->head || a->held < KL_AHEAD_BUDGET;
 }
 
+/* Give back the memory of a slot that grew past its share. */
+static void trim(kl_ahead *a, slot *s) {
+  size_t share = KL_AHEAD_BUDGET / KL_AHEAD_SLOTS / 2;
+  if (s->raw.cap > share) kl_buf_free(a->env, &s->raw);
+  if (s->out.cap > share) kl_buf_free(a->env, &s->out);
+  s->state = S_FREE;
+}
+
+/* Start the next job and run it (lock held on entry and on return; a
+** worker, or the caller while it would otherwise wait). */
+static void run_next(kl_ahead *a, kl_codec_ctx *ctx) {
+  slot *s = SLOT(a, a->claim);
+  a->claim++;
+  s->state = S_BUSY;
+  a->busy++;
+  pthread_mutex_unlock(&a->mu);
+  int ok = run_job(a->env, ctx, s);
+  pthread_mutex_lock(&a->mu);
+  a->busy--;
+  if (s->state == S_ORPHAN) {
+    trim(a, s); /* the caller read it itself */
+  } else {
+    s->state = ok ? S_DONE : S_FAILED;
+    if (ok) a->held += s->held;
+  }
+  pthread_cond_broadcast(&a->done);
+}
+
 static void *worker(void *arg) {
   kl_ahead *a = arg;
   kl_codec_ctx ctx = {0};
@@ -129,17 +180,7 @@ static void *worker(void *arg) {
   for (;;) {
     while (!a->stop && !startable(a)) pthread_cond_wait(&a->work, &a->mu);
     if (a->stop) break;
-    slot *s = SLOT(a, a->claim);
-    a->claim++;
-    s->state = S_BUSY;
-    a->busy++;
-    pthread_mutex_unlock(&a->mu);
-    int ok = run_job(a->env, &ctx, s);
-    pthread_mutex_lock(&a->mu);
-    a->busy--;
-    s->state = ok ? S_DONE : S_FAILED;
-    if (ok) a->held += s->held;
-    pthread_cond_broadcast(&a->done);
+    run_next(a, &ctx);
   }
   pthread_mutex_unlock(&a->mu);
   kl_codec_ctx_free(&ctx);
@@ -156,14 +197,6 @@ static int start(kl_ahead *a) {
   return n > 0;
 }
 
-/* Give back the memory of a slot that grew past its share. */
-static void trim(kl_ahead *a, slot *s) {
-  size_t share = KL_AHEAD_BUDGET / KL_AHEAD_SLOTS / 2;
-  if (s->raw.cap > share) kl_buf_free(a->env, &s->raw);
-  if (s->out.cap > share) kl_buf_free(a->env, &s->out);
-  s->state = S_FREE;
-}
-
 /* The caller is done with the slot it took (lock held). */
 static void release_taken(kl_ahead *a) {
   if (!a->taken) return;
@@ -171,15 +204,29 @@ static void release_taken(kl_ahead *a) {
   trim(a, SLOT(a, a->head - 1));
 }
 
-int kl_ahead_room(const kl_ahead *a) {
-  return a->started >= 0 && a->tail - a->head + (uint64_t)a->taken < KL_AHEAD_SLOTS;
+/* Room for another job (lock held): a slot a worker still holds for a
+** batch taken back (S_ORPHAN) stays its until the worker is done. */
+static int room(const kl_ahead *a) {
+  return a->started >= 0 && a->tail - a->head + (uint64_t)a->taken < KL_AHEAD_SLOTS &&
+         SLOT(a, a->tail)->state == S_FREE;
+}
+
+int kl_ahead_room(kl_ahead *a) {
+  pthread_mutex_lock(&a->mu);
+  int r = room(a);
+  pthread_mutex_unlock(&a->mu);
+  return r;
 }
 
 int kl_ahead_queued(const kl_ahead *a) { return (int)(a->tail - a->head); }
 
 int kl_ahead_push(kl_ahead *a, const void *owner, const kl_file *f, const kl_batch *b) {
-  if (!kl_ahead_room(a) || !start(a)) return 0;
+  if (!start(a)) return 0;
   pthread_mutex_lock(&a->mu);
+  if (!room(a)) {
+    pthread_mutex_unlock(&a->mu);
+    return 0;
+  }
   slot *s = SLOT(a, a->tail);
   s->owner = owner;
   s->file = *f;
@@ -226,7 +273,26 @@ kl_rc kl_ahead_take(kl_ahead *a, const void *owner, const kl_batch *b, kl_record
     pthread_mutex_unlock(&a->mu);
     return KL_NOTFOUND;
   }
-  while (s->state == S_QUEUED || s->state == S_BUSY) pthread_cond_wait(&a->done, &a->mu);
+  struct timespec until = {0, 0};
+  while (s->state == S_QUEUED || s->state == S_BUSY) {
+    /* Rather than wait, the caller runs a job no worker has started: this
+    ** one, or one after it while a worker is on this one.  A worker that
+    ** is behind then never leaves the scan slower than on its own thread;
+    ** one that has not finished within KL_AHEAD_PATIENCE_US is not
+    ** running (a busy machine's other core), and its batch is taken back. */
+    if (startable(a)) {
+      run_next(a, &a->ctx);
+      continue;
+    }
+    if (!until.tv_sec && !until.tv_nsec) until = deadline(KL_AHEAD_PATIENCE_US);
+    if (pthread_cond_timedwait(&a->done, &a->mu, &until) == ETIMEDOUT && s->state == S_BUSY) {
+      s->state = S_ORPHAN;
+      a->head++;
+      pthread_mutex_unlock(&a->mu);
+      stats->batches_reclaimed++;
+      return KL_NOTFOUND;
+    }
+  }
   int ok = s->state == S_DONE;
   if (ok) a->held -= s->held;
   a->head++;
@@ -283,6 +349,7 @@ void kl_ahead_release(kl_ahead *a, const void *user) {
   drop_all(a);
   free_slots(a);
   pthread_mutex_unlock(&a->mu);
+  kl_codec_ctx_free(&a->ctx); /* the caller's decoder: only the workers' stay */
   a->user = NULL;
   a->stats = NULL;
 }
@@ -299,6 +366,7 @@ void kl_ahead_free(kl_ahead *a) {
   kl_ahead_reset(a);
   join_workers(a);
   free_slots(a);
+  kl_codec_ctx_free(&a->ctx);
   pthread_cond_destroy(&a->done);
   pthread_cond_destroy(&a->work);
   pthread_mutex_destroy(&a->mu);

@@ -15,7 +15,15 @@
 ** a bad stream, memory) it does not report: the take says "not here" and
 ** the caller does that batch itself, so the errors a scan gives, their
 ** words and their place among the rows, are those of a scan without
-** threads.
+** threads.  A take whose batch is not done yet runs a job itself, in the
+** same way, when one is queued that no worker has started (that batch, or
+** one after it while a worker holds that one), and waits only when every
+** queued job is under way, and then no longer than a worker running
+** needs (KL_AHEAD_PATIENCE_US): past it the worker is not running (a busy
+** machine's other core), and the caller takes the batch back, opening it
+** itself; the worker's work on it is dropped when it ends.  So a scan
+** whose workers are behind or not scheduled is not slower than one on
+** its own thread.
 **
 ** Memory: at most `slots` batches are queued; a worker starts a batch only
 ** while the batches done and not yet taken hold less than `budget` bytes,
@@ -52,8 +60,13 @@ enum {
   KL_AHEAD_SLOTS = 8,                    /* batches queued at most */
   KL_AHEAD_BUDGET = 4 << 20,             /* bytes of batches done, not taken */
   KL_AHEAD_MAX_THREADS = 16,
-  KL_AHEAD_MIN_BATCH = 512               /* smaller batches cost a worker
+  KL_AHEAD_MIN_BATCH = 512,              /* smaller batches cost a worker
                                          ** more to hand over than to open */
+  KL_AHEAD_PATIENCE_US = 250             /* a take waits this long for a
+                                         ** worker on its batch: a 116 KiB
+                                         ** zstd batch decodes in about 100 us;
+                                         ** a worker not running is away for
+                                         ** a scheduler's slice, milliseconds */
 };
 
 /* A read-ahead of `threads` workers (1 to KL_AHEAD_MAX_THREADS; started on
@@ -79,7 +92,7 @@ const void *kl_ahead_user(const kl_ahead *a);
 int kl_ahead_threads(const kl_ahead *a);
 
 /* Can another batch be queued now? */
-int kl_ahead_room(const kl_ahead *a);
+int kl_ahead_room(kl_ahead *a);
 
 /* Queue batch b (its header; b->bytes is not used) of file f, which owner
 ** names (the caller's identity for it, compared by kl_ahead_take).  f is
@@ -88,13 +101,16 @@ int kl_ahead_room(const kl_ahead *a);
 int kl_ahead_push(kl_ahead *a, const void *owner, const kl_file *f, const kl_batch *b);
 
 /* The records of batch b of owner, when it is the oldest batch queued:
-** waits for a worker to finish it, then *it (its b.bytes too) points into
+** once it is done (the caller runs it, or a later job no worker has
+** started, rather than wait), *it (its b.bytes too) points into
 ** memory valid until the next take or reset, and the work done for it is
 ** added to stats (batches_ahead counts it).  KL_NOTFOUND when a worker
-** failed on it, when it lies before the oldest batch queued of owner (a
-** batch the caller chose not to queue: the queue stays), or when it is
-** another batch (the scan went elsewhere: everything queued is dropped):
-** the caller opens the batch itself. */
+** failed on it, when a worker on it did not finish within
+** KL_AHEAD_PATIENCE_US (the batch is taken back, batches_reclaimed counts
+** it, the queue after it stays), when it lies before the oldest batch
+** queued of owner (a batch the caller chose not to queue: the queue
+** stays), or when it is another batch (the scan went elsewhere:
+** everything queued is dropped): the caller opens the batch itself. */
 kl_rc kl_ahead_take(kl_ahead *a, const void *owner, const kl_batch *b, kl_records *it,
                     kl_stats *stats);
 

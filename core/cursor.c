@@ -10,6 +10,7 @@
 #include "bcache.h"
 #include "codec.h"
 #include "invariant.h"
+#include "os.h"
 
 /* The cursor's state: what produces its next row.  Forward iteration is a
 ** machine of one function per state (next_forward runs them): CS_COUNT and
@@ -115,6 +116,9 @@ struct kl_cursor {
   kl_ahead *ra;             /* the read-ahead lent (kl_cursor_set_ahead),
                             ** or NULL */
   int threads;              /* its workers wanted */
+  int ra_if_idle;           /* only when a core is idle as the scan proves
+                            ** long (kl_cursor_set_ahead), */
+  int ra_idle;              /* which this scan found: -1 not looked yet */
   int ra_held;              /* the scan claimed it (once it proved long) */
   kl_bcache *pin_cache;     /* a point lookup's record lies in a batch */
   kl_bcache_entry *pin;     /* kept decompressed (bcache.h): borrowed
@@ -190,10 +194,11 @@ static void release_ahead(kl_cursor *c) {
   c->ra_next = -1;
 }
 
-void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads) {
+void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads, int if_idle) {
   if (a != c->ra) release_ahead(c);
   c->ra = threads > 0 ? a : NULL;
   c->threads = threads;
+  c->ra_if_idle = if_idle;
   /* The same workers' leave dates a fresh log's segments on a second
   ** thread (log.c). */
   c->rd.helpers = threads > 0;
@@ -576,7 +581,13 @@ static void fill_ahead(kl_cursor *c) {
       c->seg->log.fd < 0 || c->seg->log.mem) {
     return;
   }
-  if (!c->ra_held && !(c->ra_held = kl_ahead_claim(c->ra, c, c->threads, c->rd.stats))) return;
+  if (!c->ra_held) {
+    /* Workers on a machine with no core to spare take the scan's own
+    ** thread's time: looked at once a scan. */
+    if (c->ra_if_idle && c->ra_idle < 0) c->ra_idle = kl_os_core_idle(c->rd.env);
+    if (c->ra_if_idle && !c->ra_idle) return;
+    if (!(c->ra_held = kl_ahead_claim(c->ra, c, c->threads, c->rd.stats))) return;
+  }
   int64_t pos = c->ra_next;
   if (pos < 0 && !kl_ahead_queued(c->ra)) pos = c->batch.position + c->batch.size;
   while (pos >= 0 && kl_ahead_room(c->ra)) {
@@ -1225,6 +1236,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
   assert(c && b && c->log);
   leave_segment(c);
   release_ahead(c); /* a scan claims it again once it proves long */
+  c->ra_idle = -1;
   unpin(c);
   c->bnd = *b;
   c->lo = b->off_lo;

@@ -107,33 +107,12 @@ static void *helper(void *arg) {
   return NULL;
 }
 
-/* Is a core idle now: fewer threads running than cores online
-** (/proc/loadavg's fourth field counts them, this one included)?  No
-** when that cannot be read. */
-static int core_idle(const kl_env *env) {
-  char b[128];
-  int fd = kl_os_open(env, "/proc/loadavg", O_RDONLY, 0);
-  if (fd < 0) return 0;
-  long n = kl_os_read(env, fd, b, sizeof b - 1, 0);
-  kl_os_close(env, fd);
-  if (n <= 0) return 0;
-  b[n] = 0;
-  const char *p = b;
-  for (int f = 0; f < 3 && p; f++) {
-    p = strchr(p, ' ');
-    if (p) p++;
-  }
-  long running = 0, cores = sysconf(_SC_NPROCESSORS_ONLN);
-  while (p && *p >= '0' && *p <= '9') running = running * 10 + (*p++ - '0');
-  return p && *p == '/' && running > 0 && running < cores;
-}
-
 kl_rc kl_date_begin(const kl_env *env, int dirfd, size_t off, const char *const *paths,
                     size_t n, int if_idle, kl_date_pass **out) {
   *out = NULL;
   /* A helper on a machine with no core to spare only takes turns with the
   ** caller, and joining it waits for the scheduler to run it again. */
-  if (if_idle && !core_idle(env)) return KL_BUSY;
+  if (if_idle && !kl_os_core_idle(env)) return KL_BUSY;
   kl_date_pass *p = kl_malloc(env, sizeof *p);
   if (!p) return KL_NOMEM;
   memset(p, 0, sizeof *p);

@@ -141,6 +141,9 @@ typedef struct kl_stats {
   uint64_t batches_ahead;       /* of batches_decoded, those read and
                                 ** decompressed ahead on a worker thread
                                 ** (ahead.h) */
+  uint64_t batches_reclaimed;   /* batches queued for the workers that the
+                                ** scan opened itself, a worker on them not
+                                ** running (ahead.h kl_ahead_take) */
   uint64_t dirs_listed;         /* directories read to list partitions or
                                 ** segments (log directories, partitions) */
   uint64_t partitions_listed;   /* partition entries listings kept */

@@ -282,3 +282,21 @@ int kl_os_unwatch(const kl_env *env, int q, int wd) { return CALL(env, xUnwatch,
 long kl_os_watch_read(const kl_env *env, int q, int wds[KL_WATCH_EVENTS]) {
   return CALL(env, xWatchRead, q, wds);
 }
+
+int kl_os_core_idle(const kl_env *env) {
+  char b[128];
+  int fd = kl_os_open(env, "/proc/loadavg", O_RDONLY, 0);
+  if (fd < 0) return 0;
+  long n = kl_os_read(env, fd, b, sizeof b - 1, 0);
+  kl_os_close(env, fd);
+  if (n <= 0) return 0;
+  b[n] = 0;
+  const char *p = b;
+  for (int f = 0; f < 3 && p; f++) {
+    p = strchr(p, ' ');
+    if (p) p++;
+  }
+  long running = 0, cores = sysconf(_SC_NPROCESSORS_ONLN);
+  while (p && *p >= '0' && *p <= '9') running = running * 10 + (*p++ - '0');
+  return p && *p == '/' && running > 0 && running < cores;
+}

@@ -40,7 +40,7 @@ char *kl_stats_json(const kl_stats *s) {
       "\"batch_headers\":%llu,\"batches_decoded\":%llu,\"batches_skipped\":%llu,"
       "\"records_decoded\":%llu,\"bytes_decompressed\":%llu,\"crc_checks\":%llu,"
       "\"bytes_read\":%llu,\"reads\":%llu,\"values_decoded\":%llu,\"schemas_parsed\":%llu,"
-      "\"batches_ahead\":%llu,\"dirs_listed\":%llu,\"partitions_listed\":%llu,"
+      "\"batches_ahead\":%llu,\"batches_reclaimed\":%llu,\"dirs_listed\":%llu,\"partitions_listed\":%llu,"
       "\"logs_opened\":%llu,\"sort_passes\":%llu,\"threads_started\":%llu,\"segments_dated\":%llu,"
       "\"segments_mapped\":%llu,\"bytes_mapped\":%llu,\"segments_helped\":%llu,"
       "\"segments_skipped\":%llu}",
@@ -51,6 +51,7 @@ char *kl_stats_json(const kl_stats *s) {
       (unsigned long long)s->crc_checks, (unsigned long long)s->bytes_read,
       (unsigned long long)s->reads, (unsigned long long)s->values_decoded,
       (unsigned long long)s->schemas_parsed, (unsigned long long)s->batches_ahead,
+      (unsigned long long)s->batches_reclaimed,
       (unsigned long long)s->dirs_listed, (unsigned long long)s->partitions_listed,
       (unsigned long long)s->logs_opened, (unsigned long long)s->sort_passes,
       (unsigned long long)s->threads_started, (unsigned long long)s->segments_dated,

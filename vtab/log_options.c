@@ -32,9 +32,13 @@ char *lv_dequote(const char *s) {
   return sqlite3_mprintf("%s", s);
 }
 
+/* Which options were given is kept a bit each. */
+_Static_assert(KL_OPT_COUNT <= 64, "kl_vtab.opt_given holds a bit an option");
+
 /* Option id's value in the table (options.h). */
 static void set_option(kl_vtab *vt, kl_opt_id id, int64_t v) {
   vt->opt[id] = v;
+  vt->opt_given |= (uint64_t)1 << id;
   kl_append_opt_set(&vt->wopt, id, v);
   if (id == KL_OPT_ISOLATION) vt->wopt.read_committed = (int)v;
   if (id == KL_OPT_MODE) vt->wopt.mode = (int)v;

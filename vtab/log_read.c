@@ -196,7 +196,8 @@ static kl_rc advance(kl_vcursor *c, kl_err *err) {
 ** but none unless SQLite is serialized (the workers allocate through its
 ** allocator, which has no lock in a single-threaded SQLite; a connection
 ** without its mutex cannot tell that from a multi-threaded one), and no
-** more than the other cores online. */
+** more than the other cores online.  Unless the option was given, they
+** read ahead only when a core is idle (core/cursor.h). */
 static int scan_threads(const kl_vcursor *c) {
   const kl_vtab *vt = (const kl_vtab *)c->base.pVtab;
   int n = (int)c->opt[KL_OPT_THREADS];
@@ -249,7 +250,8 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
     }
   }
   int threads = scan_threads(c);
-  kl_cursor_set_ahead(c->cur, threads ? table_ahead(vt, threads) : NULL, threads);
+  int given = (c->opt_given >> KL_OPT_THREADS) & 1;
+  kl_cursor_set_ahead(c->cur, threads ? table_ahead(vt, threads) : NULL, threads, !given);
   c->pbnd = c->bnd;
   /* Records below the log start offset are deleted for every consumer
   ** (core/log.h).  One at the first segment's base, from no checkpoint,
@@ -355,6 +357,7 @@ typedef struct kl_args {
   kl_part_filter pf;        /* topic and partition constraints */
   int64_t opt[KL_OPT_COUNT];/* the options, the table's unless a term
                             ** gives one (options.h) */
+  uint64_t given;           /* those the table or a term gave (1 << id) */
   sqlite3_value *schemas;   /* schemas = ?, or NULL: the table's */
   sqlite3_value *key;       /* key = ?, or NULL */
   int key_in;               /* it is an IN list */
@@ -397,6 +400,7 @@ static int read_args(kl_vcursor *c, const char *idx_str, int argc, sqlite3_value
       case KL_ACT_OPTION: {
         /* A hidden-column option, read as CREATE reads it (options.h). */
         char *m = NULL;
+        a->given |= (uint64_t)1 << t->arg;
         if ((rc = kl_option_value(kl_option_of((kl_opt_id)t->arg), v, &a->opt[t->arg], &m))) {
           sqlite3_free(vt->base.zErrMsg);
           vt->base.zErrMsg = m;
@@ -591,12 +595,13 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   kl_vcursor *c = (kl_vcursor *)cur;
   kl_vtab *vt = (kl_vtab *)cur->pVtab;
   reset_filter(c, idx);
-  kl_args a = {.dir = vt->dir};
+  kl_args a = {.dir = vt->dir, .given = vt->opt_given};
   kl_part_filter_init(&a.pf);
   for (int id = 0; id < KL_OPT_COUNT; id++) a.opt[id] = lv_get_option(vt, (kl_opt_id)id);
   int rc = read_args(c, idx_str, argc, argv, &a);
   if (rc) return rc;
   memcpy(c->opt, a.opt, sizeof c->opt);
+  c->opt_given = a.given;
   c->bnd.max_skew = c->max_skew = a.opt[KL_OPT_MAX_SKEW];
   if ((rc = set_columns(c, &a)) != SQLITE_OK) return rc;
   /* The table's kept batches take the bound of the scan using them. */

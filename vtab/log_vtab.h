@@ -48,6 +48,7 @@ typedef struct kl_vtab {
   char *dir;                /* named form: the directory, absolute */
   int64_t opt[KL_OPT_COUNT];/* every option's value (options.h); the write
                             ** options also in wopt */
+  uint64_t opt_given;       /* those its arguments gave (bit 1 << id) */
   kl_segset set;            /* the open segments of all its logs */
   kl_logcache *logs;        /* the logs kept between queries */
   kl_cursor *spare;         /* a core cursor kept between queries, its
@@ -120,6 +121,7 @@ typedef struct kl_vcursor {
   int on_corrupt;           /* KL_ON_CORRUPT_* of the current scan */
   sqlite3_int64 max_skew;   /* max_skew_ms of the current scan, or -1 */
   int64_t opt[KL_OPT_COUNT];/* the options of the current scan */
+  uint64_t opt_given;       /* those the table or the scan's terms gave */
   /* ORDER BY timestamp (plan bit KL_P_TS_ORDER). */
   int tsd;
   int tsd_desc;             /* largest first */

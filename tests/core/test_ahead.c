@@ -6,15 +6,20 @@
 ** caller; at most KL_AHEAD_SLOTS are queued; one user at a time claims
 ** the ring, whose workers outlive its scans.
 */
+#include <pthread.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "ahead.h"
+#include "cursor.h"
+#include "os.h"
 #include "kwriter.h"
 #include "testutil.h"
 
@@ -316,6 +321,128 @@ static void test_claims(void **state) {
   fx_close(&x);
 }
 
+/* A worker that is slow or not running: reads off the test's own thread
+** take 30 ms, and say when they start. */
+static pthread_t main_thread;
+static atomic_int slow_reads;
+static long slow_read(const kl_os *os, int fd, void *buf, size_t n, int64_t pos) {
+  (void)os;
+  if (!pthread_equal(pthread_self(), main_thread)) {
+    atomic_fetch_add(&slow_reads, 1);
+    usleep(30000);
+  }
+  return kl_os_posix()->xRead(kl_os_posix(), fd, buf, n, pos);
+}
+
+/* A take never idles while a job is queued that no worker has started: it
+** runs it itself, into its slot (counted ahead, as a worker's).  A worker
+** on the batch a take wants that does not finish within
+** KL_AHEAD_PATIENCE_US is not running: the batch is taken back (the
+** caller opens it), and its slot stays the worker's until it is done. */
+static void test_caller_runs_and_reclaims(void **state) {
+  (void)state;
+  fx x;
+  fx_open(&x);
+  main_thread = pthread_self();
+  atomic_store(&slow_reads, 0);
+  kl_os os = *kl_os_posix();
+  os.xRead = slow_read;
+  kl_env env = {NULL, NULL, &os};
+  kl_file f;
+  kl_err e = {0};
+  assert_int_equal(kl_file_open(&f, &env, x.log, &e), KL_OK);
+  kl_ahead *a;
+  assert_int_equal(kl_ahead_new(NULL, 1, &a), KL_OK);
+  kl_stats st = {0};
+  kl_records it;
+  assert_true(kl_ahead_push(a, &x, &f, &x.b[0]));
+  while (!atomic_load(&slow_reads)) usleep(100); /* the worker is on batch 0 */
+  for (int i = 1; i < KL_AHEAD_SLOTS; i++) assert_true(kl_ahead_push(a, &x, &f, &x.b[i]));
+  assert_false(kl_ahead_room(a));
+  /* Batches 1.. are run by the take of batch 0 while it waits; batch 0 is
+  ** taken back. */
+  assert_int_equal(kl_ahead_take(a, &x, &x.b[0], &it, &st), KL_NOTFOUND);
+  assert_int_equal(st.batches_reclaimed, 1);
+  assert_int_equal(kl_ahead_queued(a), KL_AHEAD_SLOTS - 1);
+  assert_false(kl_ahead_room(a)); /* batch 0's slot is still the worker's */
+  for (int i = 1; i < KL_AHEAD_SLOTS; i++) {
+    assert_int_equal(kl_ahead_take(a, &x, &x.b[i], &it, &st), KL_OK);
+    char *got = render(&it), *want = direct(&x, i, &(kl_stats){0});
+    assert_string_equal(got, want);
+    free(got);
+    free(want);
+  }
+  assert_int_equal(st.batches_ahead, KL_AHEAD_SLOTS - 1);
+  assert_int_equal(atomic_load(&slow_reads), 1); /* the worker read batch 0 alone */
+  kl_ahead_reset(a); /* waits for the worker on batch 0 */
+  assert_true(kl_ahead_room(a));
+  kl_ahead_free(a);
+  kl_file_close(&f);
+  fx_close(&x);
+}
+
+/* The table a cursor reads /proc/loadavg through: another file's bytes. */
+static int fake_open(const kl_os *os, const char *path, int flags, int mode) {
+  if (!strcmp(path, "/proc/loadavg")) path = os->ud;
+  return kl_os_posix()->xOpen(kl_os_posix(), path, flags, mode);
+}
+
+/* A scan whose read-ahead is the default (if_idle) claims it only when a
+** core is idle as it proves long, as /proc/loadavg's count of threads
+** running says; with threads given it claims it whatever the count.  The
+** rows are the same. */
+static void test_cursor_if_idle(void **state) {
+  (void)state;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) skip(); /* no core is ever idle */
+  char *dir = kw_make_log("ahead-idle", 200, 60, INT64_C(1) << 30, 4096, 190, 1000, 1);
+  char *fake = t_mkdtemp("loadavg");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/loadavg", fake);
+  kl_os os = *kl_os_posix();
+  os.ud = path;
+  os.xOpen = fake_open;
+  kl_env env = {NULL, NULL, &os};
+  kl_log *log;
+  kl_err err = {0};
+  assert_int_equal(kl_log_open(&env, dir, &log, &err), KL_OK);
+  kl_ahead *a;
+  assert_int_equal(kl_ahead_new(&env, 1, &a), KL_OK);
+  static const struct {
+    const char *loadavg;
+    int if_idle, ahead;
+  } c[] = {{"3.00 2.00 1.00 64/300 12345\n", 1, 0}, {"0.10 0.20 0.30 1/300 12345\n", 1, 1},
+           {"3.00 2.00 1.00 64/300 12345\n", 0, 1}, {"", 1, 0}};
+  kl_stats st = {0};
+  kl_cursor *cur;
+  assert_int_equal(kl_cursor_new(log, &st, KL_ON_CORRUPT_ERROR, &cur), KL_OK);
+  kl_bounds all = kl_bounds_all();
+  int64_t want = -1;
+  for (size_t k = 0; k <= sizeof c / sizeof *c; k++) { /* the first scan learns the facts */
+    size_t i = k ? k - 1 : 0;
+    assert_int_equal(t_write_file(path, c[i].loadavg, strlen(c[i].loadavg)), 0);
+    kl_cursor_set_ahead(cur, a, k ? 1 : 0, c[i].if_idle);
+    memset(&st, 0, sizeof st);
+    assert_int_equal(kl_cursor_start(cur, &all, &err), KL_OK);
+    int64_t sum = 0;
+    kl_rc rc;
+    while ((rc = kl_cursor_next(cur, &err)) == KL_OK) {
+      assert_int_equal(kl_cursor_load(cur, &err), KL_OK);
+      sum += kl_cursor_record(cur)->offset + kl_cursor_record(cur)->value_len;
+    }
+    assert_int_equal(rc, KL_DONE);
+    if (!k) want = sum;
+    assert_true(sum == want);
+    if (k) assert_int_equal(st.batches_ahead > 0, c[i].ahead);
+  }
+  kl_cursor_free(cur);
+  kl_ahead_free(a);
+  kl_log_close(log);
+  t_rmdir(fake);
+  t_rmdir(dir);
+  free(fake);
+  free(dir);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_taken_in_order),
@@ -324,6 +451,8 @@ int main(void) {
       cmocka_unit_test(test_failures_left_to_caller),
       cmocka_unit_test(test_out_of_memory),
       cmocka_unit_test(test_claims),
+      cmocka_unit_test(test_caller_runs_and_reclaims),
+      cmocka_unit_test(test_cursor_if_idle),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -193,7 +193,7 @@ static void test_stats_accumulate_and_reset(void **state) {
   /* The JSON object has exactly the documented keys. */
   char *keys = st_text(db, "SELECT group_concat(key, ' ') FROM"
                            " (SELECT key FROM json_each(kafka_log_stats()) ORDER BY key)", NULL);
-  assert_string_equal(keys, "batch_headers batches_ahead batches_decoded batches_skipped"
+  assert_string_equal(keys, "batch_headers batches_ahead batches_decoded batches_reclaimed batches_skipped"
                             " bytes_decompressed bytes_mapped bytes_read crc_checks dirs_listed"
                             " index_fallbacks index_probes logs_opened partitions_listed reads"
                             " records_decoded schemas_parsed segments_dated segments_helped segments_mapped"

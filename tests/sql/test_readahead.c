@@ -2,7 +2,8 @@
 ** test_readahead.c - scans that decompress ahead on worker threads (the
 ** threads option, core/ahead.h) give what a scan on one thread gives: the
 ** same rows in the same order, the same error at the same row, the same
-** counters (but reads, bytes_read, batches_ahead and threads_started);
+** counters (but reads, bytes_read, batches_ahead, batches_reclaimed and
+** threads_started);
 ** the workers are the table's, started once and reused scan after scan;
 ** lookups, counts and short windows start no worker and hand nothing
 ** over; the memory the workers hold is bounded.
@@ -164,12 +165,20 @@ typedef struct work {
   int64_t decoded, records, decompressed, ahead, crc;
 } work;
 
+/* Batches a scan handed to its read-ahead: read ahead (by a worker, or by
+** the scan's thread while it waited), or taken back from a worker that
+** was not running (core/ahead.h): which of the two depends on the
+** scheduler, their sum does not. */
+static int64_t handed(sqlite3 *db) {
+  return stat_of(db, "batches_ahead") + stat_of(db, "batches_reclaimed");
+}
+
 static work warm_scan(sqlite3 *db, const char *sql, const char *dir, int threads) {
   st_run(db, sql, "ti", dir, (int64_t)threads);
   st_run(db, "SELECT kafka_log_stats_reset()", NULL);
   st_run(db, sql, "ti", dir, (int64_t)threads);
   work w = {stat_of(db, "batches_decoded"), stat_of(db, "records_decoded"),
-            stat_of(db, "bytes_decompressed"), stat_of(db, "batches_ahead"),
+            stat_of(db, "bytes_decompressed"), handed(db),
             stat_of(db, "crc_checks")};
   return w;
 }
@@ -245,12 +254,14 @@ static void test_counters(void **state) {
 /* The workers are the table's: the first long scan starts them, and every
 ** long scan after it hands its batches to the same ones, parked between
 ** scans; short windows, lookups and counts claim nothing, so they start no
-** worker and hand nothing over, before or after; threads = 0 reads alone. */
+** worker and hand nothing over, before or after; threads = 0 reads alone.
+** (threads = 1 given: the default reads ahead only when a core is idle,
+** which a machine running the tests side by side may not have.) */
 static void test_workers_kept_per_table(void **state) {
   (void)state;
   char *dir = long_log("ahead-kept");
   int64_t want = expected_ahead(dir);
-  const char *scan = "SELECT sum(length(value)) FROM kafka_log(?1)"; /* the default */
+  const char *scan = "SELECT sum(length(value)) FROM kafka_log(?1) WHERE threads = 1";
   /* About 1,000 records, 50 batches, under KL_AHEAD_AFTER_BYTES. */
   const char *window = "SELECT count(*), sum(length(value)) FROM kafka_log(?1)"
                        " WHERE timestamp >= 1700000003000 AND timestamp < 1700000006000";
@@ -268,21 +279,21 @@ static void test_workers_kept_per_table(void **state) {
   assert_int_equal(stat_of(db, "batches_ahead"), 0);
   int64_t sum = st_int(db, scan, "t", dir);
   assert_int_equal(stat_of(db, "threads_started"), 1);
-  assert_int_equal(stat_of(db, "batches_ahead"), want);
+  assert_int_equal(handed(db), want);
   for (int i = 0; i < 3; i++) {
     assert_int_equal(st_int(db, scan, "t", dir), sum);
     assert_int_equal(st_int(db, window, "t", dir), 1000);
   }
   assert_int_equal(stat_of(db, "threads_started"), 1);
-  assert_int_equal(stat_of(db, "batches_ahead"), 4 * want);
+  assert_int_equal(handed(db), 4 * want);
   assert_int_equal(st_int(db, "SELECT sum(length(value)) FROM kafka_log(?1) WHERE threads = 0",
                           "t", dir), sum);
-  assert_int_equal(stat_of(db, "batches_ahead"), 4 * want);
+  assert_int_equal(handed(db), 4 * want);
   /* Another connection's table has its own. */
   sqlite3 *other = st_open();
   st_run(other, scan, "t", dir);
   st_run(other, scan, "t", dir);
-  assert_true(stat_of(other, "batches_ahead") >= want);
+  assert_true(handed(other) >= want);
   assert_int_equal(stat_of(other, "threads_started"), 1);
   st_close(other);
   st_close(db);
@@ -328,7 +339,7 @@ static void test_two_scans_one_table(void **state) {
   }
   /* The first scan's batches, and at most a few of the second's once the
   ** first ended. */
-  int64_t ahead = stat_of(db, "batches_ahead");
+  int64_t ahead = handed(db);
   assert_true(ahead >= want && ahead <= want + KL_AHEAD_SLOTS);
   assert_int_equal(stat_of(db, "threads_started"), 1);
   free(one);
@@ -398,7 +409,7 @@ static void test_bad_batch_same_error(void **state) {
     st_run(d, "SELECT offset, value FROM kafka_log(?1) WHERE offset < 1680", "t", dir);
     st_run(d, "SELECT kafka_log_stats_reset()", NULL);
     char *got = render(d, sql, dir, t);
-    if (t) assert_true(stat_of(d, "batches_ahead") > 50);
+    if (t) assert_true(handed(d) > 50);
     else assert_int_equal(stat_of(d, "batches_ahead"), 0);
     st_close(d);
     if (!want) {
@@ -454,7 +465,7 @@ static void test_memory_bounded(void **state) {
     sqlite3_memory_highwater(1);
     assert_int_equal(st_int(db, sql, "ti", dir, (int64_t)t), 40LL * PER * VLEN);
     peak[t] = sqlite3_memory_highwater(0) - base;
-    if (t) assert_true(stat_of(db, "batches_ahead") > 0);
+    if (t) assert_true(handed(db) > 0);
     st_close(db);
   }
   print_message("  peak memory of a scan: %lld KiB one thread, %lld KiB with a worker\n",
