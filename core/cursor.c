@@ -134,8 +134,9 @@ struct kl_cursor {
   uint64_t curfact_gen;     /* this generation of the segment's facts
                             ** (another cursor on the log may add some) */
   const kl_fact *cts;       /* counting a batch whose timestamps are known
-                            ** (kl_fact.ts): rows are filtered on them; */
-  kl_fact tsread;           /* the fact of those read into tsb (batch_times) */
+                            ** (kl_fact.ts): rows are filtered on them
+                            ** (&tsread, count_ts), or NULL */
+  kl_fact tsread;
   int ts_bounded;           /* the bounds limit timestamps (kl_cursor_start) */
   int at_hi;                /* CS_RECORDS: the current record's offset is hi
                             ** and the batch's later records are known to
@@ -920,11 +921,14 @@ static kl_rc batch_times(kl_cursor *c, kl_err *err) {
   return rc;
 }
 
-/* The timestamps batch_times read, as a fact's kept ones (kl_fact_ts). */
-static const kl_fact *read_fact(kl_cursor *c) {
-  memset(&c->tsread, 0, sizeof c->tsread);
-  c->tsread.ts = c->tsb;
-  c->tsread.ts_w = 8;
+/* The timestamps a batch is counted on (kl_fact_ts), held by the cursor:
+** fact f's kept ones (their array stays put while the segment is pinned,
+** but the facts themselves move when another cursor of the log learns
+** one), or, f NULL, those batch_times read. */
+static const kl_fact *count_ts(kl_cursor *c, const kl_fact *f) {
+  c->tsread.ts = f ? f->ts : c->tsb;
+  c->tsread.ts_w = f ? f->ts_w : 8;
+  c->tsread.min_ts = f ? f->min_ts : 0;
   return &c->tsread;
 }
 
@@ -972,7 +976,7 @@ static kl_rc fw_batch(kl_cursor *c, kl_err *err) {
     ** nor bounds that cut through it. */
     c->count_left = c->batch.record_count;
     c->count_at = -1;
-    c->cts = known_ts ? f : read_ts ? read_fact(c) : NULL;
+    c->cts = known_ts ? count_ts(c, f) : read_ts ? count_ts(c, NULL) : NULL;
     c->count_free = !c->cts || within;
     if (c->cts && c->lo > c->batch.base_offset) {
       /* Record i is at base + i (kl_fact.ts): straight to lo. */
