@@ -361,14 +361,19 @@ static void test_missing_indexes(void **state) {
   free(dir);
 }
 
+/* A segment of base 0 that no test opens, in a set of its own. */
+static void mem_segment(kl_segset *set, kl_segment *s) {
+  kl_segset_init(set, 4);
+  assert_int_equal(kl_segment_init(s, NULL, set, 0, "/x/00000000000000000000.log"), KL_OK);
+}
+
 /* The set of verified batches: every one is remembered (by position and
 ** size) until the set reaches its bound, then it starts again; growing it
 ** fails quietly when memory does. */
 static void test_verified_cache(void **state) {
   kl_segset set;
-  kl_segset_init(&set, 4);
   kl_segment s;
-  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  mem_segment(&set, &s);
   assert_false(kl_segment_verified(&s, 0, 100));
   for (int i = 0; i < 5000; i++) kl_segment_set_verified(&s, i * 100, 100);
   for (int i = 0; i < 5000; i++) assert_true(kl_segment_verified(&s, i * 100, 100));
@@ -392,9 +397,8 @@ static void test_verified_cache(void **state) {
 ** learning one twice returns the first, and the log's budget bounds them. */
 static void test_facts(void **state) {
   kl_segset set;
-  kl_segset_init(&set, 4);
   kl_segment s;
-  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  mem_segment(&set, &s);
   kl_batch b;
   memset(&b, 0, sizeof b);
   int order[] = {5, 1, 9, 3, 7, 0, 2, 8, 4, 6};
@@ -433,9 +437,8 @@ static void test_facts(void **state) {
 static void test_kept_widths(void **state) {
   (void)state;
   kl_segset set;
-  kl_segset_init(&set, 4);
   kl_segment s;
-  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  mem_segment(&set, &s);
   enum { N = 5 };
   static const struct {
     int64_t ts[N];
@@ -494,9 +497,8 @@ static void test_kept_widths(void **state) {
 static void test_facts_follow(void **state) {
   (void)state;
   kl_segset set;
-  kl_segset_init(&set, 4);
   kl_segment s;
-  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  mem_segment(&set, &s);
   kl_batch b;
   memset(&b, 0, sizeof b);
   b.size = 100;
@@ -544,9 +546,8 @@ static void test_facts_follow(void **state) {
 /* Holes are found by binary search, [pos, end). */
 static void test_holes(void **state) {
   kl_segset set;
-  kl_segset_init(&set, 4);
   kl_segment s;
-  assert_int_equal(kl_segment_init(&s, NULL, &set, 0, "/x/00000000000000000000.log"), KL_OK);
+  mem_segment(&set, &s);
   assert_null(kl_segment_hole_at(&s, 0));
   for (int i = 0; i < 50; i++) assert_int_equal(kl_segment_add_hole(&s, i * 100 + 10, i * 100 + 20, i), KL_OK);
   for (int64_t p = 0; p < 5100; p++) {
