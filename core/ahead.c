@@ -56,6 +56,8 @@ struct kl_ahead {
                             ** callers' side only: no lock) */
   kl_stats *stats;          /* its counters (workers started), or NULL */
   kl_codec_ctx ctx;         /* the caller's, for the jobs it runs itself */
+  long patience;            /* us a take waits for a worker (-1: as long
+                            ** as it takes) */
   pthread_t th[KL_AHEAD_MAX_THREADS];
 };
 
@@ -84,6 +86,7 @@ kl_rc kl_ahead_new(const kl_env *env, int threads, kl_ahead **out) {
   memset(a, 0, sizeof *a);
   a->env = env;
   a->nthreads = bounded(threads);
+  a->patience = KL_AHEAD_PATIENCE_US;
   if (pthread_mutex_init(&a->mu, NULL) != 0) {
     kl_free(env, a);
     *out = NULL;
@@ -284,7 +287,11 @@ kl_rc kl_ahead_take(kl_ahead *a, const void *owner, const kl_batch *b, kl_record
       run_next(a, &a->ctx);
       continue;
     }
-    if (!until.tv_sec && !until.tv_nsec) until = deadline(KL_AHEAD_PATIENCE_US);
+    if (a->patience < 0) {
+      pthread_cond_wait(&a->done, &a->mu);
+      continue;
+    }
+    if (!until.tv_sec && !until.tv_nsec) until = deadline(a->patience);
     if (pthread_cond_timedwait(&a->done, &a->mu, &until) == ETIMEDOUT && s->state == S_BUSY) {
       s->state = S_ORPHAN;
       a->head++;
@@ -331,6 +338,8 @@ int kl_ahead_claim(kl_ahead *a, const void *user, int threads, kl_stats *stats) 
   a->stats = stats;
   return 1;
 }
+
+void kl_ahead_patience(kl_ahead *a, long us) { a->patience = us; }
 
 const void *kl_ahead_user(const kl_ahead *a) { return a->user; }
 int kl_ahead_threads(const kl_ahead *a) { return a->nthreads; }

@@ -91,6 +91,12 @@ const void *kl_ahead_user(const kl_ahead *a);
 /* The workers wanted (kl_ahead_new's or the last claim's, bounded). */
 int kl_ahead_threads(const kl_ahead *a);
 
+/* How long a take waits for a worker on its batch before taking it back:
+** KL_AHEAD_PATIENCE_US unless set; -1, as long as the worker takes (for
+** tests that count what the workers do, on a machine whose scheduler may
+** leave a worker waiting). */
+void kl_ahead_patience(kl_ahead *a, long us);
+
 /* Can another batch be queued now? */
 int kl_ahead_room(kl_ahead *a);
 
@@ -106,7 +112,7 @@ int kl_ahead_push(kl_ahead *a, const void *owner, const kl_file *f, const kl_bat
 ** memory valid until the next take or reset, and the work done for it is
 ** added to stats (batches_ahead counts it).  KL_NOTFOUND when a worker
 ** failed on it, when a worker on it did not finish within
-** KL_AHEAD_PATIENCE_US (the batch is taken back, batches_reclaimed counts
+** KL_AHEAD_PATIENCE_US (kl_ahead_patience; the batch is taken back, batches_reclaimed counts
 ** it, the queue after it stays), when it lies before the oldest batch
 ** queued of owner (a batch the caller chose not to queue: the queue
 ** stays), or when it is another batch (the scan went elsewhere:

@@ -122,6 +122,7 @@ static void test_taken_in_order(void **state) {
   for (int threads = 1; threads <= 3; threads++) {
     kl_ahead *a;
     assert_int_equal(kl_ahead_new(NULL, threads, &a), KL_OK);
+    kl_ahead_patience(a, -1); /* every batch queued is a worker's */
     kl_stats got = {0}, want = {0};
     int pushed = 0;
     for (int i = 0; i < x.nb; i++) {
@@ -154,6 +155,7 @@ static void test_room(void **state) {
   fx_open(&x);
   kl_ahead *a;
   assert_int_equal(kl_ahead_new(NULL, 1, &a), KL_OK);
+  kl_ahead_patience(a, -1); /* every batch queued is a worker's */
   int n = 0;
   while (kl_ahead_push(a, &x, &x.f, &x.b[n])) n++;
   assert_int_equal(n, KL_AHEAD_SLOTS);
@@ -179,6 +181,7 @@ static void test_other_batch_drops(void **state) {
   fx_open(&x);
   kl_ahead *a;
   assert_int_equal(kl_ahead_new(NULL, 2, &a), KL_OK);
+  kl_ahead_patience(a, -1); /* every batch queued is a worker's */
   kl_records it;
   kl_stats st = {0};
   for (int i = 0; i < 4; i++) assert_true(kl_ahead_push(a, &x, &x.f, &x.b[i]));
@@ -211,6 +214,7 @@ static void test_failures_left_to_caller(void **state) {
   fx_open(&x);
   kl_ahead *a;
   assert_int_equal(kl_ahead_new(NULL, 1, &a), KL_OK);
+  kl_ahead_patience(a, -1); /* every batch queued is a worker's */
   kl_batch wrong_crc = x.b[1], past_end = x.b[2];
   wrong_crc.crc ^= 1;
   past_end.position = (int64_t)x.n - 10;
@@ -278,6 +282,7 @@ static void test_claims(void **state) {
   const kl_env *env = t_failenv(&fa, 0);
   kl_ahead *a;
   assert_int_equal(kl_ahead_new(env, 1, &a), KL_OK);
+  kl_ahead_patience(a, -1); /* every batch queued is a worker's */
   long bare = fa.live, parked = 0; /* the ring itself; and with a parked worker */
   int u1, u2;
   kl_stats st = {0};
@@ -321,15 +326,15 @@ static void test_claims(void **state) {
   fx_close(&x);
 }
 
-/* A worker that is slow or not running: reads off the test's own thread
-** take 30 ms, and say when they start. */
+/* A worker that is not running: reads off the test's own thread say when
+** they start, and wait until the test lets them go on. */
 static pthread_t main_thread;
-static atomic_int slow_reads;
+static atomic_int slow_reads, slow_go;
 static long slow_read(const kl_os *os, int fd, void *buf, size_t n, int64_t pos) {
   (void)os;
   if (!pthread_equal(pthread_self(), main_thread)) {
     atomic_fetch_add(&slow_reads, 1);
-    usleep(30000);
+    while (!atomic_load(&slow_go)) usleep(1000);
   }
   return kl_os_posix()->xRead(kl_os_posix(), fd, buf, n, pos);
 }
@@ -345,6 +350,7 @@ static void test_caller_runs_and_reclaims(void **state) {
   fx_open(&x);
   main_thread = pthread_self();
   atomic_store(&slow_reads, 0);
+  atomic_store(&slow_go, 0);
   kl_os os = *kl_os_posix();
   os.xRead = slow_read;
   kl_env env = {NULL, NULL, &os};
@@ -365,6 +371,7 @@ static void test_caller_runs_and_reclaims(void **state) {
   assert_int_equal(st.batches_reclaimed, 1);
   assert_int_equal(kl_ahead_queued(a), KL_AHEAD_SLOTS - 1);
   assert_false(kl_ahead_room(a)); /* batch 0's slot is still the worker's */
+  atomic_store(&slow_go, 1);
   for (int i = 1; i < KL_AHEAD_SLOTS; i++) {
     assert_int_equal(kl_ahead_take(a, &x, &x.b[i], &it, &st), KL_OK);
     char *got = render(&it), *want = direct(&x, i, &(kl_stats){0});
