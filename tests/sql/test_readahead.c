@@ -162,15 +162,23 @@ static int64_t stat_of(sqlite3 *db, const char *name) {
 
 /* The work of one warm scan (the facts learnt by a scan before). */
 typedef struct work {
-  int64_t decoded, records, decompressed, ahead, crc;
+  int64_t decoded, records, decompressed, ahead, crc, reclaimed;
 } work;
 
-/* Batches a scan handed to its read-ahead: read ahead (by a worker, or by
-** the scan's thread while it waited), or taken back from a worker that
-** was not running (core/ahead.h): which of the two depends on the
-** scheduler, their sum does not. */
+/* Batches the scans handed to their read-ahead: read ahead (by a worker,
+** or by the scan's thread while it waited), or taken back from a worker
+** that was not running (core/ahead.h). */
 static int64_t handed(sqlite3 *db) {
   return stat_of(db, "batches_ahead") + stat_of(db, "batches_reclaimed");
+}
+
+/* The scans handed over every batch they could, want, when none was taken
+** back.  A batch taken back holds its slot until its worker is done (a
+** busy machine's scheduler decides when), and batches that find no room
+** meanwhile the scan opens alone: then fewer, but at least those. */
+static void assert_handed(int64_t handed, int64_t reclaimed, int64_t want) {
+  if (reclaimed == 0) assert_int_equal(handed, want);
+  else assert_true(handed >= reclaimed && handed <= want);
 }
 
 static work warm_scan(sqlite3 *db, const char *sql, const char *dir, int threads) {
@@ -179,7 +187,7 @@ static work warm_scan(sqlite3 *db, const char *sql, const char *dir, int threads
   st_run(db, sql, "ti", dir, (int64_t)threads);
   work w = {stat_of(db, "batches_decoded"), stat_of(db, "records_decoded"),
             stat_of(db, "bytes_decompressed"), handed(db),
-            stat_of(db, "crc_checks")};
+            stat_of(db, "crc_checks"), stat_of(db, "batches_reclaimed")};
   return w;
 }
 
@@ -244,7 +252,7 @@ static void test_counters(void **state) {
   assert_true(segs >= 3);
   int64_t want = expected_ahead(dir);
   assert_true(want > 100 && want < b.decoded - KL_AHEAD_AFTER - (segs - 1));
-  assert_int_equal(b.ahead, want);
+  assert_handed(b.ahead, b.reclaimed, want);
   st_close(db0);
   st_close(db1);
   t_rmdir(dir);
@@ -279,21 +287,21 @@ static void test_workers_kept_per_table(void **state) {
   assert_int_equal(stat_of(db, "batches_ahead"), 0);
   int64_t sum = st_int(db, scan, "t", dir);
   assert_int_equal(stat_of(db, "threads_started"), 1);
-  assert_int_equal(handed(db), want);
+  assert_handed(handed(db), stat_of(db, "batches_reclaimed"), want);
   for (int i = 0; i < 3; i++) {
     assert_int_equal(st_int(db, scan, "t", dir), sum);
     assert_int_equal(st_int(db, window, "t", dir), 1000);
   }
   assert_int_equal(stat_of(db, "threads_started"), 1);
-  assert_int_equal(handed(db), 4 * want);
+  assert_handed(handed(db), stat_of(db, "batches_reclaimed"), 4 * want);
   assert_int_equal(st_int(db, "SELECT sum(length(value)) FROM kafka_log(?1) WHERE threads = 0",
                           "t", dir), sum);
-  assert_int_equal(handed(db), 4 * want);
+  assert_handed(handed(db), stat_of(db, "batches_reclaimed"), 4 * want);
   /* Another connection's table has its own. */
   sqlite3 *other = st_open();
   st_run(other, scan, "t", dir);
   st_run(other, scan, "t", dir);
-  assert_true(handed(other) >= want);
+  assert_true(handed(other) >= (stat_of(other, "batches_reclaimed") ? 1 : want));
   assert_int_equal(stat_of(other, "threads_started"), 1);
   st_close(other);
   st_close(db);
@@ -339,8 +347,8 @@ static void test_two_scans_one_table(void **state) {
   }
   /* The first scan's batches, and at most a few of the second's once the
   ** first ended. */
-  int64_t ahead = handed(db);
-  assert_true(ahead >= want && ahead <= want + KL_AHEAD_SLOTS);
+  int64_t ahead = handed(db), back = stat_of(db, "batches_reclaimed");
+  assert_true(ahead >= (back ? back : want) && ahead <= want + KL_AHEAD_SLOTS);
   assert_int_equal(stat_of(db, "threads_started"), 1);
   free(one);
   st_close(db);
