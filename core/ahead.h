@@ -112,11 +112,12 @@ int kl_ahead_push(kl_ahead *a, const void *owner, const kl_file *f, const kl_bat
 ** memory valid until the next take or reset, and the work done for it is
 ** added to stats (batches_ahead counts it).  KL_NOTFOUND when a worker
 ** failed on it, when a worker on it did not finish within
-** KL_AHEAD_PATIENCE_US (kl_ahead_patience; the batch is taken back, batches_reclaimed counts
-** it, the queue after it stays), when it lies before the oldest batch
-** queued of owner (a batch the caller chose not to queue: the queue
-** stays), or when it is another batch (the scan went elsewhere:
-** everything queued is dropped): the caller opens the batch itself. */
+** KL_AHEAD_PATIENCE_US (kl_ahead_patience; the batch is taken back,
+** batches_reclaimed counts it, the queue after it stays), when it lies
+** before the oldest batch queued of owner (a batch the caller chose not to
+** queue: the queue stays), or when it is another batch (the scan went
+** elsewhere: everything queued is dropped): the caller opens the batch
+** itself. */
 kl_rc kl_ahead_take(kl_ahead *a, const void *owner, const kl_batch *b, kl_records *it,
                     kl_stats *stats);
 

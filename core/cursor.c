@@ -585,8 +585,10 @@ static void fill_ahead(kl_cursor *c) {
   if (!c->ra_held) {
     /* Workers on a machine with no core to spare take the scan's own
     ** thread's time: looked at once a scan. */
-    if (c->ra_if_idle && c->ra_idle < 0) c->ra_idle = kl_os_core_idle(c->rd.env);
-    if (c->ra_if_idle && !c->ra_idle) return;
+    if (c->ra_if_idle) {
+      if (c->ra_idle < 0) c->ra_idle = kl_os_core_idle(c->rd.env);
+      if (!c->ra_idle) return;
+    }
     if (!(c->ra_held = kl_ahead_claim(c->ra, c, c->threads, c->rd.stats))) return;
   }
   int64_t pos = c->ra_next;

@@ -99,13 +99,13 @@ void kl_cursor_reuse(kl_cursor *c, kl_log *log, kl_stats *stats, int on_corrupt)
 ** threads_started.
 */
 enum { KL_AHEAD_AFTER = 3 };
+/* A short window reads less: handing its batches over would cost it more
+** than it gains. */
+#define KL_AHEAD_AFTER_BYTES ((int64_t)1 << 20)
 /* With if_idle, a scan claims the read-ahead only when a core is idle as it
 ** proves long (os.h kl_os_core_idle): on a machine whose cores are all
 ** busy, workers take the time of the scan's own thread, and the scan with
 ** them was measured half again slower than alone. */
-/* A short window reads less: handing its batches over would cost it more
-** than it gains. */
-#define KL_AHEAD_AFTER_BYTES ((int64_t)1 << 20)
 void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads, int if_idle);
 
 /* The counters the cursor's work went to. */

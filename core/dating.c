@@ -8,7 +8,6 @@
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 #include "file.h"
 #include "os.h"

@@ -131,7 +131,7 @@ typedef struct kl_fact {
 /* Record i's timestamp, of a fact that keeps them (f->ts).  They are kept
 ** in as few bytes as the batch's spread allows: a producer's batch spans
 ** milliseconds (2 bytes a record), a day's batch of a slow topic minutes
-** (4); the same budget then holds three to four times the records. */
+** (4); the same budget then holds two to four times the records. */
 static inline int64_t kl_fact_ts(const kl_fact *f, int32_t i) {
   if (f->ts_w == 2) return f->min_ts + ((const uint16_t *)f->ts)[i];
   if (f->ts_w == 4) return f->min_ts + (int64_t)((const uint32_t *)f->ts)[i];
