@@ -99,11 +99,15 @@ struct kl_cursor {
   int64_t bmin;             /* smallest record timestamp of the current
                             ** batch so far */
   int64_t *tsb;             /* and its records' timestamps so far */
-  uint32_t *reb;            /* and where they end (v2: rends is set), from
-                            ** recs0: the batch's first byte, or when it is
-                            ** compressed its decompressed records' */
+  uint32_t *reb;            /* and where they end (rends), from recs0: the
+                            ** batch's first byte, or when it is compressed
+                            ** its decompressed records' */
   int32_t tsn, tscap;
-  int rends;
+  int rends;                /* the ends are kept too: a v2 batch of a
+                            ** cursor told to (keep_ends) or of a point
+                            ** lookup (offset = ?), where the next lookup
+                            ** reads one record with them */
+  int keep_ends;            /* kl_cursor_keep_ends */
   /* Their first TS_INLINE entries: most batches hold fewer records, and a
   ** point lookup then allocates nothing for them (an allocation through
   ** SQLite's allocator costs as much as the lookup's decoding). */
@@ -185,6 +189,7 @@ kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **ou
   kl_reader_init(&c->rd, env, stats, on_corrupt);
   c->state = CS_DONE;
   c->ra_next = -1;
+  c->keep_ends = 1;
   return KL_OK;
 }
 
@@ -204,6 +209,8 @@ void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads, int if_idle) {
   ** thread (log.c). */
   c->rd.helpers = threads > 0;
 }
+
+void kl_cursor_keep_ends(kl_cursor *c, int on) { c->keep_ends = on != 0; }
 
 /* Nothing queued ahead any more: the scan leaves the segment (whose file
 ** may then be closed) or jumps. */
@@ -629,7 +636,7 @@ static kl_rc open_records(kl_cursor *c, kl_err *err) {
   ** has nothing to learn of a batch decoded before. */
   const kl_fact *f = cur_fact(c);
   c->tsn = f && f->decoded ? -1 : 0;
-  c->rends = c->batch.magic == 2;
+  c->rends = c->batch.magic == 2 && (c->keep_ends || c->lo == c->hi);
   start_keys(c);
   note_run(c);
   kl_rc rc = KL_OK;
@@ -929,7 +936,8 @@ static kl_rc batch_times(kl_cursor *c, kl_err *err) {
 ** one), or, f NULL, those batch_times read. */
 static const kl_fact *count_ts(kl_cursor *c, const kl_fact *f) {
   c->tsread.ts = f ? f->ts : c->tsb;
-  c->tsread.ts_w = f ? f->ts_w : 8;
+  c->tsread.ts_form = f ? f->ts_form : KL_TSF_RAW;
+  c->tsread.ts_step = f ? f->ts_step : 0;
   c->tsread.min_ts = f ? f->min_ts : 0;
   return &c->tsread;
 }
@@ -1436,6 +1444,23 @@ static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
   return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc, err) : KL_OK;
 }
 
+/* A point lookup landed in the current batch, just opened (c->it at its
+** first record), whose timestamps a scan or a window kept but not where
+** its records end: keep them now, framing each record by its length, so
+** that the next lookup in the batch reads its record alone. */
+static void learn_ends(kl_cursor *c) {
+  kl_fact *f = cur_fact(c);
+  if (!c->rends || c->rd.skip || !f || !f->ts || f->rend) return;
+  kl_records it = c->it;
+  kl_err e = {0};
+  int32_t n = 0;
+  while (it.remaining > 0) {
+    if ((n == c->tscap && !grow_ts(c)) || kl_records_skip(&it, 1, &e) != KL_OK) return;
+    c->reb[n++] = (uint32_t)(it.p - c->recs0);
+  }
+  kl_segment_learn_ends(c->seg, f, c->reb, n);
+}
+
 kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   assert(!c->lazy || (c->state == CS_COUNT && c->seg));
   if (!c->lazy) return KL_OK;
@@ -1450,6 +1475,7 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
     rc = load_one(c, f, err); /* counting goes on: the next row is past hi */
   } else {
     rc = open_records(c, err);
+    if (rc == KL_OK) learn_ends(c);
     int32_t i = 0;
     if (rc == KL_OK && f && f->decoded && c->count_at > 0) {
       rc = kl_records_skip(&c->it, c->count_at, err);

@@ -156,7 +156,7 @@ void kl_segset_map(kl_segset *set, int map) {
 
 /* Bytes of what a fact keeps per record. */
 static size_t per_record(const kl_fact *f) {
-  return (size_t)f->ts_w + (f->rend ? f->rend_w : 0);
+  return kl_ts_form_bytes(f->ts_form) + (f->rend ? f->rend_w : 0);
 }
 
 kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n) {
@@ -486,44 +486,91 @@ const kl_hole *kl_segment_hole_at(const kl_segment *s, int64_t pos) {
   return NULL;
 }
 
-/* The fewest bytes that hold each of ts[0..n) above min (kl_fact_ts): 2 or
-** 4, or 8 when the spread is wider or min is not their smallest. */
-static uint8_t ts_width(const int64_t *ts, int32_t n, int64_t min) {
+/* Does the line from min by step hold each of ts[0..n) within an int16_t
+** (KL_TSF_LINE)?  Every ts[i] - min and step are below 2^32 here, so no
+** product overflows. */
+static int on_line(const int64_t *ts, int32_t n, int64_t min, int64_t step) {
+  for (int32_t i = 0; i < n; i++) {
+    int64_t d = (ts[i] - min) - (int64_t)i * step;
+    if (d < INT16_MIN || d > INT16_MAX) return 0;
+  }
+  return 1;
+}
+
+/* The form (kl_ts_form) that keeps ts[0..n), whose smallest is min when
+** decoded, in the fewest bytes; *step is KL_TSF_LINE's. */
+static uint8_t ts_form(const int64_t *ts, int32_t n, int64_t min, int decoded, int32_t *step) {
+  *step = 0;
+  if (!decoded) return KL_TSF_RAW;
   uint64_t spread = 0;
   for (int32_t i = 0; i < n; i++) {
-    if (ts[i] < min) return 8;
+    if (ts[i] < min) return KL_TSF_RAW;
     uint64_t d = (uint64_t)ts[i] - (uint64_t)min;
     if (d > spread) spread = d;
   }
-  return spread <= UINT16_MAX ? 2 : spread <= UINT32_MAX ? 4 : 8;
+  if (spread <= UINT8_MAX) return KL_TSF_U8;
+  if (spread <= UINT16_MAX) return KL_TSF_U16;
+  if (spread > UINT32_MAX) return KL_TSF_RAW;
+  /* The mean step from the first record to the last, rounded: a line
+  ** that rises from the smallest, as a log's timestamps do (falling ones
+  ** take four bytes). */
+  int64_t rise = ts[n - 1] - ts[0];
+  int64_t m = n > 1 && rise > 0 ? (rise + (n - 1) / 2) / (n - 1) : 0;
+  if (m > 0 && m <= INT32_MAX && on_line(ts, n, min, m)) {
+    *step = (int32_t)m;
+    return KL_TSF_LINE;
+  }
+  return KL_TSF_U32;
+}
+
+/* A copy of ends[0..n) in the fewest bytes (*w: 2 or 4), or NULL. */
+static void *keep_ends(const kl_env *env, const uint32_t *rend, int32_t n, uint8_t *w) {
+  *w = rend[n - 1] <= UINT16_MAX ? 2 : 4; /* ends grow */
+  void *r = kl_malloc(env, (size_t)n * *w);
+  for (int32_t i = 0; r && i < n; i++) {
+    if (*w == 2) ((uint16_t *)r)[i] = (uint16_t)rend[i];
+    else ((uint32_t *)r)[i] = rend[i];
+  }
+  return r;
+}
+
+void kl_segment_learn_ends(kl_segment *s, kl_fact *f, const uint32_t *rend, int32_t n) {
+  if (!f->ts || f->rend || n <= 0 || n != f->b.record_count) return;
+  uint8_t rw = rend[n - 1] <= UINT16_MAX ? 2 : 4;
+  if (s->set->ts_bytes + (size_t)n * rw > s->set->max_ts_bytes) return;
+  if (!(f->rend = keep_ends(s->env, rend, n, &f->rend_w))) return;
+  s->set->ts_bytes += (size_t)n * f->rend_w;
 }
 
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
                               int32_t n) {
   if (f->ts || n <= 0 || n != f->b.record_count) return;
-  uint8_t tw = f->decoded ? ts_width(ts, n, f->min_ts) : 8;
-  uint8_t rw = rend && rend[n - 1] <= UINT16_MAX ? 2 : 4; /* ends grow */
+  int32_t step;
+  uint8_t form = ts_form(ts, n, f->min_ts, f->decoded, &step);
+  size_t tw = kl_ts_form_bytes(form), rw = rend && rend[n - 1] > UINT16_MAX ? 4 : 2;
   size_t bytes = (size_t)n * (tw + (rend ? rw : 0));
   if (s->set->ts_bytes + bytes > s->set->max_ts_bytes) return;
   void *t = kl_malloc(s->env, (size_t)n * tw);
-  void *r = rend ? kl_malloc(s->env, (size_t)n * rw) : NULL;
+  void *r = rend ? keep_ends(s->env, rend, n, &f->rend_w) : NULL;
   if (!t || (rend && !r)) {
     kl_free(s->env, t);
     kl_free(s->env, r);
     return;
   }
   for (int32_t i = 0; i < n; i++) {
-    uint64_t d = (uint64_t)ts[i] - (uint64_t)f->min_ts;
-    if (tw == 2) ((uint16_t *)t)[i] = (uint16_t)d;
-    else if (tw == 4) ((uint32_t *)t)[i] = (uint32_t)d;
-    else ((int64_t *)t)[i] = ts[i];
-    if (r && rw == 2) ((uint16_t *)r)[i] = (uint16_t)rend[i];
-    else if (r) ((uint32_t *)r)[i] = rend[i];
+    uint64_t d = (uint64_t)ts[i] - (uint64_t)f->min_ts; /* below 2^32 but for KL_TSF_RAW */
+    switch (form) {
+      case KL_TSF_U8: ((uint8_t *)t)[i] = (uint8_t)d; break;
+      case KL_TSF_U16: ((uint16_t *)t)[i] = (uint16_t)d; break;
+      case KL_TSF_LINE: ((int16_t *)t)[i] = (int16_t)((int64_t)d - (int64_t)i * step); break;
+      case KL_TSF_U32: ((uint32_t *)t)[i] = (uint32_t)d; break;
+      default: ((int64_t *)t)[i] = ts[i];
+    }
   }
   f->ts = t;
   f->rend = r;
-  f->ts_w = tw;
-  f->rend_w = rw;
+  f->ts_form = form;
+  f->ts_step = step;
   s->set->ts_bytes += bytes;
 }
 

@@ -56,13 +56,13 @@ typedef struct kl_segset {
 /* Open segments per set at most, whatever the limit says (each costs a
 ** few hundred bytes and up to three descriptors). */
 #define KL_SEGSET_MAX_BOUND 32768
-/* Batch facts a log keeps at most (128 bytes each: 16 MiB).  With
+/* Batch facts a log keeps at most (144 bytes each: 18 MiB).  With
 ** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
 ** queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
-/* Record timestamps (and ends) a set keeps at most: 2 to 8 bytes a
-** record, and 2 or 4 more with its end (kl_fact_ts), so 1.4 to 8 M
-** records.  They answer what SQLite's covering
+/* Record timestamps (and ends) a set keeps at most: 1 to 8 bytes a
+** record (kl_ts_form), and 2 or 4 more with its end in the batches point
+** lookups landed in, so 1.4 to 16 M records.  They answer what SQLite's covering
 ** index on timestamp answers for a table: queries that read only offsets
 ** and timestamps decode nothing, and a point lookup reads one record.  With
 ** the facts and key filters, a table's learning stays near 40 MiB, so that
@@ -103,39 +103,64 @@ typedef struct kl_salvage {
 ** opened afresh), so a fact stays true: a later query reads a batch known
 ** to lie outside its bounds, or counts a batch known to lie inside them,
 ** without reading it. */
+/* How a fact keeps its records' timestamps (kl_fact_ts), the fewest bytes
+** a record that hold them all exactly.  A producer's batch spans the
+** milliseconds of its linger (one byte, below 256 ms; two below 65.5 s);
+** a batch of a slow topic, or of a backfill that kept its events' times,
+** spans minutes or hours with records at nearly even steps: the line from
+** the smallest by the mean step, and each record's signed distance from it
+** in two bytes.  The same budget then holds two to eight times the records
+** it would at eight bytes. */
+typedef enum kl_ts_form {
+  KL_TSF_U8,                /* min_ts + a uint8_t */
+  KL_TSF_U16,               /* min_ts + a uint16_t */
+  KL_TSF_LINE,              /* min_ts + i * ts_step + an int16_t */
+  KL_TSF_U32,               /* min_ts + a uint32_t */
+  KL_TSF_RAW                /* the int64_t itself */
+} kl_ts_form;
+
+/* Bytes a record of each form takes. */
+static inline size_t kl_ts_form_bytes(int form) {
+  static const uint8_t bytes[] = {1, 2, 2, 4, 8};
+  return bytes[form];
+}
+
 typedef struct kl_fact {
   kl_batch b;               /* the header (b.bytes is NULL) */
   int64_t min_ts;           /* smallest record timestamp, when decoded */
+  int32_t ts_step;          /* KL_TSF_LINE: the line's step a record */
   uint8_t decoded;          /* every record decoded: min_ts is known */
   uint8_t linked;           /* the walk goes on to the fact at the end of
                             ** this batch (b.position + b.size) */
   uint8_t ends;             /* the data ends after it (the file's end) */
-  uint8_t ts_w;             /* bytes a kept timestamp takes (kl_fact_ts):
-                            ** 2 or 4 (above min_ts), 8 (itself) */
+  uint8_t ts_form;          /* how ts keeps them: KL_TSF_* */
   uint8_t rend_w;           /* bytes a kept end takes (kl_fact_rend): 2, 4 */
   void *ts;                 /* when decoded, v2 and its offsets have no
                             ** gap (record i is at base + i): each record's
                             ** timestamp (record_count of them), or NULL */
-  void *rend;               /* and where each record ends (record i starts
-                            ** where i - 1 ends): uncompressed, in the batch
-                            ** (record 0 after the header), and a point
-                            ** lookup reads one record, not the batch;
-                            ** compressed, in its decompressed records
-                            ** (record 0 at 0), and a point lookup
-                            ** decompresses up to the record's end */
+  void *rend;               /* and, once a point lookup has landed in the
+                            ** batch, where each record ends (record i
+                            ** starts where i - 1 ends): uncompressed, in
+                            ** the batch (record 0 after the header), and a
+                            ** point lookup reads one record, not the
+                            ** batch; compressed, in its decompressed
+                            ** records (record 0 at 0), and a point lookup
+                            ** decompresses up to the record's end; or NULL */
   uint64_t *kf;             /* when a key search read all its records: the
                             ** filter of their keys (keyset.h), or NULL */
   uint32_t kf_words;        /* its 64-bit words */
 } kl_fact;
 
-/* Record i's timestamp, of a fact that keeps them (f->ts).  They are kept
-** in as few bytes as the batch's spread allows: a producer's batch spans
-** milliseconds (2 bytes a record), a day's batch of a slow topic minutes
-** (4); the same budget then holds two to four times the records. */
+/* Record i's timestamp, of a fact that keeps them (f->ts). */
 static inline int64_t kl_fact_ts(const kl_fact *f, int32_t i) {
-  if (f->ts_w == 2) return f->min_ts + ((const uint16_t *)f->ts)[i];
-  if (f->ts_w == 4) return f->min_ts + (int64_t)((const uint32_t *)f->ts)[i];
-  return ((const int64_t *)f->ts)[i];
+  switch (f->ts_form) {
+    case KL_TSF_U8: return f->min_ts + ((const uint8_t *)f->ts)[i];
+    case KL_TSF_U16: return f->min_ts + ((const uint16_t *)f->ts)[i];
+    case KL_TSF_LINE:
+      return f->min_ts + (int64_t)i * f->ts_step + ((const int16_t *)f->ts)[i];
+    case KL_TSF_U32: return f->min_ts + (int64_t)((const uint32_t *)f->ts)[i];
+    default: return ((const int64_t *)f->ts)[i];
+  }
 }
 
 /* Where record i ends, of a fact that keeps it (f->rend). */
@@ -335,6 +360,10 @@ int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx);
 ** budget; quietly nothing when over it or out of memory. */
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
                               int32_t n);
+/* Add where fact f's n records end (rend: n of them, as above) to the
+** timestamps it keeps without, within the log's budget; quietly nothing
+** when it keeps none, has them, is over the budget or out of memory. */
+void kl_segment_learn_ends(kl_segment *s, kl_fact *f, const uint32_t *rend, int32_t n);
 
 /* Keep a copy of the filter of fact f's keys (words words, keyset.h),
 ** within the log's budget; quietly nothing when over it or out of memory. */

@@ -431,9 +431,11 @@ static void test_facts(void **state) {
   assert_int_equal(set.facts, 0);
 }
 
-/* Kept timestamps take 2, 4 or 8 bytes a record by the batch's spread
-** above its smallest, ends 2 or 4 by the last; each reads back as given,
-** the budget counts the bytes taken, and freeing gives them back. */
+/* Kept timestamps take the form of the fewest bytes that hold them: 1 or 2
+** bytes above the smallest, 2 off the line by the mean step, 4 above the
+** smallest, else 8; ends 2 or 4 by the last.  Each reads back as given,
+** the budget counts the bytes taken, ends come later to timestamps kept
+** without, and freeing gives all of them back. */
 static void test_kept_widths(void **state) {
   (void)state;
   kl_segset set;
@@ -443,15 +445,28 @@ static void test_kept_widths(void **state) {
   static const struct {
     int64_t ts[N];
     uint32_t rend[N];
-    int with_ends, tw, rw;
+    int with_ends, form, rw;
   } c[] = {
+      {{1700000000000, 1700000000001, 1699999999990, 1700000000245, 1700000000000},
+       {70, 140, 200, 300, 400}, 1, KL_TSF_U8, 2},
       {{1700000000000, 1700000000001, 1699999999990, 1700000065525, 1700000000000},
-       {70, 140, 200, 65535, 65535}, 1, 2, 2},
+       {70, 140, 200, 65535, 65535}, 1, KL_TSF_U16, 2},
+      /* A slow topic's batch: a record every 1,440 s or so, +-2 s. */
+      {{1700000000000, 1700001441999, 1700002878001, 1700004321000, 1700005760000},
+       {70, 140, 200, 300, 65536}, 1, KL_TSF_LINE, 4},
+      /* 32,767 ms off the line and back: still on it. */
+      {{1700000000000, 1700000050000, 1700000132767, 1700000150000, 1700000200000},
+       {0}, 0, KL_TSF_LINE, 0},
+      /* A millisecond further, or falling: not. */
+      {{1700000000000, 1700000050000, 1700000132768, 1700000150000, 1700000200000},
+       {0}, 0, KL_TSF_U32, 0},
+      {{1700000200000, 1700000150000, 1700000100000, 1700000050000, 1700000000000},
+       {0}, 0, KL_TSF_U32, 0},
       {{1700000000000, 1699999999990, 1700000065526, 1700000000000, 1700000000000},
-       {70, 140, 200, 300, 65536}, 1, 4, 4},
-      {{5, -1, 4294967294, 7, 0}, {0}, 0, 4, 0},
-      {{5, -1, 4294967295, 7, 0}, {0}, 0, 8, 0},
-      {{INT64_MAX, INT64_MIN, 0, -1, 1}, {1, 2, 3, 4, 5}, 1, 8, 2},
+       {70, 140, 200, 300, 65536}, 1, KL_TSF_U32, 4},
+      {{5, -1, 4294967294, 7, 0}, {0}, 0, KL_TSF_U32, 0},
+      {{5, -1, 4294967295, 7, 0}, {0}, 0, KL_TSF_RAW, 0},
+      {{INT64_MAX, INT64_MIN, 0, -1, 1}, {1, 2, 3, 4, 5}, 1, KL_TSF_RAW, 2},
   };
   size_t bytes = 0;
   kl_batch b;
@@ -467,7 +482,7 @@ static void test_kept_widths(void **state) {
     kl_segment_decoded(&s, f, mn);
     kl_segment_learn_records(&s, f, c[k].ts, c[k].with_ends ? c[k].rend : NULL, N);
     assert_non_null(f->ts);
-    assert_int_equal(f->ts_w, c[k].tw);
+    assert_int_equal(f->ts_form, c[k].form);
     for (int i = 0; i < N; i++) assert_true(kl_fact_ts(f, i) == c[k].ts[i]);
     if (c[k].with_ends) {
       assert_int_equal(f->rend_w, c[k].rw);
@@ -475,16 +490,34 @@ static void test_kept_widths(void **state) {
     } else {
       assert_null(f->rend);
     }
-    bytes += (size_t)N * (size_t)(c[k].tw + (c[k].with_ends ? c[k].rw : 0));
+    bytes += (size_t)N * (kl_ts_form_bytes(c[k].form) + (size_t)(c[k].with_ends ? c[k].rw : 0));
     assert_int_equal(set.ts_bytes, bytes);
   }
-  /* Over the budget: nothing kept. */
-  set.max_ts_bytes = set.ts_bytes + 2 * N - 1;
-  b.position = 9000;
-  kl_fact *f = kl_segment_learn(&s, &b);
+  /* Ends added to timestamps kept without: once, and counted. */
+  static const uint32_t later[N] = {61, 90, 120, 150, 70000};
+  kl_fact *f = &s.facts[3];
+  assert_null(f->rend);
+  kl_segment_learn_ends(&s, f, later, N);
+  assert_non_null(f->rend);
+  assert_int_equal(f->rend_w, 4);
+  for (int i = 0; i < N; i++) assert_int_equal(kl_fact_rend(f, i), later[i]);
+  bytes += (size_t)N * 4;
+  assert_int_equal(set.ts_bytes, bytes);
+  kl_segment_learn_ends(&s, f, c[0].rend, N); /* it has them */
+  assert_int_equal(kl_fact_rend(f, N - 1), 70000);
+  assert_int_equal(set.ts_bytes, bytes);
+  /* Over the budget: nothing kept, timestamps or ends. */
+  set.max_ts_bytes = set.ts_bytes + N - 1;
+  f = &s.facts[4];
+  kl_segment_learn_ends(&s, f, c[0].rend, N);
+  assert_null(f->rend);
+  b.position = 99000;
+  f = kl_segment_learn(&s, &b);
   kl_segment_decoded(&s, f, c[0].ts[2]);
   kl_segment_learn_records(&s, f, c[0].ts, NULL, N);
   assert_null(f->ts);
+  kl_segment_learn_ends(&s, f, c[0].rend, N); /* no timestamps to add them to */
+  assert_null(f->rend);
   assert_int_equal(set.ts_bytes, bytes);
   kl_segment_free(&s);
   assert_int_equal(set.ts_bytes, 0);

@@ -848,6 +848,53 @@ static void test_join_lookups_learn_record_ends(void **state) {
 }
 
 /*
+** A query of offsets and timestamps alone keeps the timestamps of the
+** batches it decodes, not where their records end (plan flag 128): a
+** point lookup that lands in such a batch reads it whole, once, and adds
+** the ends; the next lookup in it reads its record alone.  The same
+** batches as test_join_lookups_learn_record_ends.
+*/
+static void test_lookups_add_ends_to_kept_timestamps(void **state) {
+  sqlite3 *ref = st_open();
+  char *want = st_text(ref, "SELECT sum(length(value)) || '|' || count(*) || char(10)"
+                            " FROM kafka_log(?1) WHERE offset + 0 IN (777, 779, 15000, 15001)",
+                       "t", dir_b());
+  int64_t small = st_int(ref, "SELECT min(size) FROM kafka_batches(?1)", "t", dir_b());
+  st_close(ref);
+
+  sqlite3 *db = st_open();
+  char *p = st_plan(db, "SELECT count(*), sum(timestamp) FROM kafka_log(?1)", dir_b());
+  assert_non_null(strstr(p, "INDEX 0:dir=? full scan"));
+  free(p);
+  st_run(db, "SELECT count(*), sum(timestamp) > 0 FROM kafka_log(?1)", "t", dir_b());
+  /* A window counted from the kept timestamps: no record decoded. */
+  st_stats w = measure_on(db, dir_b(), "SELECT count(*) FROM kafka_log(?1) WHERE timestamp >="
+                          " 1700000050000 AND timestamp < 1700000050500", 0, 0, NULL);
+  assert_int_equal(w.records_decoded, 0);
+  assert_int_equal(w.batches_decoded, 0);
+  st_exec(db, "CREATE TEMP TABLE k(x INTEGER)");
+  st_exec(db, "INSERT INTO k VALUES (777), (779), (15000), (15001)");
+  static const char j[] = "SELECT sum(length(r.value)), count(*) FROM k JOIN kafka_log(?1) r"
+                          " ON r.offset = k.x";
+  /* 777 and 15000 read their batches whole, no ends being kept, and pass
+  ** over the records before theirs by length; each decodes its record and
+  ** the next, which ends its rows.  779 and 15001 read their record. */
+  st_stats first = measure_on(db, dir_b(), j, 0, 0, want);
+  assert_int_equal(first.records_decoded, 6);
+  assert_int_equal(first.crc_checks, 0);
+  assert_true(first.bytes_read >= 2 * small);
+  /* Again: each record read alone. */
+  st_stats again = measure_on(db, dir_b(), j, 0, 0, want);
+  assert_int_equal(again.records_decoded, 4);
+  int64_t reads = stat_reads(db);
+  assert_true(reads >= 4 && reads <= 4 + again.batch_headers);
+  assert_true(again.bytes_read < 4 * small + 1024 * again.batch_headers);
+  assert_true(again.bytes_read < first.bytes_read / 4);
+  free(want);
+  st_close(db);
+}
+
+/*
 ** The table's kept batches are bounded by cache_bytes: a join whose
 ** batches all fit decompresses nothing and reads nothing the second time;
 ** one bounded below them decompresses again (least recently used first
@@ -1060,6 +1107,7 @@ int main(void) {
       cmocka_unit_test(test_lookup_again_decompresses_nothing),
       cmocka_unit_test(test_kept_batches_follow_the_files),
       cmocka_unit_test(test_join_lookups_learn_record_ends),
+      cmocka_unit_test(test_lookups_add_ends_to_kept_timestamps),
       cmocka_unit_test(test_cache_bytes_bounds_kept_batches),
       cmocka_unit_test(test_mmap_maps_only_files_that_cannot_shrink),
   };
