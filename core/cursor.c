@@ -883,9 +883,15 @@ static kl_rc fw_fact(kl_cursor *c, kl_err *err) {
                    : kl_segment_fact(s, c->fpos);
   set_fact(c, f);
   if (!f) return walk_from(c, s, c->yielded >= 0 ? c->yielded : c->fpos, c->fpos, err);
+  size_t k = (size_t)(f - s->facts);
+  if (c->bnd.ts_hi != INT64_MAX && !c->rd.skip && kl_segment_facts_rest_above(s, k, c->bnd.ts_hi)) {
+    c->rd.stats->batches_skipped += s->nfacts - k;
+    c->state = CS_SEGMENT;
+    return KL_OK;
+  }
   c->batch = f->b;
   c->yielded = c->fpos;
-  c->fhint = (size_t)(f - s->facts) + 1;
+  c->fhint = k + 1;
   if (f->ends) c->src = CS_SEGMENT;
   else c->fpos = f->b.position + f->b.size;
   c->state = CS_BATCH;

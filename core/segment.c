@@ -189,6 +189,7 @@ void kl_segment_free(kl_segment *s) {
   if (s->set) s->set->facts -= s->nfacts;
   kl_free(s->env, s->facts);
   kl_free(s->env, s->runmax);
+  kl_free(s->env, s->sufmin);
   if (!s->paths_inline) kl_free(s->env, s->log_path);
   memset(s, 0, sizeof *s);
   s->log.fd = -1;
@@ -667,14 +668,28 @@ int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx) {
     const kl_fact *f = &s->facts[i];
     if (f->b.is_control || f->b.record_count == 0) continue;
     if (!f->decoded) return 0;
-    if (f->min_ts < lo) lo = f->min_ts;
     if (f->b.max_timestamp > hi) hi = f->b.max_timestamp;
+  }
+  /* The smallest from each fact on, from the end back (none kept when out
+  ** of memory: kl_segment_facts_rest_above then does not know). */
+  int64_t *m = s->nfacts ? kl_realloc(s->env, s->sufmin, s->nfacts * sizeof *m) : NULL;
+  if (!m) kl_free(s->env, s->sufmin);
+  s->sufmin = m;
+  for (size_t i = s->nfacts; i-- > 0;) {
+    const kl_fact *f = &s->facts[i];
+    if (!f->b.is_control && f->b.record_count != 0 && f->min_ts < lo) lo = f->min_ts;
+    if (m) m[i] = lo;
   }
   s->range_min = *mn = lo;
   s->range_max = *mx = hi;
   s->range_gen = s->facts_gen + 1;
   s->range_dec = s->decoded_n;
   return 1;
+}
+
+int kl_segment_facts_rest_above(kl_segment *s, size_t i, int64_t t) {
+  int64_t mn, mx;
+  return kl_segment_facts_range(s, &mn, &mx) && s->sufmin && i < s->nfacts && s->sufmin[i] > t;
 }
 
 int kl_segment_facts_seek_time(kl_segment *s, int64_t t, int64_t *offset, int64_t *ts) {

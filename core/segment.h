@@ -233,6 +233,9 @@ struct kl_segment {
   int64_t range_max;
   uint64_t range_gen;       /* as of this facts_gen + 1 (0: none) */
   uint64_t range_dec;       /* and this decoded_n */
+  int64_t *sufmin;          /* with the range: for each fact i, the smallest
+                            ** timestamp of the data records from it to the
+                            ** end (INT64_MAX: none), or NULL */
 };
 
 /* Initialise (no disk access).  log_path is copied. */
@@ -354,6 +357,13 @@ void kl_segment_decoded(kl_segment *s, kl_fact *f, int64_t min_ts);
 ** [*mn, *mx] has no row in the segment, which is then passed over
 ** unopened.  Kept until a fact is added or decoded. */
 int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx);
+
+/* Is every data record of the batches from fact i to the end of the data
+** above t, as kl_segment_facts_range knows it?  1 yes, 0 no or not known.
+** A window's scan that has passed its last record in a segment leaves the
+** segment there, not batch by batch: a log's timestamps rise, and a 1%
+** window over 2,000 partitions passed over 12 batches in each. */
+int kl_segment_facts_rest_above(kl_segment *s, size_t i, int64_t t);
 
 /* Keep a copy of the n timestamps of fact f's records (n is its record
 ** count) and, unless rend is NULL, where they end, within the log's

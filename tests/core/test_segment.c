@@ -523,6 +523,47 @@ static void test_kept_widths(void **state) {
   assert_int_equal(set.ts_bytes, 0);
 }
 
+/* Whether every data record from a fact on lies above a time is known once
+** the facts cover the segment and each data batch has decoded: the
+** smallest timestamp from each fact to the end, control batches aside. */
+static void test_facts_rest_above(void **state) {
+  (void)state;
+  kl_segset set;
+  kl_segment s;
+  mem_segment(&set, &s);
+  kl_batch b;
+  memset(&b, 0, sizeof b);
+  b.size = 100;
+  b.first_known = 1;
+  b.record_count = 10;
+  static const int64_t mins[] = {10, 30, 20, 0, 50, 40}; /* 3: a control batch */
+  int64_t prev = -1;
+  for (int i = 0; i < 6; i++) {
+    b.position = i * 100;
+    b.base_offset = i * 10;
+    b.last_offset = i * 10 + 9;
+    b.max_timestamp = mins[i] + 5;
+    b.is_control = i == 3;
+    kl_segment_learn_walked(&s, prev, &b);
+    prev = b.position;
+  }
+  kl_segment_fact(&s, 500)->ends = 1;
+  s.facts_cover = -1;
+  for (int i = 0; i < 5; i++) kl_segment_decoded(&s, &s.facts[i], mins[i]);
+  assert_false(kl_segment_facts_rest_above(&s, 5, 0)); /* 5 not decoded: not known */
+  kl_segment_decoded(&s, &s.facts[5], mins[5]);
+  static const struct {
+    size_t i;
+    int64_t t;
+    int above;
+  } c[] = {{0, 9, 1}, {0, 10, 0}, {1, 19, 1}, {1, 20, 0}, {2, 19, 1}, {3, 39, 1},
+           {3, 40, 0}, {4, 39, 1}, {5, 39, 1}, {5, 40, 0}, {6, INT64_MIN, 0}};
+  for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
+    assert_int_equal(kl_segment_facts_rest_above(&s, c[k].i, c[k].t), c[k].above);
+  }
+  kl_segment_free(&s);
+}
+
 /* Batches a walk yields one after another are linked as they are learnt,
 ** to a known batch that follows too; kl_segment_facts_follow goes down the
 ** chain to the batch sought, says when the data ends first, and cannot
@@ -639,6 +680,7 @@ int main(void) {
       cmocka_unit_test(test_verified_cache),
       cmocka_unit_test(test_facts),
       cmocka_unit_test(test_kept_widths),
+      cmocka_unit_test(test_facts_rest_above),
       cmocka_unit_test(test_facts_follow),
       cmocka_unit_test(test_holes),
       cmocka_unit_test(test_read_after_truncation),
