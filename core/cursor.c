@@ -103,11 +103,10 @@ struct kl_cursor {
                             ** batch's first byte, or when it is compressed
                             ** its decompressed records' */
   int32_t tsn, tscap;
-  int rends;                /* the ends are kept too: a v2 batch of a
-                            ** cursor told to (keep_ends) or of a point
-                            ** lookup (offset = ?), where the next lookup
-                            ** reads one record with them */
-  int keep_ends;            /* kl_cursor_keep_ends */
+  int rends;                /* the ends are kept too: a point lookup's v2
+                            ** batch (offset = ?), where the next lookup
+                            ** reads one record with them (a scan's would
+                            ** take the budget of the timestamps) */
   /* Their first TS_INLINE entries: most batches hold fewer records, and a
   ** point lookup then allocates nothing for them (an allocation through
   ** SQLite's allocator costs as much as the lookup's decoding). */
@@ -189,7 +188,6 @@ kl_rc kl_cursor_new(kl_log *log, kl_stats *stats, int on_corrupt, kl_cursor **ou
   kl_reader_init(&c->rd, env, stats, on_corrupt);
   c->state = CS_DONE;
   c->ra_next = -1;
-  c->keep_ends = 1;
   return KL_OK;
 }
 
@@ -209,8 +207,6 @@ void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads, int if_idle) {
   ** thread (log.c). */
   c->rd.helpers = threads > 0;
 }
-
-void kl_cursor_keep_ends(kl_cursor *c, int on) { c->keep_ends = on != 0; }
 
 /* Nothing queued ahead any more: the scan leaves the segment (whose file
 ** may then be closed) or jumps. */
@@ -636,7 +632,7 @@ static kl_rc open_records(kl_cursor *c, kl_err *err) {
   ** has nothing to learn of a batch decoded before. */
   const kl_fact *f = cur_fact(c);
   c->tsn = f && f->decoded ? -1 : 0;
-  c->rends = c->batch.magic == 2 && (c->keep_ends || c->lo == c->hi);
+  c->rends = c->batch.magic == 2 && c->lo == c->hi;
   start_keys(c);
   note_run(c);
   kl_rc rc = KL_OK;

@@ -108,15 +108,6 @@ enum { KL_AHEAD_AFTER = 3 };
 ** them was measured half again slower than alone. */
 void kl_cursor_set_ahead(kl_cursor *c, kl_ahead *a, int threads, int if_idle);
 
-/* Whether the batches a scan decodes keep where their records end (with
-** their timestamps, segment.h kl_fact.rend), as they do unless told not:
-** the query reads the records' bytes, and point lookups may follow.  A
-** point lookup (offset = ?) keeps them whatever this says, adding them to
-** a batch whose timestamps were kept without; a query of offsets and
-** timestamps alone tells the cursor not to, and the log's budget of kept
-** timestamps (segment.h) then holds two to five times the records. */
-void kl_cursor_keep_ends(kl_cursor *c, int on);
-
 /* The counters the cursor's work went to. */
 const kl_stats *kl_cursor_stats(const kl_cursor *c);
 

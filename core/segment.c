@@ -27,6 +27,7 @@ void kl_segset_init(kl_segset *set, int max_open) {
   set->max_open = max_open > 0 ? max_open : KL_SEGSET_MAX_BOUND;
   set->max_fds = max_open > 0 ? 3 * max_open : kl_segset_default_bound();
   set->max_ts_bytes = KL_SEGSET_MAX_TS_BYTES;
+  set->max_end_bytes = KL_SEGSET_MAX_END_BYTES;
 }
 
 int kl_segset_room(const kl_segset *set) {
@@ -154,10 +155,6 @@ void kl_segset_map(kl_segset *set, int map) {
   }
 }
 
-/* Bytes of what a fact keeps per record. */
-static size_t per_record(const kl_fact *f) {
-  return kl_ts_form_bytes(f->ts_form) + (f->rend ? f->rend_w : 0);
-}
 
 kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n) {
   uint8_t *m = kl_malloc(s->env, n ? n : 1);
@@ -182,7 +179,8 @@ void kl_segment_free(kl_segment *s) {
       kl_free(s->env, f->kf);
     }
     if (!f->ts) continue;
-    if (s->set) s->set->ts_bytes -= (size_t)f->b.record_count * per_record(f);
+    if (s->set) s->set->ts_bytes -= (size_t)f->b.record_count * kl_ts_form_bytes(f->ts_form);
+    if (s->set && f->rend) s->set->end_bytes -= (size_t)f->b.record_count * f->rend_w;
     kl_free(s->env, f->ts);
     kl_free(s->env, f->rend);
   }
@@ -538,9 +536,9 @@ static void *keep_ends(const kl_env *env, const uint32_t *rend, int32_t n, uint8
 void kl_segment_learn_ends(kl_segment *s, kl_fact *f, const uint32_t *rend, int32_t n) {
   if (!f->ts || f->rend || n <= 0 || n != f->b.record_count) return;
   uint8_t rw = rend[n - 1] <= UINT16_MAX ? 2 : 4;
-  if (s->set->ts_bytes + (size_t)n * rw > s->set->max_ts_bytes) return;
+  if (s->set->end_bytes + (size_t)n * rw > s->set->max_end_bytes) return;
   if (!(f->rend = keep_ends(s->env, rend, n, &f->rend_w))) return;
-  s->set->ts_bytes += (size_t)n * f->rend_w;
+  s->set->end_bytes += (size_t)n * f->rend_w;
 }
 
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
@@ -548,16 +546,9 @@ void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, cons
   if (f->ts || n <= 0 || n != f->b.record_count) return;
   int32_t step;
   uint8_t form = ts_form(ts, n, f->min_ts, f->decoded, &step);
-  size_t tw = kl_ts_form_bytes(form), rw = rend && rend[n - 1] > UINT16_MAX ? 4 : 2;
-  size_t bytes = (size_t)n * (tw + (rend ? rw : 0));
-  if (s->set->ts_bytes + bytes > s->set->max_ts_bytes) return;
-  void *t = kl_malloc(s->env, (size_t)n * tw);
-  void *r = rend ? keep_ends(s->env, rend, n, &f->rend_w) : NULL;
-  if (!t || (rend && !r)) {
-    kl_free(s->env, t);
-    kl_free(s->env, r);
-    return;
-  }
+  size_t bytes = (size_t)n * kl_ts_form_bytes(form);
+  void *t;
+  if (s->set->ts_bytes + bytes > s->set->max_ts_bytes || !(t = kl_malloc(s->env, bytes))) return;
   for (int32_t i = 0; i < n; i++) {
     uint64_t d = (uint64_t)ts[i] - (uint64_t)f->min_ts; /* below 2^32 but for KL_TSF_RAW */
     switch (form) {
@@ -569,10 +560,10 @@ void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, cons
     }
   }
   f->ts = t;
-  f->rend = r;
   f->ts_form = form;
   f->ts_step = step;
   s->set->ts_bytes += bytes;
+  if (rend) kl_segment_learn_ends(s, f, rend, n);
 }
 
 void kl_segment_learn_keys(kl_segment *s, kl_fact *f, const uint64_t *kf, size_t words) {

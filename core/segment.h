@@ -39,9 +39,11 @@ typedef struct kl_segset {
                             ** .log, and each index whose file is open */
   int max_fds;              /* the bound on them */
   size_t facts;             /* batch facts kept by all its segments */
-  size_t ts_bytes;          /* bytes of record timestamps (and ends) they keep */
+  size_t ts_bytes;          /* bytes of record timestamps they keep */
   size_t max_ts_bytes;      /* and the most they may keep
                             ** (KL_SEGSET_MAX_TS_BYTES unless changed) */
+  size_t end_bytes;         /* bytes of record ends they keep */
+  size_t max_end_bytes;     /* (KL_SEGSET_MAX_END_BYTES unless changed) */
   size_t key_bytes;         /* bytes of key filters they keep */
   uint64_t uids;            /* identities given to its segments so far */
   struct kl_bcache *bcache; /* decompressed batches its lookups keep
@@ -60,14 +62,19 @@ typedef struct kl_segset {
 ** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
 ** queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
-/* Record timestamps (and ends) a set keeps at most: 1 to 8 bytes a
-** record (kl_ts_form), and 2 or 4 more with its end in the batches point
-** lookups landed in, so 1.4 to 16 M records.  They answer what SQLite's covering
+/* Record timestamps a set keeps at most: 1 to 8 bytes a record
+** (kl_ts_form), so 2 to 16 M records.  They answer what SQLite's covering
 ** index on timestamp answers for a table: queries that read only offsets
-** and timestamps decode nothing, and a point lookup reads one record.  With
-** the facts and key filters, a table's learning stays near 40 MiB, so that
-** a query over a log directory of 10 M records peaks under 64 MiB. */
+** and timestamps decode nothing.  With the facts and key filters, a table's
+** learning stays near 40 MiB, so that a query over a log directory of 10 M
+** records peaks under 64 MiB. */
 #define KL_SEGSET_MAX_TS_BYTES ((size_t)16 << 20)
+/* Record ends a set keeps at most, 2 or 4 bytes a record (kl_fact.rend): 1
+** to 2 M records of the batches point lookups landed in, in which a lookup
+** then reads one record.  Only lookups learn them, and apart from the
+** timestamps, so that a scan reading values does not spend on them the
+** budget a time window needs. */
+#define KL_SEGSET_MAX_END_BYTES ((size_t)4 << 20)
 /* Key filters (keyset.h) a log keeps at most: a byte a record, so 8 M
 ** records' batches; beyond, key searches read the batches without one. */
 #define KL_SEGSET_MAX_KEY_BYTES ((size_t)8 << 20)
@@ -139,7 +146,8 @@ typedef struct kl_fact {
                             ** gap (record i is at base + i): each record's
                             ** timestamp (record_count of them), or NULL */
   void *rend;               /* and, once a point lookup has landed in the
-                            ** batch, where each record ends (record i
+                            ** batch (KL_SEGSET_MAX_END_BYTES), where each
+                            ** record ends (record i
                             ** starts where i - 1 ends): uncompressed, in
                             ** the batch (record 0 after the header), and a
                             ** point lookup reads one record, not the
@@ -366,13 +374,15 @@ int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx);
 int kl_segment_facts_rest_above(kl_segment *s, size_t i, int64_t t);
 
 /* Keep a copy of the n timestamps of fact f's records (n is its record
-** count) and, unless rend is NULL, where they end, within the log's
-** budget; quietly nothing when over it or out of memory. */
+** count) and, unless rend is NULL, where they end, each within the log's
+** budget; quietly nothing (or the timestamps alone) when over it or out of
+** memory. */
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,
                               int32_t n);
 /* Add where fact f's n records end (rend: n of them, as above) to the
-** timestamps it keeps without, within the log's budget; quietly nothing
-** when it keeps none, has them, is over the budget or out of memory. */
+** timestamps it keeps without, within the log's budget of ends; quietly
+** nothing when it keeps none, has them, is over the budget or out of
+** memory. */
 void kl_segment_learn_ends(kl_segment *s, kl_fact *f, const uint32_t *rend, int32_t n);
 
 /* Keep a copy of the filter of fact f's keys (words words, keyset.h),

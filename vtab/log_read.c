@@ -252,7 +252,6 @@ kl_rc lv_open_partition(kl_vcursor *c, size_t k, kl_err *err) {
   int threads = scan_threads(c);
   int given = (c->opt_given >> KL_OPT_THREADS) & 1;
   kl_cursor_set_ahead(c->cur, threads ? table_ahead(vt, threads) : NULL, threads, !given);
-  kl_cursor_keep_ends(c->cur, c->read_bytes);
   c->pbnd = c->bnd;
   /* Records below the log start offset are deleted for every consumer
   ** (core/log.h).  One at the first segment's base, from no checkpoint,
@@ -620,7 +619,6 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   if (a.in_list && ((rc = read_in_list(c, a.in_list)) != SQLITE_OK || c->n_in == 0)) return rc;
   if ((rc = set_keys(c, &a)) != SQLITE_OK || (a.key && c->keys.n == 0)) return rc;
   c->distinct = idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC);
-  c->read_bytes = (idx & KL_P_BYTES) != 0;
   c->batch_terms = c->read_committed || c->pid_lo != INT64_MIN || c->pid_hi != INT64_MAX;
   c->plain = c->limit < 0 && c->skip == 0 && !c->distinct && !c->batch_terms &&
              !(idx & KL_P_TS_ORDER);

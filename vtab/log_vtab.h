@@ -114,7 +114,6 @@ typedef struct kl_vcursor {
                             ** bnd.keys points to then (core/keyset.h) */
   int distinct;             /* KL_P_DISTINCT or KL_P_DISTINCT_TOPIC: one row
                             ** of each partition, or of each topic */
-  int read_bytes;           /* KL_P_BYTES: SQLite reads key, value or headers */
   int part_row;             /* a row of the partition read was produced */
   const kl_part *row_part;  /* the partition of the last row, or NULL */
   int eof;

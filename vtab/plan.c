@@ -289,8 +289,6 @@ int kl_plan_best(sqlite3_index_info *info, const kl_plan_info *pi) {
             !is_in(&p, KL_ACT_TOPIC) && !is_in(&p, KL_ACT_PARTITION);
   int single = pi->single || one, order_ok;
   int idx = choose_order(info, &p, pi, single, &order_ok);
-  sqlite3_uint64 bytes = (1ull << KL_COL_KEY) | (1ull << KL_COL_VALUE) | (1ull << KL_COL_HEADERS);
-  if (info->colUsed & bytes) idx |= KL_P_BYTES;
   /* LIMIT and OFFSET are safe only when every other constraint is handled
   ** exactly here and the order is ours. */
   if (p.n_other > 0 || !order_ok || (idx & (KL_P_DISTINCT | KL_P_DISTINCT_TOPIC))) {

@@ -80,13 +80,8 @@ enum {
                             ** hidden columns, which hold one value across
                             ** a partition: its first row is produced, and
                             ** the partition left */
-  KL_P_DISTINCT_TOPIC = 0x40,/* the same, one row of each topic: a topic's
+  KL_P_DISTINCT_TOPIC = 0x40/* the same, one row of each topic: a topic's
                             ** other partitions are not opened */
-  KL_P_BYTES = 0x80         /* SQLite reads a column of the records' bytes
-                            ** (key, value, headers): the batches the scan
-                            ** decodes keep where their records end, for
-                            ** point lookups to come (core/cursor.h
-                            ** kl_cursor_keep_ends) */
 };
 
 /* Largest log (in records, as estimated when planning, when the directory

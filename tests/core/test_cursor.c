@@ -649,21 +649,28 @@ static void test_point_lookup_work(void **state) {
     assert_int_equal(kw_close(w), 0);
     kl_log *log = open_log(dir, NULL);
     kl_err err = {0};
-    /* A scan decodes every batch: its facts learn where records end. */
+    /* A scan decodes every batch: its facts learn the records' timestamps,
+    ** not where they end; a point lookup landing in a batch learns that. */
     kl_cursor *scan;
     assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &scan), KL_OK);
     kl_bounds all = kl_bounds_all();
     assert_int_equal(kl_cursor_start(scan, &all, &err), KL_OK);
     while (kl_cursor_next(scan, &err) == KL_OK) assert_int_equal(kl_cursor_load(scan, &err), KL_OK);
     kl_cursor_free(scan);
+    int64_t first = 3 * per; /* batch 3 */
+    const kl_fact *f = &kl_log_first(log)->facts[3];
+    assert_non_null(f->ts);
+    assert_null(f->rend);
+    assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &scan), KL_OK);
+    kl_stats d = lookup_work(scan, first + 1);
+    assert_non_null(f->rend);
+    assert_true(d.bytes_read >= (uint64_t)f->b.size); /* the batch, whole */
+    kl_cursor_free(scan);
 
     kl_cursor *c;
     assert_int_equal(kl_cursor_new(log, NULL, KL_ON_CORRUPT_ERROR, &c), KL_OK);
-    int64_t first = 3 * per; /* batch 3 */
-    kl_stats d = lookup_work(c, first);
-    const kl_fact *f = kl_segment_fact(kl_log_first(log), kl_cursor_batch(c)->position);
-    assert_non_null(f);
-    assert_non_null(f->rend);
+    d = lookup_work(c, first);
+    assert_ptr_equal(f, kl_segment_fact(kl_log_first(log), kl_cursor_batch(c)->position));
     uint32_t whole = kl_fact_rend(f, per - 1), rec0 = kl_fact_rend(f, 0);
     assert_int_equal(d.reads, 1);
     assert_int_equal(d.records_decoded, 1);
@@ -697,10 +704,17 @@ static void test_point_lookup_work(void **state) {
     d = lookup_work(c, first + per - 2);
     assert_int_equal(d.reads, codec == KL_CODEC_NONE ? 1 : 0);
     assert_int_equal(d.bytes_decompressed, 0);
-    /* Another batch: one read. */
+    /* Another batch, where no lookup landed: one read of it whole, its
+    ** records before the row framed by length, the row decoded and the
+    ** next, which ends the rows; then a lookup in it decodes one record
+    ** (from the batch still at hand). */
     d = lookup_work(c, per + 7);
     assert_int_equal(d.reads, 1);
+    assert_int_equal(d.records_decoded, 2);
+    assert_non_null(kl_log_first(log)->facts[1].rend);
+    d = lookup_work(c, per + 3);
     assert_int_equal(d.records_decoded, 1);
+    assert_int_equal(d.reads, 0);
     kl_cursor_free(c);
     kl_log_close(log);
     t_rmdir(dir);

@@ -434,7 +434,7 @@ static void test_facts(void **state) {
 /* Kept timestamps take the form of the fewest bytes that hold them: 1 or 2
 ** bytes above the smallest, 2 off the line by the mean step, 4 above the
 ** smallest, else 8; ends 2 or 4 by the last.  Each reads back as given,
-** the budget counts the bytes taken, ends come later to timestamps kept
+** each budget counts the bytes taken, ends come later to timestamps kept
 ** without, and freeing gives all of them back. */
 static void test_kept_widths(void **state) {
   (void)state;
@@ -468,7 +468,7 @@ static void test_kept_widths(void **state) {
       {{5, -1, 4294967295, 7, 0}, {0}, 0, KL_TSF_RAW, 0},
       {{INT64_MAX, INT64_MIN, 0, -1, 1}, {1, 2, 3, 4, 5}, 1, KL_TSF_RAW, 2},
   };
-  size_t bytes = 0;
+  size_t bytes = 0, ends = 0;
   kl_batch b;
   memset(&b, 0, sizeof b);
   for (size_t k = 0; k < sizeof c / sizeof *c; k++) {
@@ -490,8 +490,10 @@ static void test_kept_widths(void **state) {
     } else {
       assert_null(f->rend);
     }
-    bytes += (size_t)N * (kl_ts_form_bytes(c[k].form) + (size_t)(c[k].with_ends ? c[k].rw : 0));
+    bytes += (size_t)N * kl_ts_form_bytes(c[k].form);
+    ends += (size_t)N * (size_t)(c[k].with_ends ? c[k].rw : 0);
     assert_int_equal(set.ts_bytes, bytes);
+    assert_int_equal(set.end_bytes, ends);
   }
   /* Ends added to timestamps kept without: once, and counted. */
   static const uint32_t later[N] = {61, 90, 120, 150, 70000};
@@ -501,13 +503,14 @@ static void test_kept_widths(void **state) {
   assert_non_null(f->rend);
   assert_int_equal(f->rend_w, 4);
   for (int i = 0; i < N; i++) assert_int_equal(kl_fact_rend(f, i), later[i]);
-  bytes += (size_t)N * 4;
-  assert_int_equal(set.ts_bytes, bytes);
+  ends += (size_t)N * 4;
+  assert_int_equal(set.end_bytes, ends);
   kl_segment_learn_ends(&s, f, c[0].rend, N); /* it has them */
   assert_int_equal(kl_fact_rend(f, N - 1), 70000);
-  assert_int_equal(set.ts_bytes, bytes);
-  /* Over the budget: nothing kept, timestamps or ends. */
+  assert_int_equal(set.end_bytes, ends);
+  /* Over either budget: nothing of it kept. */
   set.max_ts_bytes = set.ts_bytes + N - 1;
+  set.max_end_bytes = set.end_bytes + 2 * N - 1;
   f = &s.facts[4];
   kl_segment_learn_ends(&s, f, c[0].rend, N);
   assert_null(f->rend);
@@ -519,8 +522,16 @@ static void test_kept_widths(void **state) {
   kl_segment_learn_ends(&s, f, c[0].rend, N); /* no timestamps to add them to */
   assert_null(f->rend);
   assert_int_equal(set.ts_bytes, bytes);
+  /* Timestamps within their budget, ends over theirs: the timestamps. */
+  set.max_ts_bytes = set.ts_bytes + N;
+  kl_segment_learn_records(&s, f, c[0].ts, c[0].rend, N);
+  assert_non_null(f->ts);
+  assert_null(f->rend);
+  assert_int_equal(set.ts_bytes, bytes + N);
+  assert_int_equal(set.end_bytes, ends);
   kl_segment_free(&s);
   assert_int_equal(set.ts_bytes, 0);
+  assert_int_equal(set.end_bytes, 0);
 }
 
 /* Whether every data record from a fact on lies above a time is known once

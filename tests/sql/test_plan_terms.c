@@ -59,7 +59,7 @@ static void test_producer_id_skips_batches(void **state) {
   const char *q = "SELECT count(*), sum(length(value)), min(offset), max(offset)"
                   " FROM kafka_log(?1) WHERE producer_id = 102";
   char *p = st_plan(db, q, dir);
-  assert_non_null(strstr(p, "INDEX 128:dir=? producer_id=?"));
+  assert_non_null(strstr(p, "INDEX 0:dir=? producer_id=?"));
   free(p);
   /* A first scan learns each batch's facts (core/segment.h); from then
   ** on a batch that is not read is not decoded. */
@@ -166,15 +166,15 @@ static void test_plan_text(void **state) {
     const char *sql, *want;
   } cases[] = {
       {"SELECT * FROM kafka_log(?1) WHERE offset >= 2 AND timestamp < 5 ORDER BY offset",
-       "INDEX 130:dir=? offset>=? timestamp<? ORDER BY offset"},
+       "INDEX 2:dir=? offset>=? timestamp<? ORDER BY offset"},
       {"SELECT * FROM kafka_log(?1) WHERE offset IN (1, 2) ORDER BY offset DESC LIMIT 1",
-       "INDEX 131:dir=? offset IN (...) ORDER BY offset DESC LIMIT ?"},
+       "INDEX 3:dir=? offset IN (...) ORDER BY offset DESC LIMIT ?"},
       {"SELECT * FROM kafka_log(?1) ORDER BY offset LIMIT 2 OFFSET 1",
-       "INDEX 130:dir=? full scan ORDER BY offset LIMIT ? OFFSET ?"},
+       "INDEX 2:dir=? full scan ORDER BY offset LIMIT ? OFFSET ?"},
       {"SELECT max(timestamp) FROM kafka_log(?1)",
        "INDEX 13:dir=? full scan ORDER BY timestamp DESC"},
       {"SELECT * FROM kafka_log(?1, 'skip') WHERE isolation = 'read_committed'",
-       "INDEX 128:dir=? on_corrupt=? isolation=? full scan"},
+       "INDEX 0:dir=? on_corrupt=? isolation=? full scan"},
       {"SELECT * FROM kafka_batches(?1) WHERE partition >= 0 AND offset > 3",
        "INDEX 0:dir=? partition>=? offset>?"},
       {"SELECT * FROM kafka_segments(?1) WHERE topic IN ('orders', 'x')",
@@ -193,7 +193,7 @@ static void test_plan_text(void **state) {
                             " timestamp >= 1700000001000 ORDER BY offset DESC LIMIT 5 OFFSET 2",
                             t_fixture("b-multi-segment"));
   char *p = st_plan(db, q, NULL);
-  assert_string_equal(p, "SCAN kafka_log VIRTUAL TABLE INDEX 131:dir=? offset>=? timestamp>=? ORDER"
+  assert_string_equal(p, "SCAN kafka_log VIRTUAL TABLE INDEX 3:dir=? offset>=? timestamp>=? ORDER"
                          " BY offset DESC LIMIT ? OFFSET ?\n");
   free(p);
   sqlite3_free(q);

@@ -348,8 +348,9 @@ static void test_rows_from_chunks(void **state) {
 }
 
 /*
-** Point lookups inside a join, once the table has read the log: each reads
-** the one record (uncompressed: one pread of its bytes) or its batch (one
+** Point lookups inside a join, once the table has read the log and a first
+** join has landed in its batches (which learns where their records end; a
+** scan learns their timestamps alone): each reads the one record (uncompressed: one pread of its bytes) or its batch (one
 ** pread, decompressed only up to the record where the codec stops), decodes
 ** that record alone, checks no CRC again and probes no index, on a log of
 ** mixed codecs.  The answer is that of the same offsets as an IN list, and
@@ -369,11 +370,12 @@ static void test_join_lookups_read_one_record(void **state) {
   assert_true(n >= 20);
   char *want = st_text(db, "SELECT sum(length(value)) || '|' || count(*) || char(10)"
                            " FROM kafka_log(?1) WHERE offset % 3 = 1", "t", dir);
-  int64_t reads0 = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
+  st_stats learn = measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM k"
+                              " JOIN kafka_log(?1) r ON r.offset = k.x", 0, 0, want);
   st_stats j = measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM k"
                           " JOIN kafka_log(?1) r ON r.offset = k.x", 0, 0, want);
   int64_t reads = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
-  (void)reads0;
+  assert_true(j.bytes_decompressed < learn.bytes_decompressed);
   assert_int_equal(j.records_decoded, n);
   assert_true(reads <= n);
   assert_int_equal(j.crc_checks, 0);
@@ -381,13 +383,14 @@ static void test_join_lookups_read_one_record(void **state) {
   assert_int_equal(j.batch_headers, 0);
   /* Decompressed: at most each lookup's batch up to its record. */
   assert_true(j.bytes_decompressed < n * (scan.bytes_decompressed / 2 + 1));
-  /* Sorted by offset, consecutive lookups fall in the batch just read. */
+  /* Sorted by offset, consecutive lookups fall in the batch just read
+  ** (the compressed ones the first join kept decompressed, bcache.h). */
   st_stats sorted = measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM"
                                " (SELECT x FROM k ORDER BY x) k JOIN kafka_log(?1) r"
                                " ON r.offset = k.x", 0, 0, want);
   int64_t sreads = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
   assert_int_equal(sorted.records_decoded, n);
-  assert_true(sreads < reads);
+  assert_true(sreads <= reads);
   assert_true(sorted.bytes_decompressed <= j.bytes_decompressed);
   /* Whatever the plan. */
   measure_on(db, dir, "SELECT sum(length(r.value)), count(*) FROM k"
@@ -725,6 +728,13 @@ static int64_t stat_reads(sqlite3 *db) {
   return st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
 }
 
+/* A lookup lands in each batch of the log at dir: its fact learns where
+** its records end (a scan learns their timestamps alone). */
+static void learn_ends(sqlite3 *db, const char *dir) {
+  st_run(db, "SELECT sum(length(r.value)) FROM kafka_batches(?1) b JOIN kafka_log(?1) r"
+             " ON r.offset = b.base_offset", "t", dir);
+}
+
 /* The row "<n>|'<value>'" of codec_log's record at offset o, as measure_on
 ** renders count(*), the value as text. */
 static void value_row(char *out, size_t n, const char *tag, int64_t o, int value_len) {
@@ -751,8 +761,10 @@ static void test_lookup_again_decompresses_nothing(void **state) {
   for (size_t k = 0; k < sizeof logs / sizeof *logs; k++) {
     char *dir = codec_log(logs[k].tag, logs[k].codec, 6, 120);
     sqlite3 *db = st_open();
-    /* The batches' facts (record ends) are learnt by a first read. */
+    /* The batches' facts are learnt by a first read, where their records
+    ** end by a lookup landing in each. */
     st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1)", "t", dir);
+    learn_ends(db, dir);
     char v101[300], v148[300], v120[300], v10[300];
     value_row(v101, sizeof v101, logs[k].tag, 101, 120);
     value_row(v148, sizeof v148, logs[k].tag, 148, 120);
@@ -848,11 +860,11 @@ static void test_join_lookups_learn_record_ends(void **state) {
 }
 
 /*
-** A query of offsets and timestamps alone keeps the timestamps of the
-** batches it decodes, not where their records end (plan flag 128): a
-** point lookup that lands in such a batch reads it whole, once, and adds
-** the ends; the next lookup in it reads its record alone.  The same
-** batches as test_join_lookups_learn_record_ends.
+** A scan keeps the timestamps of the batches it decodes, not where their
+** records end, even one that reads the values (the budget of timestamps
+** goes to windows, segment.h): a point lookup that lands in such a batch
+** reads it whole, once, and adds the ends; the next lookup in it reads its
+** record alone.  The same batches as test_join_lookups_learn_record_ends.
 */
 static void test_lookups_add_ends_to_kept_timestamps(void **state) {
   sqlite3 *ref = st_open();
@@ -863,10 +875,7 @@ static void test_lookups_add_ends_to_kept_timestamps(void **state) {
   st_close(ref);
 
   sqlite3 *db = st_open();
-  char *p = st_plan(db, "SELECT count(*), sum(timestamp) FROM kafka_log(?1)", dir_b());
-  assert_non_null(strstr(p, "INDEX 0:dir=? full scan"));
-  free(p);
-  st_run(db, "SELECT count(*), sum(timestamp) > 0 FROM kafka_log(?1)", "t", dir_b());
+  st_run(db, "SELECT count(*), sum(length(value)) > 0 FROM kafka_log(?1)", "t", dir_b());
   /* A window counted from the kept timestamps: no record decoded. */
   st_stats w = measure_on(db, dir_b(), "SELECT count(*) FROM kafka_log(?1) WHERE timestamp >="
                           " 1700000050000 AND timestamp < 1700000050500", 0, 0, NULL);
@@ -905,6 +914,7 @@ static void test_cache_bytes_bounds_kept_batches(void **state) {
   char *dir = codec_log("cb", KL_CODEC_ZSTD, 40, 200);
   sqlite3 *db = st_open();
   st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1)", "t", dir);
+  learn_ends(db, dir);
   /* One lookup in each batch, in an order that is not the log's. */
   st_exec(db, "CREATE TEMP TABLE k(x INTEGER)");
   st_exec(db, "WITH RECURSIVE s(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM s WHERE i < 39)"
@@ -993,6 +1003,7 @@ static void test_mmap_maps_only_files_that_cannot_shrink(void **state) {
                           " ON r.offset = k.x AND r.mmap = 'on'";
   /* Writable: not mapped, each lookup one read. */
   st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1) WHERE mmap = 'on'", "t", dir);
+  learn_ends(db, dir);
   measure_on(db, dir, j, 0, 0, want);
   assert_int_equal(stat_of(db, "segments_mapped"), 0);
   assert_int_equal(stat_of(db, "reads"), 40);
@@ -1010,6 +1021,7 @@ static void test_mmap_maps_only_files_that_cannot_shrink(void **state) {
     st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1) WHERE mmap = 'on'", "t", dir);
     assert_int_equal(stat_of(db, "segments_mapped"), 1);
     assert_int_equal(stat_of(db, "reads"), 0);
+    learn_ends(db, dir);
     st_stats m = measure_on(db, dir, j, 0, 0, want);
     assert_int_equal(m.records_decoded, 40);
     assert_int_equal(stat_of(db, "reads"), 0);
@@ -1058,6 +1070,7 @@ static void test_kept_batches_follow_the_files(void **state) {
                           " WHERE offset = ?2";
   char want[300];
   st_run(db, "SELECT sum(length(value)) FROM kafka_log(?1)", "t", dir);
+  learn_ends(db, dir);
   value_row(want, sizeof want, "a", 120, 100);
   measure_on(db, dir, q, 120, 0, want);
   st_stats kept = measure_on(db, dir, q, 120, 0, want);
