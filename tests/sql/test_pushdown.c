@@ -724,6 +724,94 @@ static char *codec_log(const char *tag, int codec, int batches, int value_len) {
   return dir;
 }
 
+/*
+** Windows and timestamps from kept timestamps of every form (segment.h
+** kl_ts_form): batches of 40 records whose timestamps span 195 ms (one
+** byte a record), 39 s (two), 16 hours at even steps with +-2 s of jitter
+** (two, off the line), 3 hours at random (four) and more than 2^32 ms
+** (eight).  Once a scan has kept them, windows count without decoding a
+** record, answer as the records written say and as the plan that filters
+** every row (timestamp + 0), and each record's timestamp reads back as
+** written.
+*/
+static void test_windows_over_kept_timestamp_forms(void **state) {
+  char *dir = t_mkdtemp("tsforms");
+  kw_options o = {1 << 30, 4096, 0, KL_CODEC_NONE};
+  kw_writer *w = kw_open(dir, &o);
+  assert_non_null(w);
+  uint64_t seed = 21;
+  const int64_t t0 = INT64_C(1700000000000);
+  int64_t lo = INT64_MAX, hi = INT64_MIN, written[600];
+  int nw = 0;
+  for (int round = 0; round < 3; round++) {
+    for (int form = 0; form < 5; form++) {
+      kl_rec_in r[40];
+      int64_t base = t0 + (int64_t)(round * 5 + form) * INT64_C(86400000);
+      for (int i = 0; i < 40; i++) {
+        int64_t jitter = (int64_t)(t_rand(&seed) % 4001) - 2000, ts;
+        switch (form) {
+          case 0: ts = base + i * 5; break;
+          case 1: ts = base + i * 1000; break;
+          case 2: ts = base + i * INT64_C(1440000) + jitter; break;
+          case 3: ts = base + (int64_t)(t_rand(&seed) % INT64_C(10800000)); break;
+          default: ts = i % 2 ? base + INT64_C(5000000000) * (i % 3) : base - 1000; break;
+        }
+        kl_rec_in x = {ts, "k", 1, "v", 1, NULL, 0};
+        r[i] = x;
+        written[nw++] = ts;
+        lo = ts < lo ? ts : lo;
+        hi = ts > hi ? ts : hi;
+      }
+      assert_int_equal(kw_append(w, NULL, r, 40), 0);
+    }
+  }
+  assert_int_equal(kw_close(w), 0);
+  sqlite3 *db = st_open();
+  st_run(db, "SELECT count(*), sum(length(value)) FROM kafka_log(?1)", "t", dir);
+  static const char q[] = "SELECT count(*), sum(offset), sum(timestamp) FROM kafka_log(?1)"
+                          " WHERE timestamp >= ?2 AND timestamp < ?3";
+  static const char q0[] = "SELECT count(*), sum(offset), sum(timestamp) FROM kafka_log(?1)"
+                           " WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3";
+  uint64_t span = (uint64_t)(hi - lo) + 2;
+  for (int k = 0; k < 300; k++) {
+    int64_t a = lo - 1 + (int64_t)(t_rand(&seed) % span);
+    uint64_t widths[] = {7, 300, 40000, 5000000, 200000000, span};
+    int64_t b = a + 1 + (int64_t)(t_rand(&seed) % widths[k % 6]);
+    int64_t n = 0, so = 0, sts = 0;
+    for (int i = 0; i < nw; i++) {
+      if (written[i] >= a && written[i] < b) n++, so += i, sts += written[i];
+    }
+    st_buf want = {0}, got = {0};
+    if (n) st_buf_printf(&want, "%lld|%lld|%lld\n", (long long)n, (long long)so, (long long)sts);
+    else st_buf_printf(&want, "0|NULL|NULL\n");
+    for (int plan = 0; plan < 2; plan++) {
+      st_run(db, "SELECT kafka_log_stats_reset()", NULL);
+      sqlite3_stmt *st = st_prep(db, plan ? q0 : q, "t", dir);
+      sqlite3_bind_int64(st, 2, a);
+      sqlite3_bind_int64(st, 3, b);
+      st_render(db, st, &got);
+      if (strcmp(got.p, want.p)) {
+        fail_msg("window [%lld, %lld)%s: %s, expected %s", (long long)a, (long long)b,
+                 plan ? " (timestamp + 0)" : "", got.p, want.p);
+      }
+      assert_int_equal(st_get_stats(db).records_decoded, 0);
+      st_buf_free(&got);
+    }
+    st_buf_free(&want);
+  }
+  st_buf all = {0};
+  for (int i = 0; i < nw; i++) st_buf_printf(&all, "%s%d:%lld", i ? "," : "", i, (long long)written[i]);
+  char *kept = st_text(db, "WITH RECURSIVE o(x) AS (SELECT 0 UNION ALL SELECT x + 1 FROM o WHERE x < 599)"
+                           " SELECT group_concat((SELECT offset || ':' || timestamp FROM kafka_log(?1)"
+                           " WHERE offset = o.x)) FROM o", "t", dir);
+  assert_string_equal(kept, all.p);
+  st_buf_free(&all);
+  free(kept);
+  st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
 static int64_t stat_reads(sqlite3 *db) {
   return st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
 }
@@ -1121,6 +1209,7 @@ int main(void) {
       cmocka_unit_test(test_kept_batches_follow_the_files),
       cmocka_unit_test(test_join_lookups_learn_record_ends),
       cmocka_unit_test(test_lookups_add_ends_to_kept_timestamps),
+      cmocka_unit_test(test_windows_over_kept_timestamp_forms),
       cmocka_unit_test(test_cache_bytes_bounds_kept_batches),
       cmocka_unit_test(test_mmap_maps_only_files_that_cannot_shrink),
   };
