@@ -1446,19 +1446,27 @@ static kl_rc load_one(kl_cursor *c, const kl_fact *f, kl_err *err) {
   return rc ? kl_scan_batch_error(c->seg, c->batch.position, rc, err) : KL_OK;
 }
 
-/* A point lookup landed in the current batch, just opened (c->it at its
-** first record), whose timestamps a scan or a window kept but not where
-** its records end: keep them now, framing each record by its length, so
-** that the next lookup in the batch reads its record alone. */
-static void learn_ends(kl_cursor *c) {
-  kl_fact *f = cur_fact(c);
-  if (!c->rends || c->rd.skip || !f || !f->ts || f->rend) return;
-  kl_records it = c->it;
+/* A point lookup landed in the current batch, whose timestamps a scan kept
+** but not where its records end: read it (decompressed, when it is), and
+** keep where each record ends, framing them by their lengths.  The lookup
+** then takes its record from those bytes as every later one in the batch
+** does (load_one: the window holds them, or the reader the decompressed
+** records, which the table's kept batches adopt).  Quietly nothing when
+** the batch does not read or frame: the lookup decodes it as before, and
+** reports what is wrong. */
+static void learn_ends(kl_cursor *c, kl_fact *f) {
   kl_err e = {0};
+  kl_records it;
+  uint64_t decoded = c->rd.stats->batches_decoded; /* the lookup counts it (load_one) */
+  kl_rc rc = batch_bytes(c, &e);
+  if (rc == KL_OK) rc = kl_reader_records(&c->rd, c->seg, &c->batch, &it, &e);
+  c->rd.stats->batches_decoded = decoded;
+  if (rc) return;
+  const uint8_t *recs0 = c->batch.codec == KL_CODEC_NONE ? c->batch.bytes : it.p;
   int32_t n = 0;
   while (it.remaining > 0) {
     if ((n == c->tscap && !grow_ts(c)) || kl_records_skip(&it, 1, &e) != KL_OK) return;
-    c->reb[n++] = (uint32_t)(it.p - c->recs0);
+    c->reb[n++] = (uint32_t)(it.p - recs0);
   }
   kl_segment_learn_ends(c->seg, f, c->reb, n);
 }
@@ -1471,13 +1479,15 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   ** record when its end is known, else the records before the row are
   ** passed over by length and the rest of the batch is produced by
   ** decoding, as any other batch. */
-  const kl_fact *f = cur_fact(c);
+  kl_fact *f = cur_fact(c);
   kl_rc rc;
+  if (c->lo == c->hi && f && f->ts && !f->rend && !c->rd.skip && c->batch.magic == 2) {
+    learn_ends(c, f);
+  }
   if (c->lo == c->hi && f && f->rend) {
     rc = load_one(c, f, err); /* counting goes on: the next row is past hi */
   } else {
     rc = open_records(c, err);
-    if (rc == KL_OK) learn_ends(c);
     int32_t i = 0;
     if (rc == KL_OK && f && f->decoded && c->count_at > 0) {
       rc = kl_records_skip(&c->it, c->count_at, err);
