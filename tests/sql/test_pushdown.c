@@ -899,6 +899,23 @@ static void test_lookup_again_decompresses_nothing(void **state) {
   }
 }
 
+/* The join j of four lookups on dir_b() again, once they have learnt where
+** their batches' records end: a record each, read and decoded alone
+** (besides the headers the seeks read where an index entry names a batch
+** no lookup walked), under a quarter of first_bytes, what they read the
+** first time; small is the smallest batch's size. */
+static void join_again_reads_records(sqlite3 *db, const char *j, const char *want, int64_t small,
+                                     int64_t first_bytes) {
+  st_stats again = measure_on(db, dir_b(), j, 0, 0, want);
+  assert_int_equal(again.records_decoded, 4);
+  assert_int_equal(again.batches_decoded, 4);
+  assert_int_equal(again.crc_checks, 0);
+  int64_t reads = stat_reads(db);
+  assert_true(reads >= 4 && reads <= 4 + again.batch_headers);
+  assert_true(again.bytes_read < 4 * small + 1024 * again.batch_headers);
+  assert_true(again.bytes_read < first_bytes / 4);
+}
+
 /*
 ** Point lookups in a join on a log nothing has read before: the first
 ** lookup in a batch decodes the batch whole (its bytes are at hand, read
@@ -934,16 +951,7 @@ static void test_join_lookups_learn_record_ends(void **state) {
   st_stats first = measure_on(db, dir_b(), j, 0, 0, want);
   assert_int_equal(first.records_decoded, recs + 2);
   assert_int_equal(first.batches_decoded, 4);
-  /* Again: a record each, read alone (besides the headers the seeks read
-  ** where an index entry names a batch no lookup walked). */
-  st_stats again = measure_on(db, dir_b(), j, 0, 0, want);
-  assert_int_equal(again.records_decoded, 4);
-  assert_int_equal(again.batches_decoded, 4);
-  assert_int_equal(again.crc_checks, 0);
-  int64_t reads = stat_reads(db);
-  assert_true(reads >= 4 && reads <= 4 + again.batch_headers);
-  assert_true(again.bytes_read < 4 * small + 1024 * again.batch_headers);
-  assert_true(again.bytes_read < first.bytes_read / 4);
+  join_again_reads_records(db, j, want, small, first.bytes_read);
   free(want);
   st_close(db);
 }
@@ -982,13 +990,7 @@ static void test_lookups_add_ends_to_kept_timestamps(void **state) {
   assert_int_equal(first.batches_decoded, 4);
   assert_int_equal(first.crc_checks, 0);
   assert_true(first.bytes_read >= 2 * small);
-  /* Again: each record read alone. */
-  st_stats again = measure_on(db, dir_b(), j, 0, 0, want);
-  assert_int_equal(again.records_decoded, 4);
-  int64_t reads = stat_reads(db);
-  assert_true(reads >= 4 && reads <= 4 + again.batch_headers);
-  assert_true(again.bytes_read < 4 * small + 1024 * again.batch_headers);
-  assert_true(again.bytes_read < first.bytes_read / 4);
+  join_again_reads_records(db, j, want, small, first.bytes_read);
   free(want);
   st_close(db);
 }
