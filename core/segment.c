@@ -155,7 +155,6 @@ void kl_segset_map(kl_segset *set, int map) {
   }
 }
 
-
 kl_rc kl_segment_hold_tail(kl_segment *s, const uint8_t *p, size_t n) {
   uint8_t *m = kl_malloc(s->env, n ? n : 1);
   if (!m) return KL_NOMEM;
@@ -522,23 +521,19 @@ static uint8_t ts_form(const int64_t *ts, int32_t n, int64_t min, int decoded, i
   return KL_TSF_U32;
 }
 
-/* A copy of ends[0..n) in the fewest bytes (*w: 2 or 4), or NULL. */
-static void *keep_ends(const kl_env *env, const uint32_t *rend, int32_t n, uint8_t *w) {
-  *w = rend[n - 1] <= UINT16_MAX ? 2 : 4; /* ends grow */
-  void *r = kl_malloc(env, (size_t)n * *w);
-  for (int32_t i = 0; r && i < n; i++) {
-    if (*w == 2) ((uint16_t *)r)[i] = (uint16_t)rend[i];
-    else ((uint32_t *)r)[i] = rend[i];
-  }
-  return r;
-}
-
 void kl_segment_learn_ends(kl_segment *s, kl_fact *f, const uint32_t *rend, int32_t n) {
   if (!f->ts || f->rend || n <= 0 || n != f->b.record_count) return;
-  uint8_t rw = rend[n - 1] <= UINT16_MAX ? 2 : 4;
-  if (s->set->end_bytes + (size_t)n * rw > s->set->max_end_bytes) return;
-  if (!(f->rend = keep_ends(s->env, rend, n, &f->rend_w))) return;
-  s->set->end_bytes += (size_t)n * f->rend_w;
+  uint8_t w = rend[n - 1] <= UINT16_MAX ? 2 : 4; /* ends grow */
+  size_t bytes = (size_t)n * w;
+  void *r;
+  if (s->set->end_bytes + bytes > s->set->max_end_bytes || !(r = kl_malloc(s->env, bytes))) return;
+  for (int32_t i = 0; i < n; i++) {
+    if (w == 2) ((uint16_t *)r)[i] = (uint16_t)rend[i];
+    else ((uint32_t *)r)[i] = rend[i];
+  }
+  f->rend = r;
+  f->rend_w = w;
+  s->set->end_bytes += bytes;
 }
 
 void kl_segment_learn_records(kl_segment *s, kl_fact *f, const int64_t *ts, const uint32_t *rend,

@@ -104,12 +104,6 @@ typedef struct kl_salvage {
   kl_tail tail;             /* of the batches the walk keeps */
 } kl_salvage;
 
-/* What a walk learnt about one batch it yielded (its CRC held and it
-** passed every rule of scan.h at its place).  The files of a segment do
-** not change while it is known (a change is an error, and the log is then
-** opened afresh), so a fact stays true: a later query reads a batch known
-** to lie outside its bounds, or counts a batch known to lie inside them,
-** without reading it. */
 /* How a fact keeps its records' timestamps (kl_fact_ts), the fewest bytes
 ** a record that hold them all exactly.  A producer's batch spans the
 ** milliseconds of its linger (one byte, below 256 ms; two below 65.5 s);
@@ -132,6 +126,12 @@ static inline size_t kl_ts_form_bytes(int form) {
   return bytes[form];
 }
 
+/* What a walk learnt about one batch it yielded (its CRC held and it
+** passed every rule of scan.h at its place).  The files of a segment do
+** not change while it is known (a change is an error, and the log is then
+** opened afresh), so a fact stays true: a later query reads a batch known
+** to lie outside its bounds, or counts a batch known to lie inside them,
+** without reading it. */
 typedef struct kl_fact {
   kl_batch b;               /* the header (b.bytes is NULL) */
   int64_t min_ts;           /* smallest record timestamp, when decoded */
@@ -147,13 +147,13 @@ typedef struct kl_fact {
                             ** timestamp (record_count of them), or NULL */
   void *rend;               /* and, once a point lookup has landed in the
                             ** batch (KL_SEGSET_MAX_END_BYTES), where each
-                            ** record ends (record i
-                            ** starts where i - 1 ends): uncompressed, in
-                            ** the batch (record 0 after the header), and a
-                            ** point lookup reads one record, not the
-                            ** batch; compressed, in its decompressed
-                            ** records (record 0 at 0), and a point lookup
-                            ** decompresses up to the record's end; or NULL */
+                            ** record ends (record i starts where i - 1
+                            ** ends): uncompressed, in the batch (record 0
+                            ** after the header), and a point lookup reads
+                            ** one record, not the batch; compressed, in its
+                            ** decompressed records (record 0 at 0), and a
+                            ** point lookup decompresses up to the record's
+                            ** end; or NULL */
   uint64_t *kf;             /* when a key search read all its records: the
                             ** filter of their keys (keyset.h), or NULL */
   uint32_t kf_words;        /* its 64-bit words */
