@@ -105,8 +105,8 @@ struct kl_cursor {
   int32_t tsn, tscap;
   int rends;                /* the ends are kept too: a point lookup's v2
                             ** batch (offset = ?), where the next lookup
-                            ** reads one record with them (a scan's would
-                            ** take the budget of the timestamps) */
+                            ** reads one record with them; a scan keeps
+                            ** none: lookups may never come to its batches */
   /* Their first TS_INLINE entries: most batches hold fewer records, and a
   ** point lookup then allocates nothing for them (an allocation through
   ** SQLite's allocator costs as much as the lookup's decoding). */
@@ -1481,9 +1481,7 @@ kl_rc kl_cursor_load(kl_cursor *c, kl_err *err) {
   ** decoding, as any other batch. */
   kl_fact *f = cur_fact(c);
   kl_rc rc;
-  if (c->lo == c->hi && f && f->ts && !f->rend && !c->rd.skip && c->batch.magic == 2) {
-    learn_ends(c, f);
-  }
+  if (c->lo == c->hi && f && f->ts && !f->rend && !c->rd.skip) learn_ends(c, f); /* ts: v2 */
   if (c->lo == c->hi && f && f->rend) {
     rc = load_one(c, f, err); /* counting goes on: the next row is past hi */
   } else {

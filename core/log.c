@@ -653,7 +653,7 @@ void kl_log_smallest_time(kl_log *log, int *known, int *found, int64_t *offset, 
     if (!kl_segment_facts_cover(s)) return;
     for (size_t i = 0; i < s->nfacts; i++) {
       const kl_fact *f = &s->facts[i];
-      if (f->b.is_control || f->b.record_count == 0) continue;
+      if (!kl_fact_rows(f)) continue;
       if (!f->ts) return;
       if (*found && f->min_ts >= *ts) continue; /* ties: the first keeps it */
       for (int32_t k = 0; k < f->b.record_count; k++) {

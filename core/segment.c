@@ -652,7 +652,7 @@ int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx) {
   int64_t lo = INT64_MAX, hi = INT64_MIN;
   for (size_t i = 0; i < s->nfacts; i++) {
     const kl_fact *f = &s->facts[i];
-    if (f->b.is_control || f->b.record_count == 0) continue;
+    if (!kl_fact_rows(f)) continue;
     if (!f->decoded) return 0;
     if (f->b.max_timestamp > hi) hi = f->b.max_timestamp;
   }
@@ -663,7 +663,7 @@ int kl_segment_facts_range(kl_segment *s, int64_t *mn, int64_t *mx) {
   s->sufmin = m;
   for (size_t i = s->nfacts; i-- > 0;) {
     const kl_fact *f = &s->facts[i];
-    if (!f->b.is_control && f->b.record_count != 0 && f->min_ts < lo) lo = f->min_ts;
+    if (kl_fact_rows(f) && f->min_ts < lo) lo = f->min_ts;
     if (m) m[i] = lo;
   }
   s->range_min = *mn = lo;

@@ -171,6 +171,13 @@ static inline int64_t kl_fact_ts(const kl_fact *f, int32_t i) {
   }
 }
 
+/* Does the fact's batch hold rows: data records, not a control batch nor
+** an empty one (a legacy compressed wrapper counts -1 records, and holds
+** them)? */
+static inline int kl_fact_rows(const kl_fact *f) {
+  return !f->b.is_control && f->b.record_count != 0;
+}
+
 /* Where record i ends, of a fact that keeps it (f->rend). */
 static inline uint32_t kl_fact_rend(const kl_fact *f, int32_t i) {
   if (f->rend_w == 2) return ((const uint16_t *)f->rend)[i];
