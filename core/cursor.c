@@ -417,7 +417,8 @@ static kl_rc load_batch_records(kl_cursor *c, const kl_batch *b, kl_err *err) {
   kl_rc rc;
   const uint8_t *p;
   if ((rc = seg_file(c, err)) != KL_OK) return rc;
-  rc = kl_window_get(&c->rd.win, &c->seg->log, b->position, (size_t)b->size, &p, c->rd.stats, err);
+  rc = kl_window_get(&c->rd.win, &c->rd.ctx, &c->seg->log, b->position, (size_t)b->size, &p,
+                     c->rd.stats, err);
   if (rc) return rc;
   c->batch.bytes = p;
   kl_records it;
@@ -539,8 +540,8 @@ static kl_rc batch_bytes(kl_cursor *c, kl_err *err) {
   const uint8_t *p;
   kl_rc rc = seg_file(c, err);
   if (rc) return rc;
-  rc = kl_window_get(&c->rd.win, &c->seg->log, c->batch.position, (size_t)c->batch.size, &p,
-                           c->rd.stats, err);
+  rc = kl_window_get(&c->rd.win, &c->rd.ctx, &c->seg->log, c->batch.position,
+                     (size_t)c->batch.size, &p, c->rd.stats, err);
   if (rc == KL_OK) c->batch.bytes = p;
   return rc;
 }

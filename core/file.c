@@ -239,8 +239,21 @@ kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err) {
   return KL_OK;
 }
 
-kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const uint8_t **out,
-                    kl_stats *stats, kl_err *err) {
+/* Of [at, at+n), the bytes peer holds from at on (copied into dst): 0
+** when it holds none of them. */
+static size_t from_peer(const kl_window *peer, const kl_file *f, int64_t at, size_t n,
+                        uint8_t *dst) {
+  if (!peer || peer->f != f || at < peer->start || at >= peer->start + (int64_t)peer->len) {
+    return 0;
+  }
+  size_t c = (size_t)(peer->start + (int64_t)peer->len - at);
+  if (c > n) c = n;
+  memcpy(dst, peer->buf.p + (at - peer->start), c);
+  return c;
+}
+
+kl_rc kl_window_get(kl_window *w, const kl_window *peer, const kl_file *f, int64_t pos, size_t n,
+                    const uint8_t **out, kl_stats *stats, kl_err *err) {
   if (w->f == f && pos >= w->start && pos + (int64_t)n <= w->start + (int64_t)w->len) {
     *out = w->buf.p + (pos - w->start);
     return KL_OK;
@@ -264,6 +277,16 @@ kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const
   w->len = 0;
   kl_rc rc = kl_buf_reserve(f->env, &w->buf, want);
   if (rc) return kl_err_set(err, rc, "out of memory reading %s", f->path);
+  size_t copied = from_peer(peer, f, pos + (int64_t)keep, want - keep, w->buf.p + keep);
+  keep += copied;
+  if (keep >= n && keep < want) want = keep; /* the peer gave what was asked */
+  if (keep == want) {
+    w->f = f;
+    w->start = pos;
+    w->len = want;
+    *out = w->buf.p;
+    return KL_OK;
+  }
   rc = kl_file_read(f, pos + (int64_t)keep, w->buf.p + keep, want - keep, err);
   if (rc) return rc;
   if (stats && f->map) {

@@ -127,8 +127,14 @@ kl_rc kl_file_zero_from(const kl_file *f, int64_t pos, int *zero, kl_err *err);
 ** available and returns a pointer to it, valid until the next call on the
 ** window.  Reads are sized for the access: a read at the position where the
 ** window ended (a scan) doubles in size up to 1 MiB, a read elsewhere (a
-** lookup) starts small again.  Owned by one reader; freed with
-** kl_window_free.
+** lookup) starts small again.  Bytes that peer (another window of the
+** same owner, or NULL) holds are copied from it, not read again: a reader's
+** context window and its main window often hold the same stretch (a seek
+** reads the batches before its index entry, then the scan reads on from
+** it), and a copy of a few KiB costs a fraction of a system call.  When
+** the peer holds all n bytes asked, nothing is read and the window holds
+** what the peer gave (a scan reading on grows it again).  Owned by one
+** reader; freed with kl_window_free.
 */
 typedef struct kl_window {
   const kl_file *f;         /* file whose bytes are held, or NULL */
@@ -142,8 +148,8 @@ typedef struct kl_window {
   kl_buf buf;
 } kl_window;
 
-kl_rc kl_window_get(kl_window *w, const kl_file *f, int64_t pos, size_t n, const uint8_t **out,
-                    kl_stats *stats, kl_err *err);
+kl_rc kl_window_get(kl_window *w, const kl_window *peer, const kl_file *f, int64_t pos, size_t n,
+                    const uint8_t **out, kl_stats *stats, kl_err *err);
 void kl_window_free(kl_window *w, const kl_env *env);
 
 #endif

@@ -133,7 +133,8 @@ static kl_rc entry_in(kl_reader *rd, kl_window *w, kl_segment *s, int64_t pos, k
   const uint8_t *p;
   size_t n = avail < KL_V2_HEADER ? (size_t)avail : KL_V2_HEADER;
   if (w == &rd->win) w->min_read = (size_t)s->read_hint;
-  if ((rc = kl_window_get(w, &s->log, pos, n, &p, rd->stats, err)) != KL_OK) return rc;
+  const kl_window *peer = w == &rd->win ? &rd->ctx : &rd->win;
+  if ((rc = kl_window_get(w, peer, &s->log, pos, n, &p, rd->stats, err)) != KL_OK) return rc;
   rd->stats->batch_headers++;
   int32_t len;
   int cls = kl_entry_class(p, avail, &len);
@@ -192,7 +193,8 @@ static kl_rc entry_at(kl_reader *rd, kl_segment *s, int64_t pos, kl_batch *b, in
 static kl_rc verify(kl_reader *rd, kl_segment *s, kl_batch *b, int *ok, char *msg, size_t msgn,
                     kl_err *err) {
   const uint8_t *p;
-  kl_rc rc = kl_window_get(&rd->win, &s->log, b->position, (size_t)b->size, &p, rd->stats, err);
+  kl_rc rc = kl_window_get(&rd->win, &rd->ctx, &s->log, b->position, (size_t)b->size, &p,
+                           rd->stats, err);
   if (rc) return rc;
   b->bytes = p;
   *ok = 1;
@@ -990,8 +992,8 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   if (s->size <= KL_TAIL_WALK_MAX) {
     kl_tail t = {0, s->base, -1, s->base, 0};
     const uint8_t *p;
-    if (s->size > 0 && (rc = kl_window_get(&rd->win, &s->log, 0, (size_t)s->size, &p, rd->stats,
-                                          err)) != KL_OK) {
+    if (s->size > 0 && (rc = kl_window_get(&rd->win, &rd->ctx, &s->log, 0, (size_t)s->size, &p,
+                                           rd->stats, err)) != KL_OK) {
       return rc; /* the walk below is served from this one read */
     }
     if ((rc = walk_tail(rd, s, 0, &t, NULL, err)) != KL_OK) return rc;

@@ -146,21 +146,80 @@ static void test_window(void **state) {
   const uint8_t *q;
   int64_t pos = 0;
   while (pos + 1000 <= (int64_t)size) {
-    assert_int_equal(kl_window_get(&w, &f, pos, 1000, &q, &st, &err), KL_OK);
+    assert_int_equal(kl_window_get(&w, NULL, &f, pos, 1000, &q, &st, &err), KL_OK);
     assert_memory_equal(q, bytes + pos, 1000);
     pos += 1000;
   }
   uint64_t scan_reads = st.reads;
   assert_true(scan_reads < 20); /* 4 MiB in 1000-byte steps: reads of up to 1 MiB */
   assert_int_equal(st.bytes_read >= (uint64_t)pos, 1);
-  assert_int_equal(kl_window_get(&w, &f, 12345, 10, &q, &st, &err), KL_OK);
+  assert_int_equal(kl_window_get(&w, NULL, &f, 12345, 10, &q, &st, &err), KL_OK);
   assert_memory_equal(q, bytes + 12345, 10);
   assert_true(st.bytes_read - (uint64_t)pos <= 1 << 20);
-  assert_int_not_equal(kl_window_get(&w, &f, (int64_t)size - 5, 10, &q, &st, &err), KL_OK);
+  assert_int_not_equal(kl_window_get(&w, NULL, &f, (int64_t)size - 5, 10, &q, &st, &err), KL_OK);
   kl_window_free(&w, NULL);
   kl_file_close(&f);
   free(bytes);
   free(p);
+  t_rmdir(d);
+  free(d);
+}
+
+/* A window takes what its peer holds instead of reading it again: all of
+** what is asked (no read), a prefix (one read of the rest), nothing of
+** another file's. */
+static void test_window_peer(void **state) {
+  (void)state;
+  char *d = t_mkdtemp("file");
+  char *p = path_in(d, "a"), *p2 = path_in(d, "b");
+  size_t size = 64 << 10;
+  uint8_t *bytes = malloc(size);
+  assert_non_null(bytes);
+  for (size_t i = 0; i < size; i++) bytes[i] = (uint8_t)(i * 13 + 1);
+  assert_int_equal(t_write_file(p, bytes, size), 0);
+  assert_int_equal(t_write_file(p2, bytes, size), 0);
+  kl_file f, g;
+  kl_err err = {0};
+  assert_int_equal(kl_file_open(&f, NULL, p, &err), KL_OK);
+  assert_int_equal(kl_file_open(&g, NULL, p2, &err), KL_OK);
+  kl_window w, ctx;
+  memset(&w, 0, sizeof w);
+  memset(&ctx, 0, sizeof ctx);
+  kl_stats st;
+  memset(&st, 0, sizeof st);
+  const uint8_t *q;
+  assert_int_equal(kl_window_get(&w, &ctx, &f, 0, size, &q, &st, &err), KL_OK);
+  assert_int_equal(st.reads, 1);
+  /* Inside what the peer holds: copied, whatever the window's read size. */
+  assert_int_equal(kl_window_get(&ctx, &w, &f, 5000, 100, &q, &st, &err), KL_OK);
+  assert_memory_equal(q, bytes + 5000, 100);
+  assert_int_equal(kl_window_get(&ctx, &w, &f, (int64_t)size - 300, 300, &q, &st, &err), KL_OK);
+  assert_memory_equal(q, bytes + size - 300, 300);
+  assert_int_equal(st.reads, 1);
+  assert_int_equal(st.bytes_read, size);
+  /* The peer holds the first 1000 of the 4 KiB read: one read of the rest. */
+  kl_window_free(&w, NULL);
+  kl_window_free(&ctx, NULL);
+  ctx.first = 1000;
+  memset(&st, 0, sizeof st);
+  assert_int_equal(kl_window_get(&ctx, &w, &f, 1000, 1000, &q, &st, &err), KL_OK);
+  assert_int_equal(st.reads, 1);
+  assert_int_equal(kl_window_get(&w, &ctx, &f, 1000, 4000, &q, &st, &err), KL_OK);
+  assert_memory_equal(q, bytes + 1000, 4000);
+  assert_int_equal(st.reads, 2);
+  assert_int_equal(st.bytes_read, 1000 + (4096 - 1000));
+  /* Another file's bytes are never taken, even at the same positions. */
+  memset(&st, 0, sizeof st);
+  assert_int_equal(kl_window_get(&ctx, &w, &g, 1000, 100, &q, &st, &err), KL_OK);
+  assert_memory_equal(q, bytes + 1000, 100);
+  assert_int_equal(st.reads, 1);
+  kl_window_free(&w, NULL);
+  kl_window_free(&ctx, NULL);
+  kl_file_close(&f);
+  kl_file_close(&g);
+  free(bytes);
+  free(p);
+  free(p2);
   t_rmdir(d);
   free(d);
 }
@@ -171,6 +230,7 @@ int main(void) {
       cmocka_unit_test(test_read_write),
       cmocka_unit_test(test_replace),
       cmocka_unit_test(test_window),
+      cmocka_unit_test(test_window_peer),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -671,8 +671,8 @@ static void test_read_after_truncation(void **state) {
   kl_window w = {0};
   const uint8_t *p;
   kl_err_clear(&err);
-  assert_int_equal(kl_window_get(&w, &s.log, 4000, 200, &p, NULL, &err), KL_IO);
-  assert_int_equal(kl_window_get(&w, &s.log, 0, 100, &p, NULL, &err), KL_OK);
+  assert_int_equal(kl_window_get(&w, NULL, &s.log, 4000, 200, &p, NULL, &err), KL_IO);
+  assert_int_equal(kl_window_get(&w, NULL, &s.log, 0, 100, &p, NULL, &err), KL_OK);
   kl_window_free(&w, NULL);
   kl_segment_free(&s);
   t_rmdir(dir);
