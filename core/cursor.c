@@ -320,6 +320,16 @@ static int skew_reach(const kl_bounds *b, int64_t *reach) {
 
 static int has_ts_lo(const kl_cursor *c) { return c->bnd.ts_lo != INT64_MIN; }
 
+/* Does the scan read every segment it enters on to its end, whatever it
+** finds?  A time window's does (timestamps need not grow: a record below
+** its upper bound may follow any other), unless a bound on disorder or on
+** offsets ends it sooner.  Then a small segment is best read whole at once
+** (scan.h kl_scan_learn_small). */
+static int reads_whole(const kl_cursor *c) {
+  int64_t reach;
+  return c->bnd.ts_hi != INT64_MAX && c->bnd.off_hi == INT64_MAX && !skew_reach(&c->bnd, &reach);
+}
+
 /* Can the batch be passed over on its header alone?  (Its CRC held: the
 ** header fields are the writer's.) */
 static int skip_batch(kl_cursor *c, const kl_batch *b) {
@@ -388,6 +398,12 @@ static kl_rc segment_wanted(kl_cursor *c, kl_segment *s, int *wanted, kl_err *er
   }
   if (!has_ts_lo(c)) return KL_OK;
   kl_err e = {0};
+  /* A wanted segment is read anyway: a small one is read whole now instead
+  ** of dated by its time index (five calls), and the scan then reads
+  ** nothing more.  What this cannot do (damage, a file that does not open)
+  ** is left to the dating and the scan, as before. */
+  int learnt;
+  if (reads_whole(c) && kl_scan_learn_small(&c->rd, s, &learnt, &e) != KL_OK) kl_err_clear(&e);
   kl_rc rc = kl_scan_max_timestamp(&c->rd, s, &mx, &at, &e);
   if (rc == KL_CORRUPT) return KL_OK;
   if (rc) return kl_err_set(err, rc, "%s", e.msg);
@@ -1276,7 +1292,7 @@ kl_rc kl_cursor_start(kl_cursor *c, const kl_bounds *b, kl_err *err) {
     kl_err e = {0};
     /* A floor is enough: records are filtered by timestamp anyway, and
     ** it needs no record read when the facts know the batch. */
-    kl_rc rc = kl_log_find_time_floor(c->log, &c->rd, b->ts_lo, &tl, &e);
+    kl_rc rc = kl_log_find_time_floor(c->log, &c->rd, b->ts_lo, reads_whole(c), &tl, &e);
     if (rc == KL_CORRUPT) {
       /* The seek is only a shortcut (records are filtered by timestamp
       ** anyway): without it the scan meets the damage itself, and reports

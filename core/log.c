@@ -551,9 +551,10 @@ static kl_rc first_reaching(kl_log *log, kl_reader *rd, int64_t t, kl_segment **
 ** steps are asked for), the first record reaching t, or a floor of it. */
 enum { FIND_INDEX = 0, FIND_EXACT, FIND_FLOOR };
 
-/* kl_log_seek_time, kl_log_find_time or kl_log_find_time_floor, by use_facts. */
-static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_time_lookup *out,
-                       kl_err *err) {
+/* kl_log_seek_time, kl_log_find_time or kl_log_find_time_floor, by use_facts
+** (whole: kl_log_find_time_floor's). */
+static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, int whole,
+                       kl_time_lookup *out, kl_err *err) {
   memset(out, 0, sizeof *out);
   out->status = KL_LOOKUP_NOT_FOUND;
   out->ti_timestamp = -1;
@@ -568,6 +569,14 @@ static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_
                 : use_facts == FIND_FLOOR  ? kl_segment_facts_seek_batch(s, t, &out->offset)
                                            : kl_segment_facts_seek_time(s, t, &out->offset,
                                                                         &out->timestamp);
+    if (known < 0 && whole && use_facts == FIND_FLOOR && !rd->skip) {
+      /* The scan reads the segment from the floor to its end: a small one is
+      ** read whole now rather than sought by its indexes (scan.h
+      ** kl_scan_learn_small), and the floor comes from its facts. */
+      int learnt;
+      if ((rc = kl_scan_learn_small(rd, s, &learnt, err)) != KL_OK) return rc;
+      if (learnt) known = kl_segment_facts_seek_batch(s, t, &out->offset);
+    }
     if (known == 1 && use_facts == FIND_FLOOR) out->timestamp = -1;
     if (known == 0) continue;
     if (known == 1) {
@@ -610,16 +619,16 @@ static kl_rc seek_time(kl_log *log, kl_reader *rd, int64_t t, int use_facts, kl_
 }
 
 kl_rc kl_log_seek_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
-  return seek_time(log, rd, t, FIND_INDEX, out, err);
+  return seek_time(log, rd, t, FIND_INDEX, 0, out, err);
 }
 
 kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out, kl_err *err) {
-  return seek_time(log, rd, t, FIND_EXACT, out, err);
+  return seek_time(log, rd, t, FIND_EXACT, 0, out, err);
 }
 
-kl_rc kl_log_find_time_floor(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
+kl_rc kl_log_find_time_floor(kl_log *log, kl_reader *rd, int64_t t, int whole, kl_time_lookup *out,
                              kl_err *err) {
-  return seek_time(log, rd, t, FIND_FLOOR, out, err);
+  return seek_time(log, rd, t, FIND_FLOOR, whole, out, err);
 }
 
 kl_rc kl_log_time_reached(kl_log *log, kl_reader *rd, int64_t t, int64_t *offset, int *found,

@@ -152,8 +152,11 @@ kl_rc kl_log_find_time(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *ou
 ** the batches from the time index entry's on (a seek made before near t),
 ** it is the first offset of the batch holding that record, found without
 ** reading one (out->timestamp is then -1); elsewhere the record itself, as
-** kl_log_find_time finds it. */
-kl_rc kl_log_find_time_floor(kl_log *log, kl_reader *rd, int64_t t, kl_time_lookup *out,
+** kl_log_find_time finds it.  With whole (a scan that reads on to the end
+** of the segment it lands in, whatever it finds: a time window's), a small
+** segment the facts do not cover is walked whole rather than sought by its
+** indexes (scan.h kl_scan_learn_small). */
+kl_rc kl_log_find_time_floor(kl_log *log, kl_reader *rd, int64_t t, int whole, kl_time_lookup *out,
                              kl_err *err);
 
 /* The first data record (control records are not rows) carrying the

@@ -880,17 +880,27 @@ typedef struct named_batch {
 } named_batch;
 
 /* Walk from start to the end of the data, gathering what a tail is, and
-** noting the batch that holds nb->offset if the walk passes it. */
+** noting the batch that holds nb->offset if the walk passes it.  With
+** learn, the batches are learnt as a cursor's walk learns them (segment.h
+** kl_segment_learn_walked), the last one as ending the data when the walk
+** ends cleanly: a walk from 0 leaves facts that cover the segment
+** (kl_scan_learn_small). */
 static kl_rc walk_tail(kl_reader *rd, kl_segment *s, int64_t start, kl_tail *t, named_batch *nb,
-                       kl_err *err) {
+                       int learn, kl_err *err) {
   kl_scan sc;
   kl_batch b;
   kl_rc rc = kl_scan_start(&sc, rd, s, start, INT64_MAX, start, err);
   if (rc) return rc;
   t->end = start;
   int first = 1;
+  kl_fact *f = NULL;
+  int64_t prev = -1;
   while ((rc = kl_scan_next(&sc, &b, err)) == KL_OK) {
     tail_add(t, &b);
+    if (learn) {
+      f = kl_segment_learn_walked(s, prev, &b);
+      prev = b.position;
+    }
     /* The first batch with last offset >= the entry's (what a lookup of
     ** it finds); the walk's first batch is surely that one only if it
     ** starts the segment or its first offset is not above the entry's. */
@@ -901,6 +911,11 @@ static kl_rc walk_tail(kl_reader *rd, kl_segment *s, int64_t start, kl_tail *t, 
       nb->max_ts = b.max_timestamp;
     }
     first = 0;
+  }
+  if (rc == KL_DONE && sc.end == KL_END_CLEAN && f && f->b.position == prev &&
+      f->b.position + f->b.size == sc.end_pos && !f->ends) {
+    f->ends = 1;
+    s->facts_cover = -1;
   }
   kl_scan_end(&sc);
   return rc == KL_DONE ? KL_OK : rc;
@@ -996,7 +1011,7 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
                                            rd->stats, err)) != KL_OK) {
       return rc; /* the walk below is served from this one read */
     }
-    if ((rc = walk_tail(rd, s, 0, &t, NULL, err)) != KL_OK) return rc;
+    if ((rc = walk_tail(rd, s, 0, &t, NULL, 0, err)) != KL_OK) return rc;
     t.known = 1;
     s->tail = t;
     return KL_OK;
@@ -1021,7 +1036,8 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   named_batch nb = {INT64_MAX, 0, 0, 0, 0};
   if (tix->n > 0) nb.offset = kl_index_time_offset_at(tix, tix->n - 1);
   kl_tail t = {0, s->base, -1, s->base, 0};
-  if ((rc = walk_tail(rd, s, sk.verify_from, &t, tix->n > 0 ? &nb : NULL, err)) != KL_OK) return rc;
+  rc = walk_tail(rd, s, sk.verify_from, &t, tix->n > 0 ? &nb : NULL, 0, err);
+  if (rc) return rc;
   s->tail = t; /* not known yet: next_offset settles the time index */
   if ((rc = settle_time_index(rd, s, tix, &nb, err)) != KL_OK) return rc;
   /* The largest timestamp: the time index entry written with the last
@@ -1036,12 +1052,40 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
     }
   } else if (sk.verify_from > 0) {
     kl_tail all = {0, s->base, -1, s->base, 0};
-    if ((rc = walk_tail(rd, s, 0, &all, NULL, err)) != KL_OK) return rc;
+    if ((rc = walk_tail(rd, s, 0, &all, NULL, 0, err)) != KL_OK) return rc;
     t.max_timestamp = all.max_timestamp;
     t.max_ts_offset = all.max_ts_offset;
   }
   t.known = 1;
   s->tail = t;
+  return KL_OK;
+}
+
+kl_rc kl_scan_learn_small(kl_reader *rd, kl_segment *s, int *learnt, kl_err *err) {
+  *learnt = 0;
+  if (rd->skip) return KL_OK;
+  kl_rc rc = prepare(rd, s, err);
+  if (rc || s->size > KL_SCAN_WHOLE_MAX) return rc;
+  if (kl_segment_facts_cover(s)) {
+    *learnt = 1;
+    return KL_OK;
+  }
+  kl_tail t = {0, s->base, -1, s->base, 0};
+  const uint8_t *p;
+  if (s->size > 0 && (rc = kl_window_get(&rd->win, &rd->ctx, &s->log, 0, (size_t)s->size, &p,
+                                         rd->stats, err)) != KL_OK) {
+    return rc;
+  }
+  kl_err e = {0};
+  /* Damage is left to the paths that met it before: a seek by the
+  ** indexes may land past it, and the scan reports it where it reads. */
+  if ((rc = walk_tail(rd, s, 0, &t, NULL, 1, &e)) == KL_CORRUPT) return KL_OK;
+  if (rc) return kl_err_set(err, rc, "%s", e.msg);
+  if (!s->tail.known) {
+    t.known = 1;
+    s->tail = t;
+  }
+  *learnt = kl_segment_facts_cover(s);
   return KL_OK;
 }
 

@@ -289,6 +289,23 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
 kl_rc kl_scan_max_timestamp(kl_reader *rd, kl_segment *s, int64_t *ts, int64_t *off,
                             kl_err *err);
 
+/* For a scan that reads the segments it enters to their end (a time
+** window's): a segment of at most KL_SCAN_WHOLE_MAX bytes whose facts do not
+** cover it is walked whole in one read, learning its batches and its tail.
+** *learnt = 1 when its facts then cover it (segment.h
+** kl_segment_facts_cover): its floor for a time is found in memory, without
+** opening either index (eight calls), and its largest timestamp is known
+** without dating it by its time index (five); the scan that follows reads
+** nothing more.  On the broker bench's log directory (2,000 partitions of
+** three 48 KiB segments) a first 1% window made 55,811 system calls instead
+** of 97,912 (102,532 before a reader's windows shared their bytes) and took
+** 204 ms instead of 243 (medians of five, four rounds, the builds in turn).
+** *learnt = 0 for a larger segment, in skip mode, or when the walk meets
+** damage before the end (not an error here: the scan reports it where it
+** reads).  Errors: opening the segment, reading it. */
+#define KL_SCAN_WHOLE_MAX ((int64_t)64 << 10)
+kl_rc kl_scan_learn_small(kl_reader *rd, kl_segment *s, int *learnt, kl_err *err);
+
 /* Would kl_scan_max_timestamp read s's files to date it (it is closed, not
 ** dated yet, its tail unknown, and rd is not in skip mode)? */
 int kl_scan_datable(const kl_reader *rd, const kl_segment *s);

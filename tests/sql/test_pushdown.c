@@ -457,22 +457,28 @@ static void test_window_from_facts(void **state) {
 
 /* A window seeks by time through the indexes when the facts do not cover
 ** its segment from position 0 (a fresh table, or a segment of Kafka's
-** 1 GiB that no scan read whole): the batches that seek walks are learnt,
-** so the same window, or one starting near it, seeks again without a read
-** or a header; and the counts agree with the plan that checks timestamps
-** itself. */
+** 1 GiB that no scan read whole) and the segment is larger than a scan
+** reads whole at once (KL_SCAN_WHOLE_MAX; test_window_reads_small_whole):
+** the batches that seek walks are learnt, so the same window, or one
+** starting near it, seeks again without a read or a header; and the counts
+** agree with the plan that checks timestamps itself. */
 static void test_window_seeks_again_from_facts(void **state) {
   (void)state;
   static const char q[] = "SELECT count(*), coalesce(sum(offset), -1) FROM kafka_log(?1)"
                           " WHERE timestamp >= ?2 AND timestamp < ?3";
+  /* 20,000 records 10 ms apart in segments of about 256 KiB. */
+  char *dir = kw_make_log("pd-wseek", 2000, 10, 256 << 10, 4096, 100, INT64_C(1700000000000), 10);
   sqlite3 *db = st_open();
-  /* Records 5500..5599, in segment 4991, seeked into through its indexes. */
-  st_stats first = measure_on(db, dir_b(), q, INT64_C(1700000055000), INT64_C(1700000056000),
+  assert_true(st_int(db, "SELECT count(DISTINCT segment) FROM kafka_log(?1)", "t", dir) >= 8);
+  st_close(db);
+  db = st_open();
+  /* Records 5500..5599, seeked into through their segment's indexes. */
+  st_stats first = measure_on(db, dir, q, INT64_C(1700000055000), INT64_C(1700000056000),
                               "100|554950\n");
   assert_true(first.index_probes > 0);
   assert_true(first.batch_headers > 0);
   for (int again = 0; again < 2; again++) {
-    st_stats s = measure_on(db, dir_b(), q, INT64_C(1700000055000), INT64_C(1700000056000),
+    st_stats s = measure_on(db, dir, q, INT64_C(1700000055000), INT64_C(1700000056000),
                             "100|554950\n");
     assert_int_equal(s.batch_headers, 0);
     assert_int_equal(s.bytes_read, 0);
@@ -485,13 +491,58 @@ static void test_window_seeks_again_from_facts(void **state) {
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
     char *want = st_text(db, "SELECT count(*) || '|' || coalesce(sum(offset), -1) || char(10)"
                          " FROM kafka_log(?1) WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3",
-                         "tii", dir_b(), w[i][0], w[i][1]);
-    st_stats s = measure_on(db, dir_b(), q, w[i][0], w[i][1], want);
+                         "tii", dir, w[i][0], w[i][1]);
+    st_stats s = measure_on(db, dir, q, w[i][0], w[i][1], want);
     assert_int_equal(s.batch_headers, 0);
     assert_int_equal(s.bytes_read, 0);
     free(want);
   }
   st_close(db);
+  t_rmdir(dir);
+  free(dir);
+}
+
+/* A window reads every segment it enters on to its end, so a small one
+** (at most KL_SCAN_WHOLE_MAX, Kafka's own fixture of 64 KiB segments) is
+** read whole in one read instead of sought by its indexes or dated by its
+** time index: on a fresh table no index entry is read, every segment
+** from the window's on takes one read, and no segment after it is dated.
+** A query that stops sooner (LIMIT, min) still seeks through the indexes
+** (test_timestamp_ge_limit).  The answers are the other plan's, and the
+** same window again reads nothing. */
+static void test_window_reads_small_whole(void **state) {
+  (void)state;
+  static const char q[] = "SELECT count(*), coalesce(sum(offset), -1) FROM kafka_log(?1)"
+                          " WHERE timestamp >= ?2 AND timestamp < ?3";
+  static const int64_t w[][2] = {{1700000055000, 1700000056000}, {1700000000000, 1700000000500},
+                                 {1700000089990, 1700000200000}, {1700000030000, 1700000030001}};
+  for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
+    sqlite3 *db = st_open();
+    int64_t segs = st_int(db, "SELECT count(DISTINCT segment) FROM kafka_log(?1)"
+                          " WHERE offset >= (SELECT min(offset) FROM kafka_log(?1)"
+                          " WHERE timestamp >= ?2)", "ti", dir_b(), w[i][0]);
+    char *want = st_text(db, "SELECT count(*) || '|' || coalesce(sum(offset), -1) || char(10)"
+                         " FROM kafka_log(?1) WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3",
+                         "tii", dir_b(), w[i][0], w[i][1]);
+    st_close(db);
+    db = st_open();
+    st_stats f = measure_on(db, dir_b(), q, w[i][0], w[i][1], want);
+    assert_int_equal(f.index_probes, 0);
+    int64_t reads = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.reads')", NULL);
+    int64_t dated = st_int(db, "SELECT json_extract(kafka_log_stats(), '$.segments_dated')", NULL);
+    int64_t before = st_int(db, "SELECT count(DISTINCT segment) FROM kafka_log(?1)", "t", dir_b())
+                     - segs;
+    print_message("  segments %lld from the window's, %lld before; dated %lld, reads %lld\n",
+                  (long long)segs, (long long)before, (long long)dated, (long long)reads);
+    /* The segments up to the window's are dated by their time indexes (a
+    ** read each: the seek's), those from the window's on read once each. */
+    assert_true(dated <= before + 1);
+    assert_true(reads <= dated + segs);
+    st_stats again = measure_on(db, dir_b(), q, w[i][0], w[i][1], want);
+    assert_int_equal(again.bytes_read, 0);
+    free(want);
+    st_close(db);
+  }
 }
 
 /* ORDER BY offset DESC with timestamp < ?: once a table has decoded the
@@ -1203,6 +1254,7 @@ int main(void) {
       cmocka_unit_test(test_join_lookups_read_one_record),
       cmocka_unit_test(test_window_from_facts),
       cmocka_unit_test(test_window_seeks_again_from_facts),
+      cmocka_unit_test(test_window_reads_small_whole),
       cmocka_unit_test(test_desc_before_from_facts),
       cmocka_unit_test(test_timestamps_from_facts),
       cmocka_unit_test(test_window_max_skew),
