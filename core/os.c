@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <linux/fs.h>
+#include <sched.h>
 #include <sys/file.h>
 #include <sys/inotify.h>
 #include <sys/ioctl.h>
@@ -283,6 +284,17 @@ long kl_os_watch_read(const kl_env *env, int q, int wds[KL_WATCH_EVENTS]) {
   return CALL(env, xWatchRead, q, wds);
 }
 
+long kl_os_cpus(void) {
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    long n = CPU_COUNT(&set);
+    if (n > 0 && (online <= 0 || n < online)) return n;
+  }
+  return online;
+}
+
 int kl_os_core_idle(const kl_env *env) {
   char b[128];
   int fd = kl_os_open(env, "/proc/loadavg", O_RDONLY, 0);
@@ -298,5 +310,7 @@ int kl_os_core_idle(const kl_env *env) {
   }
   long running = 0, cores = sysconf(_SC_NPROCESSORS_ONLN);
   while (p && *p >= '0' && *p <= '9') running = running * 10 + (*p++ - '0');
-  return p && *p == '/' && running > 0 && running < cores;
+  /* A process held to one CPU (taskset, a cpuset) has no core to spare
+  ** whatever the machine's load: its helper would take turns with it. */
+  return p && *p == '/' && running > 0 && running < cores && kl_os_cpus() > 1;
 }

@@ -138,10 +138,15 @@ int kl_os_open_at(const kl_env *env, int dirfd, const char *path, size_t off, in
                   int mode);
 int kl_os_stat_at(const kl_env *env, int dirfd, const char *path, size_t off, struct stat *st);
 
+/* The CPUs this process may run on: its affinity mask's (taskset, a
+** cpuset), else the cores online. */
+long kl_os_cpus(void);
+
 /* Is a core idle now: fewer threads running than cores online
 ** (/proc/loadavg's fourth field counts them, the caller's included, read
-** through env's table)?  0 when that cannot be read.  A helper thread on a
-** machine with no core to spare only takes turns with its caller. */
+** through env's table), and more than one CPU the process may run on
+** (kl_os_cpus)?  0 when that cannot be read.  A helper thread on a machine,
+** or in a process, with no core to spare only takes turns with its caller. */
 int kl_os_core_idle(const kl_env *env);
 
 /* Is path a directory (stat through env's table)? */

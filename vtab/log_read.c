@@ -196,7 +196,7 @@ static kl_rc advance(kl_vcursor *c, kl_err *err) {
 ** but none unless SQLite is serialized (the workers allocate through its
 ** allocator, which has no lock in a single-threaded SQLite; a connection
 ** without its mutex cannot tell that from a multi-threaded one), and no
-** more than the other cores online.  Unless the option was given, they
+** more than the other CPUs the process may run on.  Unless the option was given, they
 ** read ahead only when a core is idle (core/cursor.h). */
 static int scan_threads(const kl_vcursor *c) {
   const kl_vtab *vt = (const kl_vtab *)c->base.pVtab;

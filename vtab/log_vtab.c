@@ -36,6 +36,7 @@
 #include "append.h"
 #include "bcache.h"
 #include "cursor.h"
+#include "os.h"
 #include "glue.h"
 #include "broker.h"
 #include "log.h"
@@ -190,7 +191,7 @@ static int kl_connect(sqlite3 *db, void *aux, int argc, const char *const *argv,
   vt->db = db;
   vt->conn = aux;
   lv_default_options(vt);
-  vt->cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  vt->cpus = kl_os_cpus(); /* the CPUs it may run on: threads stay below them */
   kl_segset_init(&vt->set, 0); /* a share of RLIMIT_NOFILE (segment.h) */
   vt->logs = kl_logcache_new(kl_sqlite_env(), &vt->set);
   vt->set.bcache = kl_bcache_new(kl_sqlite_env(), KL_BCACHE_BYTES);

@@ -63,8 +63,8 @@ typedef struct kl_vtab {
   kl_append *app;           /* its writer, once it writes */
   kl_decode_opts dec;       /* how 'confluent' and 'avro' columns decode */
   kl_terms_memo plans;      /* the plans decoded last */
-  long cpus;                /* cores online when connected (sysconf reads
-                            ** a file: not once a query) */
+  long cpus;                /* CPUs it may run on when connected (os.h
+                            ** kl_os_cpus: not once a query) */
   kl_ahead *ra;             /* the read-ahead of its scans (core/ahead.h),
                             ** made on first use: its workers start once
                             ** and wait parked until the table disconnects */

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sched.h>
 #include <string.h>
 #include <unistd.h>
 #include <cmocka.h>
@@ -450,6 +451,47 @@ static void test_cursor_if_idle(void **state) {
   free(dir);
 }
 
+/* A process held to one CPU (taskset, a cpuset) has no core to spare,
+** however idle the machine: kl_os_core_idle says no, and kl_os_cpus
+** counts the CPUs it may run on (a table's threads stay below them). */
+static void test_core_idle_follows_affinity(void **state) {
+  (void)state;
+  cpu_set_t was;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2 || sched_getaffinity(0, sizeof was, &was) != 0 ||
+      CPU_COUNT(&was) < 2) {
+    skip();
+  }
+  char *fake = t_mkdtemp("loadavg");
+  char path[4200];
+  snprintf(path, sizeof path, "%s/loadavg", fake);
+  static const char idle[] = "0.10 0.20 0.30 1/300 12345\n";
+  assert_int_equal(t_write_file(path, idle, strlen(idle)), 0);
+  kl_os os = *kl_os_posix();
+  os.ud = path;
+  os.xOpen = fake_open;
+  kl_env env = {NULL, NULL, &os};
+  int free_all = kl_os_core_idle(&env);
+  long cpus_all = kl_os_cpus();
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  for (int i = 0; i < CPU_SETSIZE; i++) {
+    if (CPU_ISSET(i, &was)) {
+      CPU_SET(i, &one);
+      break;
+    }
+  }
+  assert_int_equal(sched_setaffinity(0, sizeof one, &one), 0);
+  int free_one = kl_os_core_idle(&env);
+  long cpus_one = kl_os_cpus();
+  assert_int_equal(sched_setaffinity(0, sizeof was, &was), 0);
+  assert_int_equal(free_all, 1);
+  assert_int_equal(cpus_all, CPU_COUNT(&was));
+  assert_int_equal(free_one, 0);
+  assert_int_equal(cpus_one, 1);
+  t_rmdir(fake);
+  free(fake);
+}
+
 int main(void) {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_taken_in_order),
@@ -460,6 +502,7 @@ int main(void) {
       cmocka_unit_test(test_claims),
       cmocka_unit_test(test_caller_runs_and_reclaims),
       cmocka_unit_test(test_cursor_if_idle),
+      cmocka_unit_test(test_core_idle_follows_affinity),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
