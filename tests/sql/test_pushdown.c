@@ -406,6 +406,17 @@ static int64_t segments_skipped(sqlite3 *db) {
   return st_int(db, "SELECT json_extract(kafka_log_stats(), '$.segments_skipped')", NULL);
 }
 
+/* The window [lo, hi) on dir as the plan that checks timestamps itself
+** answers it (count and sum of offsets, as WINDOW_Q's rows print):
+** caller frees. */
+static const char WINDOW_Q[] = "SELECT count(*), coalesce(sum(offset), -1) FROM kafka_log(?1)"
+                               " WHERE timestamp >= ?2 AND timestamp < ?3";
+static char *window_other_plan(sqlite3 *db, const char *dir, int64_t lo, int64_t hi) {
+  return st_text(db, "SELECT count(*) || '|' || coalesce(sum(offset), -1) || char(10)"
+                 " FROM kafka_log(?1) WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3",
+                 "tii", dir, lo, hi);
+}
+
 /* A window on timestamps, once the table has read the batches: only the
 ** batches whose [smallest, largest] timestamp meets the window are read,
 ** and the segments whose records all miss it are passed over whole. */
@@ -437,11 +448,8 @@ static void test_window_from_facts(void **state) {
                                  {1700000000000, 1700000000001}, {1700000199990, 1700000300000},
                                  {1699999000000, 1700000000000}, {1700000049905, 1700000049915}};
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    char *want = st_text(db, "SELECT count(*) || '|' || coalesce(sum(offset), -1) || char(10)"
-                         " FROM kafka_log(?1) WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3",
-                         "tii", dir_b(), w[i][0], w[i][1]);
-    measure_on(db, dir_b(), "SELECT count(*), coalesce(sum(offset), -1) FROM kafka_log(?1)"
-               " WHERE timestamp >= ?2 AND timestamp < ?3", w[i][0], w[i][1], want);
+    char *want = window_other_plan(db, dir_b(), w[i][0], w[i][1]);
+    measure_on(db, dir_b(), WINDOW_Q, w[i][0], w[i][1], want);
     free(want);
   }
   /* The same plan without facts (a fresh connection) decodes every batch
@@ -464,8 +472,7 @@ static void test_window_from_facts(void **state) {
 ** agree with the plan that checks timestamps itself. */
 static void test_window_seeks_again_from_facts(void **state) {
   (void)state;
-  static const char q[] = "SELECT count(*), coalesce(sum(offset), -1) FROM kafka_log(?1)"
-                          " WHERE timestamp >= ?2 AND timestamp < ?3";
+  const char *q = WINDOW_Q;
   /* 20,000 records 10 ms apart in segments of about 256 KiB. */
   char *dir = kw_make_log("pd-wseek", 2000, 10, 256 << 10, 4096, 100, INT64_C(1700000000000), 10);
   sqlite3 *db = st_open();
@@ -489,9 +496,7 @@ static void test_window_seeks_again_from_facts(void **state) {
   static const int64_t w[][2] = {{1700000055100, 1700000055400}, {1700000056000, 1700000056010},
                                  {1700000055005, 1700000070000}};
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
-    char *want = st_text(db, "SELECT count(*) || '|' || coalesce(sum(offset), -1) || char(10)"
-                         " FROM kafka_log(?1) WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3",
-                         "tii", dir, w[i][0], w[i][1]);
+    char *want = window_other_plan(db, dir, w[i][0], w[i][1]);
     st_stats s = measure_on(db, dir, q, w[i][0], w[i][1], want);
     assert_int_equal(s.batch_headers, 0);
     assert_int_equal(s.bytes_read, 0);
@@ -512,8 +517,7 @@ static void test_window_seeks_again_from_facts(void **state) {
 ** same window again reads nothing. */
 static void test_window_reads_small_whole(void **state) {
   (void)state;
-  static const char q[] = "SELECT count(*), coalesce(sum(offset), -1) FROM kafka_log(?1)"
-                          " WHERE timestamp >= ?2 AND timestamp < ?3";
+  const char *q = WINDOW_Q;
   static const int64_t w[][2] = {{1700000055000, 1700000056000}, {1700000000000, 1700000000500},
                                  {1700000089990, 1700000200000}, {1700000030000, 1700000030001}};
   for (size_t i = 0; i < sizeof w / sizeof *w; i++) {
@@ -521,9 +525,7 @@ static void test_window_reads_small_whole(void **state) {
     int64_t segs = st_int(db, "SELECT count(DISTINCT segment) FROM kafka_log(?1)"
                           " WHERE offset >= (SELECT min(offset) FROM kafka_log(?1)"
                           " WHERE timestamp >= ?2)", "ti", dir_b(), w[i][0]);
-    char *want = st_text(db, "SELECT count(*) || '|' || coalesce(sum(offset), -1) || char(10)"
-                         " FROM kafka_log(?1) WHERE timestamp + 0 >= ?2 AND timestamp + 0 < ?3",
-                         "tii", dir_b(), w[i][0], w[i][1]);
+    char *want = window_other_plan(db, dir_b(), w[i][0], w[i][1]);
     st_close(db);
     db = st_open();
     st_stats f = measure_on(db, dir_b(), q, w[i][0], w[i][1], want);
