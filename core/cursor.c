@@ -321,13 +321,14 @@ static int skew_reach(const kl_bounds *b, int64_t *reach) {
 static int has_ts_lo(const kl_cursor *c) { return c->bnd.ts_lo != INT64_MIN; }
 
 /* Does the scan read every segment it enters on to its end, whatever it
-** finds?  A time window's does (timestamps need not grow: a record below
-** its upper bound may follow any other), unless a bound on disorder or on
-** offsets ends it sooner.  Then a small segment is best read whole at once
-** (scan.h kl_scan_learn_small). */
+** finds?  A forward time window's does (timestamps need not grow: a record
+** below its upper bound may follow any other), unless a bound on disorder
+** or on offsets ends it sooner.  Then a small segment is best read whole
+** at once (scan.h kl_scan_learn_small). */
 static int reads_whole(const kl_cursor *c) {
   int64_t reach;
-  return c->bnd.ts_hi != INT64_MAX && c->bnd.off_hi == INT64_MAX && !skew_reach(&c->bnd, &reach);
+  return !c->bnd.desc && c->bnd.ts_hi != INT64_MAX && c->bnd.off_hi == INT64_MAX &&
+         !skew_reach(&c->bnd, &reach);
 }
 
 /* Can the batch be passed over on its header alone?  (Its CRC held: the

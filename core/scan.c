@@ -985,6 +985,24 @@ static kl_rc settle_time_index(kl_reader *rd, kl_segment *s, kl_index *tix, cons
   return kl_index_failed(tix) ? index_error(tix, err) : KL_OK;
 }
 
+/* Read s whole in one read and walk it from 0 (learning its batches with
+** learn, walk_tail), its tail known after, unless it was already. */
+static kl_rc walk_whole(kl_reader *rd, kl_segment *s, int learn, kl_err *err) {
+  kl_tail t = {0, s->base, -1, s->base, 0};
+  const uint8_t *p;
+  kl_rc rc;
+  if (s->size > 0 && (rc = kl_window_get(&rd->win, &rd->ctx, &s->log, 0, (size_t)s->size, &p,
+                                         rd->stats, err)) != KL_OK) {
+    return rc; /* the walk below is served from this one read */
+  }
+  if ((rc = walk_tail(rd, s, 0, &t, NULL, learn, err)) != KL_OK) return rc;
+  if (!s->tail.known) {
+    t.known = 1;
+    s->tail = t;
+  }
+  return KL_OK;
+}
+
 /* A segment this small (eight index intervals at Kafka's default) is
 ** walked whole to learn its tail: one read of its .log costs less than
 ** opening its two indexes, which matters when a log of thousands of small
@@ -1004,18 +1022,7 @@ kl_rc kl_scan_tail(kl_reader *rd, kl_segment *s, const kl_tail **out, kl_err *er
   }
   *out = &s->tail;
   if (s->tail.known) return KL_OK;
-  if (s->size <= KL_TAIL_WALK_MAX) {
-    kl_tail t = {0, s->base, -1, s->base, 0};
-    const uint8_t *p;
-    if (s->size > 0 && (rc = kl_window_get(&rd->win, &rd->ctx, &s->log, 0, (size_t)s->size, &p,
-                                           rd->stats, err)) != KL_OK) {
-      return rc; /* the walk below is served from this one read */
-    }
-    if ((rc = walk_tail(rd, s, 0, &t, NULL, 0, err)) != KL_OK) return rc;
-    t.known = 1;
-    s->tail = t;
-    return KL_OK;
-  }
+  if (s->size <= KL_TAIL_WALK_MAX) return walk_whole(rd, s, 0, err);
   /* The next offset: walk from the last offset index entry. */
   kl_seek sk;
   kl_index *ix;
@@ -1070,21 +1077,11 @@ kl_rc kl_scan_learn_small(kl_reader *rd, kl_segment *s, int *learnt, kl_err *err
     *learnt = 1;
     return KL_OK;
   }
-  kl_tail t = {0, s->base, -1, s->base, 0};
-  const uint8_t *p;
-  if (s->size > 0 && (rc = kl_window_get(&rd->win, &rd->ctx, &s->log, 0, (size_t)s->size, &p,
-                                         rd->stats, err)) != KL_OK) {
-    return rc;
-  }
   kl_err e = {0};
   /* Damage is left to the paths that met it before: a seek by the
   ** indexes may land past it, and the scan reports it where it reads. */
-  if ((rc = walk_tail(rd, s, 0, &t, NULL, 1, &e)) == KL_CORRUPT) return KL_OK;
+  if ((rc = walk_whole(rd, s, 1, &e)) == KL_CORRUPT) return KL_OK;
   if (rc) return kl_err_set(err, rc, "%s", e.msg);
-  if (!s->tail.known) {
-    t.known = 1;
-    s->tail = t;
-  }
   *learnt = kl_segment_facts_cover(s);
   return KL_OK;
 }
