@@ -367,6 +367,16 @@ static void mem_segment(kl_segset *set, kl_segment *s) {
   assert_int_equal(kl_segment_init(s, NULL, set, 0, "/x/00000000000000000000.log"), KL_OK);
 }
 
+/* A v2-like batch of 100 bytes whose first offset is known: the facts
+** tests set its position, offsets and times. */
+static kl_batch batch100(void) {
+  kl_batch b;
+  memset(&b, 0, sizeof b);
+  b.size = 100;
+  b.first_known = 1;
+  return b;
+}
+
 /* The set of verified batches: every one is remembered (by position and
 ** size) until the set reaches its bound, then it starts again; growing it
 ** fails quietly when memory does. */
@@ -542,10 +552,7 @@ static void test_facts_rest_above(void **state) {
   kl_segset set;
   kl_segment s;
   mem_segment(&set, &s);
-  kl_batch b;
-  memset(&b, 0, sizeof b);
-  b.size = 100;
-  b.first_known = 1;
+  kl_batch b = batch100();
   b.record_count = 10;
   static const int64_t mins[] = {10, 30, 20, 0, 50, 40}; /* 3: a control batch */
   int64_t prev = -1;
@@ -584,10 +591,7 @@ static void test_facts_follow(void **state) {
   kl_segset set;
   kl_segment s;
   mem_segment(&set, &s);
-  kl_batch b;
-  memset(&b, 0, sizeof b);
-  b.size = 100;
-  b.first_known = 1;
+  kl_batch b = batch100();
   /* Batches 0..9 at 100 bytes each, offsets 10i..10i+9, max timestamp 5i
   ** but batch 6's, 100.  A walk yields 2..4, another 6..7 and 5. */
   const kl_fact *f;
