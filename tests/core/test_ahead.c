@@ -308,9 +308,12 @@ static void test_claims(void **state) {
     assert_null(kl_ahead_user(a));
     assert_int_equal(kl_ahead_queued(a), 0);
     /* No batch kept between scans: only the worker's decoder state stays
-    ** (a block or two), not the slots' buffers (two a slot used). */
-    if (round == 0) parked = fa.live;
-    assert_int_equal(fa.live, parked);
+    ** (its zstd context, made the first time the worker rather than the
+    ** caller runs a zstd batch: which one runs it is the scheduler's
+    ** choice, so the context may come in any round), not the slots'
+    ** buffers (two a slot used). */
+    if (fa.live > parked) parked = fa.live;
+    assert_true(parked - bare <= 1);
     assert_true(parked - bare < KL_AHEAD_SLOTS);
   }
   assert_int_equal(st.threads_started, 1);

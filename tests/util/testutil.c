@@ -15,17 +15,19 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The counts are updated atomically: read-ahead workers and dating helpers
+** allocate through the same env on their own threads. */
 static void *t_fail_realloc(void *ud, void *p, size_t n) {
   t_failalloc *fa = ud;
   if (n == 0) {
-    if (p) fa->live--;
+    if (p) __atomic_sub_fetch(&fa->live, 1, __ATOMIC_RELAXED);
     free(p);
     return NULL;
   }
-  fa->calls++;
-  if (fa->fail_at && fa->calls == fa->fail_at) return NULL;
+  long call = __atomic_add_fetch(&fa->calls, 1, __ATOMIC_RELAXED);
+  if (fa->fail_at && call == fa->fail_at) return NULL;
   void *q = realloc(p, n);
-  if (q && !p) fa->live++;
+  if (q && !p) __atomic_add_fetch(&fa->live, 1, __ATOMIC_RELAXED);
   return q;
 }
 
