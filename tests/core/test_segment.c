@@ -441,6 +441,57 @@ static void test_facts(void **state) {
   assert_int_equal(set.facts, 0);
 }
 
+/* The search for a position finds the first fact at or after it, as a
+** linear count does, for every number of facts (the halving is branch-free
+** and its edges are the counts) and positions before, on, between and past
+** them; a failed allocation leaves the facts as they were. */
+static void test_facts_search(void **state) {
+  (void)state;
+  kl_segset set;
+  kl_segment s;
+  for (int n = 0; n <= 70; n++) {
+    mem_segment(&set, &s);
+    kl_batch b = batch100();
+    for (int i = 0; i < n; i++) { /* the even slots going up, the odd coming down */
+      int slot = 2 * i < n ? 2 * i : 2 * (n - 1 - i) + 1;
+      b.position = (int64_t)slot * 100;
+      assert_non_null(kl_segment_learn(&s, &b));
+    }
+    assert_int_equal(s.nfacts, (size_t)n);
+    for (int64_t pos = -50; pos <= (int64_t)n * 100 + 50; pos += 50) {
+      size_t want = 0;
+      while (want < s.nfacts && s.facts[want].b.position < pos) want++;
+      assert_int_equal(kl_segment_fact_from(&s, pos), want);
+      kl_fact *f = kl_segment_fact(&s, pos);
+      if (pos >= 0 && pos % 100 == 0 && pos < (int64_t)n * 100) {
+        assert_non_null(f);
+        assert_int_equal(f->b.position, pos);
+      } else {
+        assert_null(f);
+      }
+    }
+    kl_segment_free(&s);
+  }
+  for (int k = 1; k <= 2; k++) { /* the positions' array, then the facts' */
+    t_failalloc fa;
+    kl_segset_init(&set, 4);
+    assert_int_equal(kl_segment_init(&s, t_failenv(&fa, 0), &set, 0,
+                                     "/x/00000000000000000000.log"), KL_OK);
+    kl_batch b = batch100();
+    for (int i = 0; i < 16; i++) {
+      b.position = (int64_t)(15 - i) * 100;
+      assert_non_null(kl_segment_learn(&s, &b));
+    }
+    fa.fail_at = fa.calls + k;
+    b.position = 5000; /* the 17th grows both arrays: one allocation fails */
+    assert_null(kl_segment_learn(&s, &b));
+    assert_int_equal(s.nfacts, 16);
+    for (int i = 0; i < 16; i++) assert_int_equal(kl_segment_fact(&s, i * 100)->b.position, i * 100);
+    assert_null(kl_segment_fact(&s, 5000));
+    kl_segment_free(&s);
+  }
+}
+
 /* Kept timestamps take the form of the fewest bytes that hold them: 1 or 2
 ** bytes above the smallest, 2 off the line by the mean step, 4 above the
 ** smallest, else 8; ends 2 or 4 by the last.  Each reads back as given,
@@ -694,6 +745,7 @@ int main(void) {
       cmocka_unit_test(test_missing_indexes),
       cmocka_unit_test(test_verified_cache),
       cmocka_unit_test(test_facts),
+      cmocka_unit_test(test_facts_search),
       cmocka_unit_test(test_kept_widths),
       cmocka_unit_test(test_facts_rest_above),
       cmocka_unit_test(test_facts_follow),
