@@ -597,7 +597,8 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   reset_filter(c, idx);
   kl_args a = {.dir = vt->dir, .given = vt->opt_given};
   kl_part_filter_init(&a.pf);
-  for (int id = 0; id < KL_OPT_COUNT; id++) a.opt[id] = lv_get_option(vt, (kl_opt_id)id);
+  memcpy(a.opt, vt->opt, sizeof a.opt); /* as lv_get_option, a call an option per lookup */
+  a.opt[KL_OPT_MODE] = lv_get_option(vt, KL_OPT_MODE);
   int rc = read_args(c, idx_str, argc, argv, &a);
   if (rc) return rc;
   memcpy(c->opt, a.opt, sizeof c->opt);
@@ -630,7 +631,8 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
     c->tsd_pairs = (idx & KL_P_PAIRS) != 0;
   }
   if ((idx & (KL_P_ORDERED | KL_P_TS_ORDER)) && c->nsel > 1) return start_merge(c, idx);
-  kl_err err = {0};
+  kl_err err; /* set up without clearing its 512 bytes: xFilter runs once a lookup */
+  kl_err_clear(&err);
   kl_rc krc = next_partition(c, &err);
   if (krc == KL_DONE) return scan_end(c);
   if (krc) {
