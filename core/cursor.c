@@ -540,8 +540,10 @@ static kl_rc enter_forward(kl_cursor *c, kl_segment *s, kl_err *err) {
     ** reaching it, later ones hold later offsets. */
     kl_seek sk;
     if ((rc = kl_scan_seek_offset(&c->rd, s, c->lo, &sk, err)) != KL_OK) return rc;
-    if (!c->rd.skip && kl_segment_fact(s, sk.verify_from)) {
+    const kl_fact *f = c->rd.skip ? NULL : kl_segment_fact(s, sk.verify_from);
+    if (f) {
       c->fpos = sk.verify_from;
+      c->fhint = (size_t)(f - s->facts); /* not searched for again */
       c->src = c->state = CS_FACT;
       return KL_OK;
     }
