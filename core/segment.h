@@ -59,9 +59,8 @@ typedef struct kl_segset {
 ** few hundred bytes and up to three descriptors). */
 #define KL_SEGSET_MAX_BOUND 32768
 /* Batch facts a log keeps at most (152 bytes each with their position:
-** 19 MiB).  With
-** producer-sized batches (16 KiB) that covers 2 GiB of log; beyond it,
-** queries read headers as they would without facts. */
+** 19 MiB).  With producer-sized batches (16 KiB) that covers 2 GiB of log;
+** beyond it, queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
 /* Record timestamps a set keeps at most: 1 to 8 bytes a record
 ** (kl_ts_form), so 2 to 16 M records.  They answer what SQLite's covering

@@ -597,7 +597,7 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   reset_filter(c, idx);
   kl_args a = {.dir = vt->dir, .given = vt->opt_given};
   kl_part_filter_init(&a.pf);
-  memcpy(a.opt, vt->opt, sizeof a.opt); /* as lv_get_option, a call an option per lookup */
+  memcpy(a.opt, vt->opt, sizeof a.opt); /* lv_get_option's, not a call an option a lookup */
   a.opt[KL_OPT_MODE] = lv_get_option(vt, KL_OPT_MODE);
   int rc = read_args(c, idx_str, argc, argv, &a);
   if (rc) return rc;
