@@ -58,8 +58,8 @@ typedef struct kl_segset {
 /* Open segments per set at most, whatever the limit says (each costs a
 ** few hundred bytes and up to three descriptors). */
 #define KL_SEGSET_MAX_BOUND 32768
-/* Batch facts a log keeps at most (152 bytes each with their position:
-** 19 MiB).  With producer-sized batches (16 KiB) that covers 2 GiB of log;
+/* Batch facts a log keeps at most (160 bytes each with their position:
+** 20 MiB).  With producer-sized batches (16 KiB) that covers 2 GiB of log;
 ** beyond it, queries read headers as they would without facts. */
 #define KL_SEGSET_MAX_FACTS 131072
 /* Record timestamps a set keeps at most: 1 to 8 bytes a record
@@ -236,7 +236,7 @@ struct kl_segment {
   kl_fact *facts;           /* batches walks yielded, by position */
   int64_t *fpos;            /* facts[i].b.position, packed: a lookup's
                             ** binary search touches a few cache lines of
-                            ** these, not one 144-byte fact a step */
+                            ** these, not one 152-byte fact a step */
   size_t nfacts, capfacts;
   uint64_t facts_gen;       /* counts the times the facts array moved: a
                             ** pointer into it from before is stale */
