@@ -50,6 +50,11 @@ int64_t lv_get_option(const kl_vtab *vt, kl_opt_id id) {
   return vt->opt[id];
 }
 
+void lv_get_options(const kl_vtab *vt, int64_t opt[KL_OPT_COUNT]) {
+  memcpy(opt, vt->opt, KL_OPT_COUNT * sizeof *opt);
+  opt[KL_OPT_MODE] = lv_get_option(vt, KL_OPT_MODE); /* the one with a rule of its own */
+}
+
 /* The defaults: the writer's for the options it keeps, else the table's. */
 void lv_default_options(kl_vtab *vt) {
   kl_append_opts_default(&vt->wopt);

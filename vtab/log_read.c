@@ -196,8 +196,8 @@ static kl_rc advance(kl_vcursor *c, kl_err *err) {
 ** but none unless SQLite is serialized (the workers allocate through its
 ** allocator, which has no lock in a single-threaded SQLite; a connection
 ** without its mutex cannot tell that from a multi-threaded one), and no
-** more than the other CPUs the process may run on.  Unless the option was given, they
-** read ahead only when a core is idle (core/cursor.h). */
+** more than the other CPUs the process may run on.  Unless the option was
+** given, they read ahead only when a core is idle (core/cursor.h). */
 static int scan_threads(const kl_vcursor *c) {
   const kl_vtab *vt = (const kl_vtab *)c->base.pVtab;
   int n = (int)c->opt[KL_OPT_THREADS];
@@ -597,8 +597,7 @@ int lv_filter(sqlite3_vtab_cursor *cur, int idx, const char *idx_str, int argc,
   reset_filter(c, idx);
   kl_args a = {.dir = vt->dir, .given = vt->opt_given};
   kl_part_filter_init(&a.pf);
-  memcpy(a.opt, vt->opt, sizeof a.opt); /* lv_get_option's, not a call an option a lookup */
-  a.opt[KL_OPT_MODE] = lv_get_option(vt, KL_OPT_MODE);
+  lv_get_options(vt, a.opt);
   int rc = read_args(c, idx_str, argc, argv, &a);
   if (rc) return rc;
   memcpy(c->opt, a.opt, sizeof c->opt);

@@ -200,8 +200,11 @@ int64_t lv_place(kl_vtab *vt, kl_listref *k, size_t i);
 /* An argument of CREATE VIRTUAL TABLE, unquoted (sqlite3_malloc'd). */
 char *lv_dequote(const char *s);
 
-/* Option id's value in the table; every option set to its default. */
+/* Option id's value in the table; every option's (xFilter, once a
+** lookup: one copy, not a call an option); every option set to its
+** default. */
 int64_t lv_get_option(const kl_vtab *vt, kl_opt_id id);
+void lv_get_options(const kl_vtab *vt, int64_t opt[KL_OPT_COUNT]);
 void lv_default_options(kl_vtab *vt);
 
 /* Is arg "<name> = ...", an option where the path belongs? */
